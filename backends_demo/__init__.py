@@ -1,0 +1,1 @@
+"""The reference demo backend (DemoBackend), registered by entry point like any plugin."""

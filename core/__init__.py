@@ -1,0 +1,73 @@
+"""delegate-lens: follow delegate backend events back to the operators they came from.
+
+Importing this package is cheap and never imports torch: public names are resolved on
+first use through module ``__getattr__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from delegate_lens.errors import (
+    DelegateLensError,
+    ETDumpFormatError,
+    ETRecordFormatError,
+    MappingError,
+    PluginError,
+)
+from delegate_lens.hookspecs import hookimpl, hookspec
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (imported on first access)
+_LAZY: dict[str, str] = {
+    # plugin host (issue 3)
+    "get_plugin_manager": "delegate_lens.pluginmanager",
+    # ahead of time (issue 4)
+    "DelegateMappingBuilder": "delegate_lens.mapping",
+    "CompileSpec": "delegate_lens.backend",
+    "PreprocessResult": "delegate_lens.backend",
+    "BackendDetails": "delegate_lens.backend",
+    "Partitioner": "delegate_lens.partitioner",
+    "PartitionResult": "delegate_lens.partitioner",
+    "DelegationSpec": "delegate_lens.partitioner",
+    "to_edge": "delegate_lens.aot.edge",
+    "to_edge_transform_and_lower": "delegate_lens.aot.edge",
+    "EdgeProgramManager": "delegate_lens.aot.edge",
+    "ProgramManager": "delegate_lens.aot.program",
+    "ETRecord": "delegate_lens.etrecord",
+    "parse_etrecord": "delegate_lens.etrecord",
+    "generate_etrecord": "delegate_lens.etrecord",
+    "get_delegation_info": "delegate_lens.aot.delegation_info",
+    "print_delegated_graph": "delegate_lens.aot.delegation_info",
+    # inspector (issue 6)
+    "Inspector": "delegate_lens.inspector",
+    "TimeScale": "delegate_lens.inspector",
+    "EventBlock": "delegate_lens.inspector",
+}
+
+__all__ = [
+    "DelegateLensError",
+    "ETDumpFormatError",
+    "ETRecordFormatError",
+    "MappingError",
+    "PluginError",
+    "__version__",
+    "hookimpl",
+    "hookspec",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'delegate_lens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

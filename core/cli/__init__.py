@@ -1,0 +1,109 @@
+"""The ``delegate-lens`` command line.
+
+Each sub-command lives in its own module ``delegate_lens.cli.<name>_cmd`` exposing
+``register(subparsers)``; registering must stay cheap (no torch, no numpy-heavy work), the
+handler imports what it needs when it runs. Handlers return the exit status.
+
+Errors of our own type, bad files and bad arguments print one line ``error: …`` on
+stderr and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from delegate_lens.errors import DelegateLensError
+
+_COMMAND_MODULES = ("demo", "inspect", "etdump", "etrecord", "plugins")
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {self.prog}: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="delegate-lens",
+        description="Follow delegate backend events back to the model operators they came from.",
+    )
+    from delegate_lens import __version__
+
+    parser.add_argument("--version", action="version", version=f"delegate-lens {__version__}")
+    parser.add_argument(
+        "-p",
+        dest="plugin_options",
+        action="append",
+        default=[],
+        metavar="PLUGIN",
+        help="load a plugin module (-p MODULE) or block a plugin by name (-p no:NAME); repeatable",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in _COMMAND_MODULES:
+        module = importlib.import_module(f"delegate_lens.cli.{name}_cmd")
+        module.register(sub)
+    return parser
+
+
+def _apply_plugin_options(options: Sequence[str]) -> None:
+    if not options:
+        return
+    from delegate_lens.pluginmanager import apply_plugin_options
+
+    apply_plugin_options(options)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (the console script exits with it)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        _apply_plugin_options(args.plugin_options)
+        status: int = args.func(args)
+    except DelegateLensError as exc:
+        _fail(str(exc))
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except (OSError, UnicodeError) as exc:
+        _fail(_describe_os_error(exc))
+    except KeyboardInterrupt:
+        return 130
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    return status
+
+
+def _describe_os_error(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        reason = exc.strerror or exc.__class__.__name__
+        return f"{exc.filename}: {reason}"
+    return str(exc) or exc.__class__.__name__
+
+
+def _silence_stdout() -> None:
+    """Output was piped into e.g. ``head``: stop quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _fail(message: str) -> NoReturn:
+    first_line = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"error: {first_line}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+def console_main() -> NoReturn:  # pragma: no cover - thin wrapper
+    raise SystemExit(main())

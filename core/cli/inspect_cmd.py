@@ -1,0 +1,17 @@
+"""`delegate-lens inspect`: placeholder until its issue lands (replace this module)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from delegate_lens.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("inspect", help="(not built yet)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    raise UsageError("'inspect' is not built yet")

@@ -1,0 +1,65 @@
+"""Every error delegate-lens raises on purpose derives from :class:`DelegateLensError`.
+
+Errors about bad input name what was wrong and where (a file, a field, a byte offset,
+a plugin), so that the CLI can print them as one line.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DelegateLensError",
+    "ETDumpFormatError",
+    "ETRecordFormatError",
+    "EventTracerError",
+    "InspectorError",
+    "MappingError",
+    "MissingExtraError",
+    "PluginError",
+    "ProgramFormatError",
+    "RuntimeBackendError",
+    "UsageError",
+]
+
+
+class DelegateLensError(Exception):
+    """Base class of every error raised by delegate-lens."""
+
+
+class UsageError(DelegateLensError, ValueError):
+    """A command-line argument or API argument is invalid."""
+
+
+class ETDumpFormatError(DelegateLensError, ValueError):
+    """An ETDump buffer is malformed (the message names the byte offset and the field)."""
+
+
+class ETRecordFormatError(DelegateLensError, ValueError):
+    """An ETRecord archive is malformed (the message names the entry)."""
+
+
+class ProgramFormatError(DelegateLensError, ValueError):
+    """A serialized program buffer is malformed or of an unsupported version."""
+
+
+class PluginError(DelegateLensError):
+    """A plugin failed to load, does not match its hook specification, or failed in a hook."""
+
+
+class MappingError(DelegateLensError, ValueError):
+    """A Debug Handle Map entry is invalid (the message names the identifier)."""
+
+
+class EventTracerError(DelegateLensError, ValueError):
+    """An event tracer was used incorrectly (e.g. both or neither delegate identifier given)."""
+
+
+class RuntimeBackendError(DelegateLensError, RuntimeError):
+    """The simulated runtime could not load or run a program or a delegate backend."""
+
+
+class InspectorError(DelegateLensError):
+    """The Inspector could not build its tables from the given inputs."""
+
+
+class MissingExtraError(DelegateLensError, ImportError):
+    """An optional dependency is missing; the message names the extra that installs it."""

@@ -1,0 +1,182 @@
+"""Every hook of delegate-lens, declared in one place.
+
+Plugins implement these with :data:`delegate_lens.hookimpl`; the host
+(:func:`delegate_lens.get_plugin_manager`) calls them. Hooks marked *firstresult* stop at
+the first implementation that returns something other than ``None`` (plugins registered
+later are asked first, as in pluggy); the others collect every non-``None`` result in a
+list.
+
+Hooks are grouped by the stage of the pipeline that calls them:
+
+* ahead of time: :func:`dl_partitioner`, :func:`dl_preprocess`, :func:`dl_delegate_mapping`;
+* runtime: :func:`dl_runtime_backend`, :func:`dl_encode_delegate_metadata`;
+* Inspector: :func:`dl_parse_delegate_metadata`, :func:`dl_delegate_time_scale`,
+  :func:`dl_exporters`.
+
+Implementations may accept fewer arguments than a spec lists (pluggy passes only the ones
+they name), never more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pluggy
+
+PROJECT_NAME = "delegate_lens"
+"""The pluggy project name; also the entry-point group plugins register under."""
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# --------------------------------------------------------------------------- ahead of time
+
+
+@hookspec(firstresult=True)
+def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
+    """Return a partitioner for ``backend_id``, or ``None`` when this plugin has none.
+
+    Called when a user asks for a backend's partitioner by name (for example
+    ``delegate-lens demo`` or ``to_edge_transform_and_lower(..., partitioner=[...])`` given
+    a backend id instead of an object).
+
+    :param backend_id: the backend's identifier, e.g. ``"DemoBackend"``.
+    :param compile_specs: a sequence of :class:`delegate_lens.CompileSpec` configuring it.
+    :returns: a :class:`delegate_lens.Partitioner`, or ``None``.
+
+    firstresult: the first non-``None`` result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[Any]) -> Any | None:
+    """Compile one partition for a backend, returning its blob and Debug Handle Map.
+
+    Called by ``EdgeProgramManager.to_backend`` once per tagged partition, with the
+    partition as its own ``torch.export.ExportedProgram`` whose nodes keep their
+    ``node.meta["debug_handle"]``.
+
+    :param backend_id: the backend the partition was tagged for.
+    :param edge_program: the partition's ``ExportedProgram``.
+    :param compile_specs: the :class:`delegate_lens.CompileSpec` sequence of the partition.
+    :returns: a :class:`delegate_lens.PreprocessResult` holding ``processed_bytes`` and a
+        ``debug_handle_map`` built with :class:`delegate_lens.DelegateMappingBuilder`, or
+        ``None`` when ``backend_id`` is not this plugin's backend.
+
+    firstresult: the first non-``None`` result wins. No result at all is a
+    :class:`delegate_lens.PluginError` naming the backend.
+    """
+
+
+@hookspec
+def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: Any) -> None:
+    """See (and possibly reject) every Debug Handle Map built at preprocess time.
+
+    Called by ``EdgeProgramManager.to_backend`` right after :func:`dl_preprocess`
+    returned, for every plugin. The built-in validator checks that every handle of the map
+    belongs to a node of the partition.
+
+    :param backend_id: the backend that built the map.
+    :param edge_program: the partition's ``ExportedProgram``, as given to preprocess.
+    :param debug_handle_map: ``{identifier: tuple of handles}`` (may be ``None`` when the
+        backend gave no map).
+    :returns: ``None``. To reject the map, raise :class:`delegate_lens.MappingError`
+        naming the backend, the identifier and the handle.
+
+    Not firstresult: every implementation is called.
+    """
+
+
+# --------------------------------------------------------------------------- runtime
+
+
+@hookspec(firstresult=True)
+def dl_runtime_backend(backend_id: str) -> Any | None:
+    """Return the runtime side of a backend, or ``None`` when it is not this plugin's.
+
+    Called by the simulated runtime (``delegate_lens.runtime``) when a method containing a
+    delegate call for ``backend_id`` is loaded.
+
+    :param backend_id: the backend id stored in the program's delegate call.
+    :returns: an object with ``init(processed_bytes, compile_specs) -> handle`` (called
+        once when the method is loaded) and ``execute(context, handle, args) -> outputs``
+        (called for every execution of the delegate call; ``context`` carries the event
+        tracer and the instruction id), or ``None``.
+
+    firstresult: the first non-``None`` result wins. No result is a clear runtime error
+    naming the backend.
+    """
+
+
+@hookspec(firstresult=True)
+def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
+    """Turn a structured metadata value logged by a backend into bytes.
+
+    Called by the event tracer when a backend logs a delegate event whose ``metadata`` is
+    not already ``bytes`` (for example a dict of flops, bytes moved and kernel name).
+
+    :param backend_id: the backend that logged the event.
+    :param metadata: the structured value the backend passed.
+    :returns: the bytes stored in the event's ``delegate_debug_metadata``, or ``None``
+        when this plugin does not encode metadata for ``backend_id``.
+
+    firstresult: the first non-``None`` result wins. No result is an error naming the
+    backend.
+    """
+
+
+# --------------------------------------------------------------------------- inspector
+
+
+@hookspec(firstresult=True)
+def dl_parse_delegate_metadata(
+    backend_id: str, metadatas: Sequence[bytes]
+) -> list[str] | dict[str, Any] | None:
+    """Parse the raw metadata of one Inspector row (one bytes value per sample).
+
+    Called by the Inspector for each row logged by a delegate whose backend name is known,
+    when no ``delegate_metadata_parser`` callable was given to it.
+
+    :param backend_id: the row's ``delegate_backend_name``.
+    :param metadatas: the row's raw ``delegate_debug_metadata`` values, one per sample.
+    :returns: a ``list[str]`` or ``dict`` shown as the row's
+        ``delegate_debug_metadatas``, or ``None`` when this plugin does not parse
+        ``backend_id``'s metadata.
+
+    firstresult: the first non-``None`` result wins. A plugin that raises is reported in a
+    warning naming it, and the raw bytes are kept.
+    """
+
+
+@hookspec(firstresult=True)
+def dl_delegate_time_scale(backend_id: str, event_name: str, ticks: int) -> float | None:
+    """Convert a delegate clock value into the Inspector's source time scale.
+
+    Called by the Inspector for the start and end time of every delegate-logged event
+    when no ``delegate_time_scale_converter`` callable was given to it.
+
+    :param backend_id: the backend that logged the event.
+    :param event_name: the event's name (its delegate debug identifier as text).
+    :param ticks: the raw start or end time as logged (e.g. cycles).
+    :returns: the same instant in the Inspector's ``source_time_scale``, or ``None`` when
+        this plugin does not know the clock of ``backend_id``.
+
+    firstresult: the first non-``None`` result wins; without one, the
+    source/target time-scale factor applies as for any event.
+    """
+
+
+@hookspec
+def dl_exporters() -> Sequence[Any]:
+    """Return the exporters this plugin adds to ``delegate-lens inspect --format``.
+
+    Called once when the exporter registry is built.
+
+    :returns: a sequence of exporters, each with a ``name``, a ``description`` and a
+        callable writing an Inspector's data to a text file.
+
+    Not firstresult: the results of all plugins are combined; two exporters with the same
+    name are a :class:`delegate_lens.PluginError` naming both plugins.
+    """

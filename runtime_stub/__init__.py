@@ -1,0 +1,1 @@
+"""The simulated runtime: programs, methods, EventTracer and ETDumpGen."""
