@@ -1,1 +1,65 @@
-"""Built-in ``dl_delegate_mapping`` validator (filled in by the ahead-of-time work, issue 4)."""
+"""Built-in ``dl_delegate_mapping`` validator: a map may only name handles of its partition.
+
+Registered by the plugin host as a built-in. Imports no torch: the partition's
+``ExportedProgram`` is read through ``.graph_module.graph.nodes`` and ``node.meta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from delegate_lens.errors import MappingError
+from delegate_lens.hookspecs import hookimpl
+
+__all__ = ["dl_delegate_mapping", "partition_handles"]
+
+
+def partition_handles(edge_program: Any) -> set[int]:
+    """The debug handles carried by the nodes of a partition's program (or graph module)."""
+    graph_module = getattr(edge_program, "graph_module", edge_program)
+    graph = getattr(graph_module, "graph", graph_module)
+    found: set[int] = set()
+    for node in graph.nodes:
+        handle = node.meta.get("debug_handle")
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            found.add(handle)
+        elif isinstance(handle, (tuple, list)):
+            found.update(h for h in handle if isinstance(h, int))
+    return found
+
+
+@hookimpl
+def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: Any) -> None:
+    """Reject a map naming a handle that no node of the partition carries."""
+    if debug_handle_map is None:
+        return
+    if not isinstance(debug_handle_map, Mapping):
+        raise MappingError(
+            f"backend {backend_id!r}: debug_handle_map must be a mapping "
+            f"{{identifier: handles}}, not {type(debug_handle_map).__name__}"
+        )
+    known = partition_handles(edge_program)
+    for identifier, handles in debug_handle_map.items():
+        if isinstance(identifier, bool) or not isinstance(identifier, (int, str)):
+            raise MappingError(
+                f"backend {backend_id!r}: delegate debug identifier {identifier!r} is not "
+                "an int or a str"
+            )
+        if isinstance(identifier, int) and identifier < 0:
+            raise MappingError(
+                f"backend {backend_id!r}: delegate debug identifier {identifier} is negative"
+            )
+        values = [handles] if isinstance(handles, int) else handles
+        if not isinstance(values, (list, tuple, set, frozenset)) or not values:
+            raise MappingError(
+                f"backend {backend_id!r}: delegate debug identifier {identifier!r} maps to "
+                f"{handles!r}, expected a non-empty sequence of debug handles"
+            )
+        for handle in values:
+            if handle not in known:
+                raise MappingError(
+                    f"backend {backend_id!r}: delegate debug identifier {identifier!r} names "
+                    f"debug handle {handle!r}, which is not a handle of a node in the "
+                    f"partition (its handles: {sorted(known)})"
+                )

@@ -1,0 +1,141 @@
+"""What a delegate backend gives and gets at preprocess time (torch-free).
+
+A backend plugs into lowering through the ``dl_preprocess`` hook (see
+:mod:`delegate_lens.hookspecs`). Authors coming from ExecuTorch can instead write a
+:class:`BackendDetails` subclass with a static ``preprocess`` and turn it into a plugin
+with :func:`backend_plugin`::
+
+    class MyBackend(BackendDetails):
+        @staticmethod
+        def preprocess(edge_program, compile_specs):
+            builder = DelegateMappingBuilder(generated_identifiers=True)
+            ...
+            return PreprocessResult(b"blob", builder.get_delegate_mapping())
+
+    get_plugin_manager().register(backend_plugin(MyBackend))  # backend id "MyBackend"
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from delegate_lens.errors import PluginError
+from delegate_lens.hookspecs import hookimpl
+
+__all__ = [
+    "BackendDetails",
+    "BackendPlugin",
+    "CompileSpec",
+    "PreprocessResult",
+    "backend_plugin",
+]
+
+
+def _to_bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        raise TypeError("CompileSpec.value must be bytes, not str (encode it first)")
+    return bytes(value)
+
+
+@attrs.frozen
+class CompileSpec:
+    """One backend option: a ``key`` and an opaque ``value`` (bytes)."""
+
+    key: str = attrs.field(validator=attrs.validators.instance_of(str))
+    value: bytes = attrs.field(converter=_to_bytes)
+
+
+def _check_map(
+    instance: Any, attribute: Any, value: Mapping[Any, Any] | None
+) -> None:  # attrs validator signature
+    if value is not None and not isinstance(value, Mapping):
+        raise TypeError(
+            "PreprocessResult.debug_handle_map must be a mapping {identifier: handles} or "
+            f"None, not {type(value).__name__}"
+        )
+
+
+@attrs.frozen
+class PreprocessResult:
+    """What a backend returns from preprocess.
+
+    :param processed_bytes: the compiled blob the runtime side of the backend receives.
+    :param debug_handle_map: ``{delegate debug identifier: handles}``, usually
+        :meth:`delegate_lens.DelegateMappingBuilder.get_delegate_mapping`; ``None`` when
+        the backend logs no delegate events of its own.
+    """
+
+    processed_bytes: bytes = attrs.field(default=b"", converter=bytes)
+    debug_handle_map: Mapping[Any, Any] | None = attrs.field(default=None, validator=_check_map)
+
+
+class BackendDetails(abc.ABC):
+    """ExecuTorch-style backend: subclass and implement the static :meth:`preprocess`."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def preprocess(edge_program: Any, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
+        """Compile one partition (a ``torch.export.ExportedProgram``)."""
+
+
+class BackendPlugin:
+    """A ``dl_preprocess`` plugin answering for one backend id with a BackendDetails class.
+
+    Made by :func:`backend_plugin`; register it with the plugin manager.
+    """
+
+    def __init__(self, backend_id: str, details_cls: type[BackendDetails]) -> None:
+        if not isinstance(backend_id, str) or not backend_id:
+            raise PluginError(f"backend id must be a non-empty str, not {backend_id!r}")
+        if not (isinstance(details_cls, type) and issubclass(details_cls, BackendDetails)):
+            raise PluginError(
+                f"backend {backend_id!r}: {details_cls!r} is not a BackendDetails subclass"
+            )
+        if getattr(details_cls.preprocess, "__isabstractmethod__", False):
+            raise PluginError(
+                f"backend {backend_id!r}: {details_cls.__name__} does not implement preprocess"
+            )
+        self.backend_id = backend_id
+        self.details_cls = details_cls
+        self.__name__ = f"backend:{backend_id}"
+
+    @hookimpl
+    def dl_preprocess(
+        self, backend_id: str, edge_program: Any, compile_specs: Sequence[Any]
+    ) -> PreprocessResult | None:
+        if backend_id != self.backend_id:
+            return None
+        result = self.details_cls.preprocess(edge_program, list(compile_specs))
+        if not isinstance(result, PreprocessResult):
+            raise PluginError(
+                f"backend {backend_id!r}: {self.details_cls.__name__}.preprocess returned "
+                f"{type(result).__name__}, expected a PreprocessResult"
+            )
+        return result
+
+    def __repr__(self) -> str:
+        return f"<BackendPlugin {self.backend_id!r} -> {self.details_cls.__qualname__}>"
+
+
+def backend_plugin(
+    backend_id: str | type[BackendDetails], details_cls: type[BackendDetails] | None = None
+) -> BackendPlugin:
+    """Turn a :class:`BackendDetails` subclass into a ``dl_preprocess`` plugin object.
+
+    ``backend_plugin(MyBackend)`` uses the class name as backend id (as ExecuTorch does);
+    ``backend_plugin("my_id", MyBackend)`` names it explicitly.
+    """
+    if details_cls is None:
+        if not isinstance(backend_id, type):
+            raise PluginError(
+                f"backend_plugin({backend_id!r}): give a BackendDetails subclass "
+                "(backend_plugin(cls) or backend_plugin(backend_id, cls))"
+            )
+        return BackendPlugin(backend_id.__name__, backend_id)
+    if not isinstance(backend_id, str):
+        raise PluginError(f"backend id must be a str, not {backend_id!r}")
+    return BackendPlugin(backend_id, details_cls)

@@ -1,0 +1,229 @@
+"""Build a backend's Debug Handle Map at preprocess time.
+
+A backend that fuses or splits operators tells delegate-lens which original operators
+(debug handles) each of its own runtime events covers. It does so with a
+:class:`DelegateMappingBuilder`, whose result goes into
+:attr:`delegate_lens.PreprocessResult.debug_handle_map`.
+
+Rules (the reference's, made strict):
+
+* a builder is either *manual* (every entry names its identifier, an ``int >= 0`` or a
+  ``str``) or *generated* (identifiers ``0, 1, 2, ...`` are assigned; naming one is an
+  error);
+* every entry is given exactly one of ``nodes`` (graph nodes, whose
+  ``node.meta["debug_handle"]`` is used) or ``handles`` (debug handles);
+* ``None`` handles and nodes without a handle are skipped, but an entry left with no valid
+  handle is an error;
+* :meth:`~DelegateMappingBuilder.insert_delegate_mapping_entry` with an identifier already
+  present is an error and leaves the map unchanged;
+* :meth:`~DelegateMappingBuilder.upsert_delegate_mapping_entry` with an identifier already
+  present adds the new handles to the entry (a union).
+
+A failed call never changes the builder (a generated identifier is not used up either).
+Every error is a :class:`delegate_lens.MappingError` naming the identifier.
+
+This module does not import torch: nodes are duck-typed (anything with a ``meta`` mapping).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable
+from typing import Any
+
+from delegate_lens.errors import MappingError
+
+__all__ = ["DelegateMap", "DelegateMappingBuilder", "Identifier"]
+
+Identifier = int | str
+"""A delegate debug identifier: an ``int >= 0`` or a ``str``."""
+
+DelegateMap = dict[Identifier, tuple[int, ...]]
+"""A Debug Handle Map: identifier -> sorted tuple of debug handles."""
+
+
+def _check_identifier(identifier: object) -> Identifier:
+    if isinstance(identifier, str):
+        return identifier
+    value = _as_int(identifier)
+    if value is not None:
+        if value < 0:
+            raise MappingError(
+                f"delegate debug identifier {identifier!r}: an int identifier must be >= 0"
+            )
+        return value
+    raise MappingError(
+        f"delegate debug identifier {identifier!r}: must be an int or a str, "
+        f"not {type(identifier).__name__}"
+    )
+
+
+def _as_int(value: object) -> int | None:
+    """``value`` as an int when it is an integer (numpy ones too) but not a bool."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _check_handle(handle: object, identifier: Identifier | None) -> int:
+    value = _as_int(handle)
+    if value is None:
+        raise MappingError(
+            f"delegate debug identifier {identifier!r}: debug handle {handle!r} is not an int"
+        )
+    if value < 0:
+        raise MappingError(
+            f"delegate debug identifier {identifier!r}: debug handle {handle} is negative"
+        )
+    return value
+
+
+def _node_handle(node: object, identifier: Identifier | None) -> Any:
+    meta = getattr(node, "meta", None)
+    if meta is None:
+        raise MappingError(
+            f"delegate debug identifier {identifier!r}: {node!r} is not a graph node "
+            "(it has no .meta)"
+        )
+    return meta.get("debug_handle")
+
+
+def _collect(
+    nodes: Any, handles: Any, identifier: Identifier | None, shown: Identifier | None
+) -> set[int]:
+    """The valid handles of one entry (``shown`` is what errors call the identifier)."""
+    if (nodes is None) == (handles is None):
+        raise MappingError(
+            f"delegate debug identifier {shown!r}: give exactly one of nodes or handles"
+        )
+    if nodes is not None:
+        items: Iterable[Any] = nodes if isinstance(nodes, (list, tuple)) else [nodes]
+        raw = [_node_handle(node, shown) for node in items]
+    elif _as_int(handles) is not None:
+        raw = [handles]
+    elif isinstance(handles, (list, tuple, set, frozenset, range)):
+        raw = list(handles)
+    else:
+        raise MappingError(
+            f"delegate debug identifier {shown!r}: handles must be an int or a sequence "
+            f"of ints, not {type(handles).__name__}"
+        )
+    found: set[int] = set()
+    for handle in raw:
+        if handle is None:
+            continue
+        if type(handle) is int and handle >= 0:  # fast path
+            found.add(handle)
+        else:
+            found.add(_check_handle(handle, shown))
+    if not found:
+        raise MappingError(
+            f"delegate debug identifier {shown!r}: no valid debug handle in the given "
+            f"{'nodes' if nodes is not None else 'handles'}"
+        )
+    return found
+
+
+class DelegateMappingBuilder:
+    """Collects ``{delegate debug identifier: debug handles}`` for one partition.
+
+    :param generated_identifiers: ``True`` to have identifiers ``0, 1, 2, ...`` assigned
+        in insertion order instead of naming them.
+    """
+
+    __slots__ = ("_generated", "_map", "_next")
+
+    def __init__(self, generated_identifiers: bool = False) -> None:
+        self._generated = bool(generated_identifiers)
+        self._map: dict[Identifier, tuple[int, ...]] = {}
+        self._next = 0
+
+    @property
+    def generated_identifiers(self) -> bool:
+        """Whether identifiers are assigned by the builder."""
+        return self._generated
+
+    def _resolve(self, identifier: object, call: str) -> tuple[Identifier | None, Identifier]:
+        """Return (identifier to store, or None when generated; identifier for messages)."""
+        if self._generated:
+            if identifier is not None:
+                raise MappingError(
+                    f"delegate debug identifier {identifier!r}: this builder generates "
+                    f"identifiers (generated_identifiers=True); {call} must not be given one"
+                )
+            return None, self._next
+        if identifier is None:
+            raise MappingError(
+                f"delegate debug identifier None: this builder takes identifiers from the "
+                f"caller (generated_identifiers=False); {call} needs one"
+            )
+        checked = _check_identifier(identifier)
+        return checked, checked
+
+    def insert_delegate_mapping_entry(
+        self,
+        nodes: Any = None,
+        handles: Any = None,
+        identifier: Identifier | None = None,
+    ) -> Identifier:
+        """Add a new entry and return its identifier.
+
+        :param nodes: a graph node or a list of nodes; their ``meta["debug_handle"]`` are
+            used (nodes without one are skipped).
+        :param handles: a debug handle or a list of handles (``None`` values are skipped).
+        :param identifier: the delegate debug identifier (manual builders only).
+        :raises MappingError: the identifier already exists, both or neither of nodes and
+            handles were given, no valid handle remains, or the identifier is missing /
+            not allowed / of the wrong type.
+        """
+        key, shown = self._resolve(identifier, "insert_delegate_mapping_entry")
+        if key is not None and key in self._map:
+            raise MappingError(
+                f"delegate debug identifier {key!r} was already inserted; use "
+                "upsert_delegate_mapping_entry to add handles to it"
+            )
+        found = _collect(nodes, handles, key, shown)
+        if key is None:
+            key = self._next
+            self._next += 1
+        self._map[key] = tuple(sorted(found))
+        return key
+
+    def upsert_delegate_mapping_entry(
+        self,
+        nodes: Any = None,
+        identifier: Identifier | None = None,
+        *,
+        handles: Any = None,
+    ) -> Identifier:
+        """Add an entry, or add handles to an existing one (a union); return the identifier.
+
+        ``nodes`` (or, as an extension, keyword ``handles``) as in
+        :meth:`insert_delegate_mapping_entry`. In a generated builder every call makes a
+        new entry.
+        """
+        key, shown = self._resolve(identifier, "upsert_delegate_mapping_entry")
+        found = _collect(nodes, handles, key, shown)
+        if key is None:
+            key = self._next
+            self._next += 1
+        else:
+            old = self._map.get(key)
+            if old is not None:
+                found.update(old)
+        self._map[key] = tuple(sorted(found))
+        return key
+
+    def get_delegate_mapping(self) -> DelegateMap:
+        """The map so far: ``{identifier: sorted tuple of handles}`` (a new dict)."""
+        return dict(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __repr__(self) -> str:
+        kind = "generated" if self._generated else "manual"
+        return f"DelegateMappingBuilder({kind}, {len(self._map)} entries)"
