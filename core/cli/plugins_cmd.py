@@ -1,17 +1,61 @@
-"""`delegate-lens plugins`: placeholder until its issue lands (replace this module)."""
+"""``delegate-lens plugins``: every plugin with its distribution, version and hooks."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
-
-from delegate_lens.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("plugins", help="(not built yet)")
+    parser = subparsers.add_parser(
+        "plugins",
+        help="list the loaded plugins and the hooks they implement",
+        description=(
+            "List every plugin (built-in, found through entry points of group "
+            "'delegate_lens', or given with -p) with its distribution, version and hooks."
+        ),
+    )
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="output format (default: table)",
+    )
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise UsageError("'plugins' is not built yet")
+    from delegate_lens.pluginmanager import get_plugin_manager, list_plugins
+
+    pm = get_plugin_manager()
+    rows = list_plugins(pm)
+    if args.format == "json":
+        print(
+            json.dumps(
+                [
+                    {
+                        "name": row.name,
+                        "kind": row.source.kind,
+                        "distribution": row.source.distribution,
+                        "version": row.source.version,
+                        "hooks": list(row.hooks),
+                    }
+                    for row in rows
+                ],
+                indent=2,
+            )
+        )
+        return 0
+    table = [("PLUGIN", "DISTRIBUTION", "VERSION", "HOOKS")]
+    for row in rows:
+        version = "-" if row.source.kind == "built-in" else (row.source.version or "?")
+        table.append((row.name, row.distribution_label, version, ", ".join(row.hooks) or "-"))
+    widths = [max(len(line[i]) for line in table) for i in range(3)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths)]
+        print("  ".join([*cells, line[3]]).rstrip())
+    blocked = sorted(name for name, plugin in pm.list_name_plugin() if plugin is None)
+    if blocked:
+        print(f"blocked: {', '.join(blocked)}")
+    return 0

@@ -1,0 +1,306 @@
+"""User configuration shared by delegate-lens and its plugins (one TOML table per plugin).
+
+Where it is read from — the first that exists wins:
+
+1. the file named by the environment variable ``DELEGATE_LENS_CONFIG`` (it must exist);
+2. ``delegate-lens.toml`` in the current directory (its top-level tables are the sections);
+3. the ``[tool.delegate-lens]`` table of ``pyproject.toml`` in the current directory.
+
+Then ``DELEGATE_LENS_OPTIONS`` overrides single values: TOML assignments with dotted keys,
+separated by newlines or ``;``, e.g.
+``DELEGATE_LENS_OPTIONS='cycle_clock.backends.MyNPU = "800 MHz"; cycle_clock.unit = "us"'``.
+
+Each plugin reads its own section, named after its entry point
+(``[cycle_clock]``, ``[json_metadata]``)::
+
+    from delegate_lens.config import plugin_config
+
+    section = plugin_config("cycle_clock")
+    unit = section.get_str("unit", "ns")
+    section.check_keys({"unit", "backends"})
+
+A bad file or value raises :class:`ConfigError` naming the file and the dotted key, e.g.
+``delegate-lens.toml: cycle_clock.backends.MyNPU: expected a clock rate such as
+'800 MHz' or a number of Hz, got 'fast'``. The configuration is read once per (working
+directory, environment variables) and cached; :func:`reset_config` forgets it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from delegate_lens.errors import DelegateLensError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FILE",
+    "OPTIONS_ENV",
+    "Config",
+    "ConfigError",
+    "Section",
+    "get_config",
+    "load_config",
+    "plugin_config",
+    "reset_config",
+]
+
+CONFIG_ENV = "DELEGATE_LENS_CONFIG"
+OPTIONS_ENV = "DELEGATE_LENS_OPTIONS"
+CONFIG_FILE = "delegate-lens.toml"
+PYPROJECT_TABLE = "tool.delegate-lens"
+
+
+class ConfigError(DelegateLensError, ValueError):
+    """The user's configuration is malformed (the message names the file and the key)."""
+
+
+_MISSING: Any = object()
+
+
+@attrs.frozen
+class Section:
+    """One plugin's table of the configuration.
+
+    :param name: the section's name (its dotted key path, e.g. ``"cycle_clock"``).
+    :param values: the table (empty when the section is absent).
+    :param origin: where it was read, used in error messages (a path or ``"(no file)"``).
+    """
+
+    name: str
+    values: Mapping[str, Any] = attrs.field(factory=dict)
+    origin: str = "(no configuration file)"
+
+    def key(self, key: str) -> str:
+        """The dotted name of ``key`` in this section, as error messages show it."""
+        return f"{self.name}.{_quote(key)}"
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        """A :class:`ConfigError` naming the origin and ``section.key``."""
+        return ConfigError(f"{self.origin}: {self.key(key)}: {problem}")
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def get_str(self, key: str, default: Any = _MISSING) -> Any:
+        value = self._get(key, default)
+        if value is not default and not isinstance(value, str):
+            raise self.error(key, f"expected a string, got {_show(value)}")
+        return value
+
+    def get_choice(self, key: str, choices: Iterable[str], default: Any = _MISSING) -> Any:
+        allowed = list(choices)
+        value = self.get_str(key, default)
+        if value is not default and value not in allowed:
+            raise self.error(key, f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
+        return value
+
+    def get_number(self, key: str, default: Any = _MISSING, *, positive: bool = False) -> Any:
+        value = self._get(key, default)
+        if value is default:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {_show(value)}")
+        if positive and not value > 0:
+            raise self.error(key, f"expected a positive number, got {value!r}")
+        return value
+
+    def get_str_list(self, key: str, default: Any = _MISSING) -> Any:
+        value = self._get(key, default)
+        if value is default:
+            return value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, f"expected a list of strings, got {_show(value)}")
+        return list(value)
+
+    def get_table(self, key: str) -> Section:
+        """The sub-table ``key`` as a :class:`Section` (empty when absent)."""
+        value = self.values.get(key, {})
+        if not isinstance(value, Mapping):
+            raise self.error(key, f"expected a table, got {_show(value)}")
+        return Section(self.key(key), value, self.origin)
+
+    def check_keys(self, allowed: Iterable[str]) -> None:
+        """Reject keys not in ``allowed`` (typos), suggesting the closest known key."""
+        known = sorted(allowed)
+        for key in self.values:
+            if key not in known:
+                guess = difflib.get_close_matches(key, known, n=1)
+                hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+                raise self.error(key, f"unknown setting{hint}; known: {', '.join(known)}")
+
+    def _get(self, key: str, default: Any) -> Any:
+        if key in self.values:
+            return self.values[key]
+        if default is _MISSING:
+            raise self.error(key, "missing setting")
+        return default
+
+
+@attrs.frozen
+class Config:
+    """The whole configuration: ``data`` maps section names to tables."""
+
+    data: Mapping[str, Any] = attrs.field(factory=dict)
+    origin: str = "(no configuration file)"
+
+    def section(self, name: str) -> Section:
+        """The table ``name`` (empty when absent)."""
+        value = self.data.get(name, {})
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                f"{self.origin}: {_quote(name)}: expected a table, got {_show(value)}"
+            )
+        return Section(_quote(name), value, self.origin)
+
+
+def load_config(
+    cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
+    """Read the configuration afresh (see the module docstring for where from)."""
+    env = os.environ if environ is None else environ
+    base = Path.cwd() if cwd is None else Path(cwd)
+    data: dict[str, Any] = {}
+    origin = "(no configuration file)"
+    explicit = env.get(CONFIG_ENV, "").strip()
+    if explicit:
+        path = Path(explicit)
+        if not path.is_absolute():
+            path = base / path
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_ENV}={explicit}: no such configuration file")
+        data, origin = _read_toml(path), str(explicit)
+        if path.name == "pyproject.toml":
+            data = _pyproject_table(data, origin)
+    elif (base / CONFIG_FILE).is_file():
+        data, origin = _read_toml(base / CONFIG_FILE), CONFIG_FILE
+    elif (base / "pyproject.toml").is_file():
+        data = _pyproject_table(_read_toml(base / "pyproject.toml"), "pyproject.toml")
+        if data:
+            origin = "pyproject.toml [tool.delegate-lens]"
+    overrides = env.get(OPTIONS_ENV, "")
+    if overrides.strip():
+        data = _merge(data, _parse_options(overrides))
+        origin = f"{origin} + {OPTIONS_ENV}" if data else OPTIONS_ENV
+    for name, value in data.items():
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                f"{origin}: {_quote(name)}: expected a table (one per plugin), got {_show(value)}"
+            )
+    return Config(data, origin)
+
+
+_cache: tuple[tuple[str, ...], Config] | None = None
+
+
+def get_config() -> Config:
+    """The configuration for the current directory and environment (cached)."""
+    global _cache
+    key = (os.getcwd(), os.environ.get(CONFIG_ENV, ""), os.environ.get(OPTIONS_ENV, ""))
+    cached = _cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    config = load_config()
+    _cache = (key, config)
+    return config
+
+
+def reset_config() -> None:
+    """Forget the cached configuration (e.g. after editing the file)."""
+    global _cache
+    _cache = None
+
+
+def plugin_config(name: str) -> Section:
+    """The section ``name`` of :func:`get_config` — what a plugin calls."""
+    return get_config().section(name)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _pyproject_table(data: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    tool = data.get("tool", {})
+    table = tool.get("delegate-lens", {}) if isinstance(tool, Mapping) else {}
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{origin}: {PYPROJECT_TABLE}: expected a table, got {_show(table)}")
+    return dict(table)
+
+
+def _parse_options(text: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for assignment in _split_assignments(text):
+        try:
+            parsed = tomllib.loads(assignment)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                f"{OPTIONS_ENV}: {assignment.strip()!r} is not a TOML assignment "
+                f"such as 'section.key = \"value\"': {exc}"
+            ) from exc
+        merged = _merge(merged, parsed)
+    return merged
+
+
+def _split_assignments(text: str) -> list[str]:
+    """Split on newlines and on ``;`` outside quoted strings."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote = ""
+    escaped = False
+    for char in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote == '"':
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in ";\n":
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return [part for part in parts if part.strip()]
+
+
+def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _quote(key: str) -> str:
+    bare = key.replace("_", "").replace("-", "")
+    return key if key and bare.isascii() and bare.isalnum() else f'"{key}"'
+
+
+def _show(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"

@@ -1,0 +1,562 @@
+"""The plugin host: one pluggy plugin manager per process, and safe ways to call its hooks.
+
+Building the manager (:func:`get_plugin_manager`) does, in this order:
+
+1. add the hook specs of :mod:`delegate_lens.hookspecs`;
+2. block the names given as ``-p no:NAME`` (:func:`apply_plugin_options`);
+3. register the built-in plugins (:data:`delegate_lens.builtins.BUILTIN_PLUGINS`), each
+   under its module name;
+4. load every entry point of group ``delegate_lens`` (sorted by name), each registered
+   under the entry point's name — unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` is set
+   (to anything but ``""``/``0``/``false``/``no``); built-ins stay;
+5. import and register every ``-p MODULE`` (last, so they are asked first by
+   *firstresult* hooks). ``-p NAME`` naming an entry point loads that entry point even
+   when autoloading is disabled.
+
+A plugin whose import fails, whose hook implementation does not match its spec (an
+argument the spec does not have, a wrapper that is not a generator) or that implements
+an unknown ``dl_`` hook raises :class:`~delegate_lens.errors.PluginError` naming the
+plugin and its distribution (name and version). As in pytest, a routine of a plugin
+named ``dl_*`` is a hook implementation even without ``@hookimpl``.
+
+Calling hooks (for the other parts of delegate-lens)
+----------------------------------------------------
+``get_plugin_manager().hook.dl_xxx(...)`` works, but an exception escaping a plugin then
+carries no plugin name. Use instead:
+
+* :func:`call_hook` ``(hook_name, /, *, pm=None, **kwargs)`` — call the hook as pluggy
+  does (same order and *firstresult* semantics). An exception of our own type
+  (:class:`~delegate_lens.errors.DelegateLensError`, e.g. a validator's
+  ``MappingError``) propagates unchanged; any other exception becomes a ``PluginError``
+  naming the plugin whose implementation raised, e.g. ``plugin 'json_metadata'
+  (delegate-lens-json-metadata 0.1.0) failed in dl_parse_delegate_metadata: ValueError:
+  ...`` (the original exception is its ``__cause__``).
+* :func:`call_hook_or_warn` — same call, but where a safe fallback exists (the
+  Inspector's metadata parsing, time scale conversion): any failure (except a
+  :class:`~delegate_lens.config.ConfigError`, which is the user's to fix) is reported
+  with ``warnings.warn(message, PluginWarning)`` naming the plugin, and ``None`` is
+  returned so the caller falls back (e.g. keeps the raw bytes).
+* :func:`call_each` — call every implementation one by one and get ``[(plugin_name,
+  result), ...]`` for non-``None`` results, in registration order (for combining hooks
+  such as ``dl_exporters`` where the caller must know who returned what).
+* :func:`has_implementations` — whether any plugin implements a hook (lets hot paths
+  skip a per-event call entirely).
+* :func:`describe_plugin` — ``"name (distribution version)"`` / ``"name (built-in)"``
+  for messages; :func:`list_plugins` — :class:`PluginInfo` for every registered plugin.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import inspect
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+import attrs
+import pluggy
+
+from delegate_lens import hookspecs
+from delegate_lens.errors import DelegateLensError, PluginError, UsageError
+from delegate_lens.hookspecs import PROJECT_NAME
+
+__all__ = [
+    "AUTOLOAD_ENV",
+    "ENTRY_POINT_GROUP",
+    "DelegateLensPluginManager",
+    "DelegateLensWarning",
+    "PluginInfo",
+    "PluginSource",
+    "PluginWarning",
+    "apply_plugin_options",
+    "build_plugin_manager",
+    "call_each",
+    "call_hook",
+    "call_hook_or_warn",
+    "describe_plugin",
+    "get_plugin_manager",
+    "has_implementations",
+    "list_plugins",
+    "reset_plugin_manager",
+]
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+"""Entry-point group plugins register under (``delegate_lens``)."""
+
+AUTOLOAD_ENV = "DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD"
+"""Set to ``1`` to skip plugins found through entry points (built-ins stay)."""
+
+_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+
+
+class DelegateLensWarning(UserWarning):
+    """Base class of the warnings delegate-lens issues."""
+
+
+class PluginWarning(DelegateLensWarning):
+    """A plugin failed where delegate-lens could fall back (the message names the plugin)."""
+
+
+@attrs.frozen
+class PluginSource:
+    """Where a registered plugin came from.
+
+    ``kind`` is ``"built-in"``, ``"entry point"``, ``"-p"`` (command line) or
+    ``"registered"`` (``pm.register(...)`` called by code); ``distribution`` and
+    ``version`` are ``None`` when unknown (and always for built-ins).
+    """
+
+    kind: str
+    distribution: str | None = None
+    version: str | None = None
+    value: str | None = None  # the entry point's value or the -p module name
+
+
+@attrs.frozen
+class PluginInfo:
+    """One row of ``delegate-lens plugins``."""
+
+    name: str
+    source: PluginSource
+    hooks: tuple[str, ...]
+
+    @property
+    def distribution_label(self) -> str:
+        if self.source.kind == "built-in":
+            return "built-in"
+        return self.source.distribution or f"({self.source.kind})"
+
+
+class DelegateLensPluginManager(pluggy.PluginManager):
+    """pluggy's manager, remembering where each plugin came from."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.plugin_sources: dict[str, PluginSource] = {}
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith("dl_"):
+            method = getattr(plugin, name, None)
+            if inspect.isroutine(method):
+                return {}
+        return opts
+
+
+# --------------------------------------------------------------------------- the singleton
+
+_lock = threading.RLock()
+_pm: DelegateLensPluginManager | None = None
+_options: tuple[str, ...] = ()
+_building = False
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process's plugin manager, built on first use (see the module docstring)."""
+    global _pm, _building
+    pm = _pm
+    if pm is not None:
+        return pm
+    with _lock:
+        if _pm is None:
+            if _building:
+                raise PluginError(
+                    "get_plugin_manager() was called while the plugins were being loaded "
+                    "(a plugin must not use the plugin manager at import time)"
+                )
+            _building = True
+            try:
+                _pm = build_plugin_manager(_options)
+            finally:
+                _building = False
+        return _pm
+
+
+def apply_plugin_options(options: Sequence[str]) -> pluggy.PluginManager:
+    """Apply the CLI's ``-p MODULE`` / ``-p no:NAME`` options and rebuild the singleton."""
+    global _pm, _options
+    parsed = tuple(options)
+    _parse_options(parsed)  # fail early on a malformed option
+    with _lock:
+        _options = parsed
+        _pm = None
+    return get_plugin_manager()
+
+
+def reset_plugin_manager() -> None:
+    """Forget the singleton and any ``-p`` options (for tests); the next call rebuilds it."""
+    global _pm, _options
+    with _lock:
+        _pm = None
+        _options = ()
+
+
+def _autoload_enabled() -> bool:
+    return os.environ.get(AUTOLOAD_ENV, "").strip().lower() in _FALSE_WORDS
+
+
+def _parse_options(options: Sequence[str]) -> tuple[list[str], list[str]]:
+    blocked: list[str] = []
+    modules: list[str] = []
+    for option in options:
+        text = option.strip()
+        if text.startswith("no:"):
+            name = text[3:].strip()
+            if not name:
+                raise UsageError(f"-p {option!r}: give a plugin name after 'no:'")
+            blocked.append(name)
+        elif text:
+            modules.append(text)
+        else:
+            raise UsageError("-p: give a plugin module name or no:NAME")
+    return blocked, modules
+
+
+def build_plugin_manager(
+    options: Sequence[str] = (), *, autoload: bool | None = None
+) -> DelegateLensPluginManager:
+    """Build a new, independent plugin manager (the singleton is built with this).
+
+    :param options: ``-p`` options (``"MODULE"`` or ``"no:NAME"``).
+    :param autoload: load entry points; default: unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD``.
+    """
+    from delegate_lens.builtins import BUILTIN_PLUGINS
+
+    blocked, modules = _parse_options(options)
+    pm = DelegateLensPluginManager()
+    pm.add_hookspecs(hookspecs)
+    for name in blocked:
+        pm.set_blocked(name)
+    for module_name in BUILTIN_PLUGINS:
+        if pm.is_blocked(module_name):
+            continue
+        module = importlib.import_module(module_name)
+        _register(pm, module, module_name, PluginSource("built-in", value=module_name))
+    entry_points = {ep.name: ep for ep in _entry_points()}
+    if autoload if autoload is not None else _autoload_enabled():
+        for name in sorted(entry_points):
+            _load_entry_point(pm, entry_points[name])
+    for module_name in modules:
+        if pm.is_blocked(module_name) or pm.has_plugin(module_name):
+            continue
+        if module_name in entry_points:
+            _load_entry_point(pm, entry_points[module_name])
+        else:
+            _load_module_option(pm, module_name)
+    _check_pending(pm)
+    return pm
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        other = found.get(ep.name)
+        if other is not None and _dist_name(other) != _dist_name(ep):
+            raise PluginError(
+                f"plugin name {ep.name!r} is registered by two distributions: "
+                f"{_dist_label(other)} and {_dist_label(ep)}"
+            )
+        found.setdefault(ep.name, ep)
+    return list(found.values())
+
+
+def _dist_name(ep: importlib.metadata.EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return None if dist is None else str(dist.metadata["Name"] or dist.name)
+
+
+def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "an unknown distribution"
+    return f"{dist.metadata['Name'] or dist.name} {dist.version}"
+
+
+def _load_entry_point(pm: DelegateLensPluginManager, ep: importlib.metadata.EntryPoint) -> None:
+    if pm.is_blocked(ep.name) or pm.has_plugin(ep.name):
+        return
+    dist = getattr(ep, "dist", None)
+    source = PluginSource(
+        "entry point",
+        distribution=None if dist is None else str(dist.metadata["Name"] or dist.name),
+        version=None if dist is None else str(dist.version),
+        value=ep.value,
+    )
+    try:
+        plugin = ep.load()
+    except Exception as exc:
+        raise PluginError(
+            f"plugin {_label(ep.name, source)} failed to load ({ep.value}): {_exc_text(exc)}"
+        ) from exc
+    _register(pm, plugin, ep.name, source)
+
+
+def _load_module_option(pm: DelegateLensPluginManager, module_name: str) -> None:
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise PluginError(
+            f"plugin module {module_name!r} (-p {module_name}) failed to load: {_exc_text(exc)}"
+        ) from exc
+    if pm.is_registered(module):
+        return
+    distribution, version = _module_distribution(module_name)
+    _register(pm, module, module_name, PluginSource("-p", distribution, version, module_name))
+
+
+def _module_distribution(module_name: str) -> tuple[str | None, str | None]:
+    top = module_name.split(".", 1)[0]
+    try:
+        names = importlib.metadata.packages_distributions().get(top) or []
+    except Exception:  # a broken installed distribution must not hide the plugin
+        return None, None
+    if not names:
+        return None, None
+    try:
+        return names[0], importlib.metadata.version(names[0])
+    except importlib.metadata.PackageNotFoundError:
+        return names[0], None
+
+
+def _register(
+    pm: DelegateLensPluginManager, plugin: object, name: str, source: PluginSource
+) -> None:
+    pm.plugin_sources[name] = source
+    try:
+        pm.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        pm.plugin_sources.pop(name, None)
+        raise PluginError(
+            f"plugin {_label(name, source)} does not match the hook specs: {_validation_text(exc)}"
+        ) from exc
+    except ValueError as exc:  # registered twice
+        pm.plugin_sources.pop(name, None)
+        raise PluginError(f"plugin {_label(name, source)} could not be registered: {exc}") from exc
+    _check_unknown_hooks(pm, plugin, name, source)
+
+
+def _check_unknown_hooks(
+    pm: pluggy.PluginManager, plugin: object, name: str, source: PluginSource
+) -> None:
+    known = sorted(n for n in dir(hookspecs) if n.startswith("dl_"))
+    for caller in pm.get_hookcallers(plugin) or []:
+        if caller.has_spec():
+            continue
+        if all(impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin):
+            continue
+        guess = difflib.get_close_matches(caller.name, known, n=1)
+        hint = f" (did you mean {guess[0]}?)" if guess else ""
+        pm.unregister(plugin)
+        raise PluginError(
+            f"plugin {_label(name, source)} implements unknown hook {caller.name!r}{hint}"
+        )
+
+
+def _check_pending(pm: DelegateLensPluginManager) -> None:
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(
+            f"plugin {describe_plugin(pm.get_name(exc.plugin) or repr(exc.plugin), pm)} "
+            f"does not match the hook specs: {_validation_text(exc)}"
+        ) from exc
+
+
+def _validation_text(exc: pluggy.PluginValidationError) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if lines and lines[0].startswith("Plugin "):
+        # pluggy's first line repeats the plugin name; keep the hook name it gives
+        head = lines[0]
+        hook = head.split(" for hook ", 1)[1] if " for hook " in head else None
+        lines = lines[1:]
+        if hook:
+            lines.insert(0, f"hook {hook}:")
+    return " ".join(lines)
+
+
+def _exc_text(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _label(name: str, source: PluginSource | None) -> str:
+    if source is None:
+        return repr(name)
+    if source.kind == "built-in":
+        return f"{name!r} (built-in)"
+    if source.distribution:
+        version = f" {source.version}" if source.version else ""
+        return f"{name!r} ({source.distribution}{version})"
+    where = f"-p {source.value}" if source.kind == "-p" and source.value else source.kind
+    return f"{name!r} ({where})"
+
+
+# --------------------------------------------------------------------------- introspection
+
+
+def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
+    return get_plugin_manager() if pm is None else pm
+
+
+def _source(pm: pluggy.PluginManager, name: str) -> PluginSource:
+    sources: dict[str, PluginSource] = getattr(pm, "plugin_sources", {})
+    return sources.get(name) or PluginSource("registered")
+
+
+def describe_plugin(name: str, pm: pluggy.PluginManager | None = None) -> str:
+    """``'name' (distribution version)``, ``'name' (built-in)`` or ``'name' (registered)``."""
+    return _label(name, _source(_manager(pm), name))
+
+
+def list_plugins(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]:
+    """Every registered plugin with where it came from and the hooks it implements."""
+    pm = _manager(pm)
+    rows = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None:  # blocked
+            continue
+        hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
+        rows.append(PluginInfo(name, _source(pm, name), tuple(hooks)))
+    return rows
+
+
+def has_implementations(hook_name: str, pm: pluggy.PluginManager | None = None) -> bool:
+    """Whether any registered plugin implements ``hook_name``."""
+    caller = getattr(_manager(pm).hook, hook_name, None)
+    return bool(caller is not None and caller.get_hookimpls())
+
+
+# --------------------------------------------------------------------------- safe calls
+
+
+def _caller(pm: pluggy.PluginManager, hook_name: str) -> Any:
+    caller = getattr(pm.hook, hook_name, None)
+    if caller is None or not hook_name.startswith("dl_"):
+        raise UsageError(f"unknown hook {hook_name!r}")
+    return caller
+
+
+def _code_of(function: Callable[..., Any]) -> Any:
+    target: Any = inspect.unwrap(function)
+    target = getattr(target, "__func__", target)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        call = type(target).__dict__.get("__call__")
+        code = getattr(call, "__code__", None)
+    return code
+
+
+def _culprit(caller: Any, exc: BaseException) -> str | None:
+    """The name of the plugin whose implementation of ``caller`` raised ``exc``."""
+    impls = caller.get_hookimpls()
+    codes: dict[Any, Any] = {}
+    for impl in impls:
+        code = _code_of(impl.function)
+        if code is not None:
+            codes.setdefault(code, impl)
+    candidate: str | None = None
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        impl = codes.get(frame.f_code)
+        if impl is not None:
+            return str(impl.plugin_name)
+        if frame.f_code.co_name == "_multicall" and candidate is None:
+            current = frame.f_locals.get("hook_impl")
+            if current is not None and current in impls:
+                candidate = str(current.plugin_name)
+        tb = tb.tb_next
+    if candidate is None and len(impls) == 1:
+        candidate = str(impls[0].plugin_name)
+    return candidate
+
+
+def _failure_message(
+    pm: pluggy.PluginManager, caller: Any, hook_name: str, exc: BaseException
+) -> str:
+    culprit = _culprit(caller, exc)
+    if culprit is None:
+        names = ", ".join(repr(impl.plugin_name) for impl in caller.get_hookimpls())
+        who = f"one of the plugins {names}"
+    else:
+        who = f"plugin {describe_plugin(culprit, pm)}"
+    return f"{who} failed in {hook_name}: {_exc_text(exc)}"
+
+
+def call_hook(hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any) -> Any:
+    """Call a hook like ``pm.hook.<hook_name>(**kwargs)``; a plugin's failure is named.
+
+    Errors of our own type propagate unchanged; any other exception raised by a plugin
+    becomes a :class:`PluginError` naming it (see the module docstring).
+    """
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    try:
+        return caller(**kwargs)
+    except DelegateLensError:
+        raise
+    except Exception as exc:
+        raise PluginError(_failure_message(manager, caller, hook_name, exc)) from exc
+
+
+def call_hook_or_warn(
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any
+) -> Any:
+    """Call a hook where a fallback exists: on a plugin's failure warn and return ``None``.
+
+    The warning's category is :class:`PluginWarning` and its message names the plugin and
+    the hook. A :class:`~delegate_lens.config.ConfigError` (bad user configuration) still
+    propagates.
+    """
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    try:
+        return caller(**kwargs)
+    except Exception as exc:
+        from delegate_lens.config import ConfigError
+
+        if isinstance(exc, ConfigError):
+            raise
+        message = _failure_message(manager, caller, hook_name, exc)
+        warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
+        return None
+
+
+def call_each(
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any
+) -> list[tuple[str, Any]]:
+    """Call every implementation of a hook, one by one, in registration order.
+
+    :returns: ``[(plugin_name, result), ...]`` for the results that are not ``None``.
+        Wrapper implementations are skipped. Failures are handled as in :func:`call_hook`.
+    """
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    results: list[tuple[str, Any]] = []
+    for impl in _plain_impls(caller.get_hookimpls()):
+        missing = [arg for arg in impl.argnames if arg not in kwargs]
+        if missing:
+            raise UsageError(f"{hook_name}: the call must give argument(s) {missing}")
+        args = [kwargs[arg] for arg in impl.argnames]
+        try:
+            result = impl.function(*args)
+        except DelegateLensError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {describe_plugin(impl.plugin_name, manager)} failed in "
+                f"{hook_name}: {_exc_text(exc)}"
+            ) from exc
+        if result is not None:
+            results.append((str(impl.plugin_name), result))
+    return results
+
+
+def _plain_impls(impls: Iterable[Any]) -> list[Any]:
+    return [impl for impl in impls if not (impl.hookwrapper or impl.wrapper)]
