@@ -1,0 +1,58 @@
+"""The ETDump codec: read and write ExecuTorch ETDump files (FlatBuffers, identifier ED00).
+
+``loads``/``load`` decode a buffer in bulk with numpy into an :class:`ETDump` whose runs
+hold their events as columns (:class:`EventColumns`); ``dumps``/``dump`` write the
+columns back vectorized. See ``docs/etdump.md``.
+"""
+
+from __future__ import annotations
+
+from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
+from delegate_lens.etdump.model import (
+    AllocationEvent,
+    Allocator,
+    Bool,
+    DebugEvent,
+    Double,
+    ETDump,
+    Event,
+    EventSequence,
+    Float,
+    Int,
+    ProfileEvent,
+    RunData,
+    ScalarType,
+    String,
+    Tensor,
+    TensorList,
+    Value,
+    ValueType,
+)
+from delegate_lens.etdump.reader import FILE_IDENTIFIER, load, loads
+
+__all__ = [
+    "FILE_IDENTIFIER",
+    "AllocationEvent",
+    "Allocator",
+    "Bool",
+    "DebugEvent",
+    "Double",
+    "ETDump",
+    "Event",
+    "EventColumns",
+    "EventColumnsBuilder",
+    "EventKind",
+    "EventSequence",
+    "Float",
+    "Int",
+    "ProfileEvent",
+    "RunData",
+    "ScalarType",
+    "String",
+    "Tensor",
+    "TensorList",
+    "Value",
+    "ValueType",
+    "load",
+    "loads",
+]

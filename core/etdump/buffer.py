@@ -1,0 +1,175 @@
+"""Bounds-checked, vectorized reading of FlatBuffer tables, vectors and strings with numpy.
+
+Every position is an absolute byte offset in the input (size prefix included) held in an
+int64 array; every read is checked against the buffer before numpy touches it, so a lying
+offset or length becomes an :class:`ETDumpFormatError` naming the byte offset, never an
+IndexError or a huge allocation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from delegate_lens.errors import ETDumpFormatError
+
+__all__ = ["Buffer", "Tables"]
+
+I64 = npt.NDArray[np.int64]
+_CHUNK = 1 << 16
+
+
+class Buffer:
+    """A byte buffer with vectorized, checked little-endian reads at arrays of positions."""
+
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        self.data = data
+        self.u8 = np.frombuffer(data, dtype=np.uint8)
+        self.n = len(self.u8)
+        self._views: dict[tuple[str, int], npt.NDArray[Any]] = {}
+
+    # --- checks ---------------------------------------------------------------------------
+
+    def fail(self, what: str, offset: int) -> ETDumpFormatError:
+        return ETDumpFormatError(f"{what} at byte offset {offset}")
+
+    def check(self, pos: I64, size: int | I64, what: str) -> None:
+        """Raise unless ``pos[i] .. pos[i] + size[i]`` lies inside the buffer for all i."""
+        if len(pos) == 0:
+            return
+        end = pos + size
+        if int(pos.min()) < 0 or int(end.max()) > self.n:
+            bad = int(np.flatnonzero((pos < 0) | (end > self.n))[0])
+            raise self.fail(f"{what} lies outside the buffer ({self.n} bytes)", int(pos[bad]))
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def _view(self, dtype: np.dtype[Any], shift: int) -> npt.NDArray[Any]:
+        key = (dtype.str, shift)
+        view = self._views.get(key)
+        if view is None:
+            count = (self.n - shift) // dtype.itemsize
+            view = np.frombuffer(self.data, dtype=dtype, count=count, offset=shift)
+            self._views[key] = view
+        return view
+
+    def read(self, pos: I64, dtype: Any) -> npt.NDArray[Any]:
+        """Values of ``dtype`` (little-endian) at ``pos`` (caller has checked the bounds)."""
+        dt = np.dtype(dtype).newbyteorder("<")
+        k = dt.itemsize
+        if len(pos) == 0:
+            return np.zeros(0, dtype=dt)
+        if k == 1:
+            return self.u8[pos].view(dt)
+        shift = int(pos[0]) % k
+        if (shift == 0 or self.n >= shift + k) and bool(np.all((pos - shift) % k == 0)):
+            return self._view(dt, shift)[(pos - shift) // k]
+        out = np.empty(len(pos), dtype=dt)
+        steps = np.arange(k, dtype=np.int64)
+        for lo in range(0, len(pos), _CHUNK):
+            chunk = pos[lo : lo + _CHUNK]
+            out[lo : lo + _CHUNK] = self.u8[chunk[:, None] + steps].view(dt).ravel()
+        return out
+
+    def read_checked(self, pos: I64, dtype: Any, what: str) -> npt.NDArray[Any]:
+        self.check(pos, np.dtype(dtype).itemsize, what)
+        return self.read(pos, dtype)
+
+    def uoffset_targets(self, pos: I64, what: str) -> I64:
+        """Follow the uoffsets stored at ``pos`` (checked); returns target positions."""
+        rel = self.read_checked(pos, np.uint32, what).astype(np.int64)
+        target = pos + rel
+        if len(target) and int(target.max()) >= self.n:
+            bad = int(np.argmax(target >= self.n))
+            raise self.fail(f"{what} points past the end of the buffer", int(pos[bad]))
+        return target
+
+    def vectors(self, pos: I64, elem_size: int, what: str) -> tuple[I64, I64]:
+        """Vectors at ``pos``: (position of the first element, length), both checked."""
+        length = self.read_checked(pos, np.uint32, f"length of {what}").astype(np.int64)
+        self.check(pos + 4, length * elem_size, what)
+        return pos + 4, length
+
+    def expand(self, starts: I64, lengths: I64, elem_size: int) -> I64:
+        """Positions of every element of several vectors, concatenated in order."""
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        if total > self.n:  # cannot happen after vectors(); keeps allocations bounded anyway
+            raise self.fail("vector lengths exceed the buffer", int(starts[0]))
+        ends = np.cumsum(lengths)
+        first = np.repeat(starts - (ends - lengths) * elem_size, lengths)
+        return first + np.arange(total, dtype=np.int64) * elem_size
+
+    def tables(self, pos: I64, what: str) -> Tables:
+        return Tables(self, pos, what)
+
+    def bytes_at(self, start: int, length: int) -> bytes:
+        return bytes(self.u8[start : start + length])
+
+
+class Tables:
+    """Many tables of one type at once: their vtables are read and checked up front."""
+
+    def __init__(self, buf: Buffer, pos: I64, what: str) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.what = what
+        soffset = buf.read_checked(pos, np.int32, what).astype(np.int64)
+        vt = pos - soffset
+        buf.check(vt, 4, f"vtable of {what}")
+        self.vt = vt
+        self.vt_size = buf.read(vt, np.uint16).astype(np.int64)
+        self.table_size = buf.read(vt + 2, np.uint16).astype(np.int64)
+        if len(pos):
+            if int(self.vt_size.min()) < 4 or bool(np.any(self.vt_size & 1)):
+                bad = int(np.argmax((self.vt_size < 4) | (self.vt_size & 1 == 1)))
+                raise buf.fail(f"vtable of {what} has a bad size", int(vt[bad]))
+            buf.check(vt, self.vt_size, f"vtable of {what}")
+            buf.check(pos, np.maximum(self.table_size, 4), what)
+        self._max_slots = int((self.vt_size.min() - 4) // 2) if len(pos) else 0
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def field(self, slot: int, size: int, name: str) -> I64:
+        """Absolute positions of field ``slot`` (-1 where absent), checked to lie in the table."""
+        n = len(self.pos)
+        entry = 4 + 2 * slot
+        if slot < self._max_slots:
+            voff = self.buf.read(self.vt + entry, np.uint16).astype(np.int64)
+        else:
+            voff = np.zeros(n, dtype=np.int64)
+            has = self.vt_size >= entry + 2
+            if has.any():
+                voff[has] = self.buf.read(self.vt[has] + entry, np.uint16)
+        present = voff != 0
+        outside = present & ((voff < 4) | (voff + size > self.table_size))
+        if outside.any():
+            bad = int(np.argmax(outside))
+            raise self.buf.fail(
+                f"field {name} of {self.what} lies outside its table", int(self.pos[bad])
+            )
+        return np.where(present, self.pos + voff, -1)
+
+    def scalar(self, slot: int, dtype: Any, default: int | float, name: str) -> npt.NDArray[Any]:
+        dt = np.dtype(dtype)
+        fpos = self.field(slot, dt.itemsize, name)
+        present = fpos >= 0
+        if present.all():
+            return self.buf.read(fpos, dt).astype(dt)
+        out = np.full(len(fpos), default, dtype=dt)
+        if present.any():
+            out[present] = self.buf.read(fpos[present], dt)
+        return out
+
+    def offset(self, slot: int, name: str) -> I64:
+        """Targets of the uoffset field ``slot`` (-1 where absent)."""
+        fpos = self.field(slot, 4, name)
+        present = fpos >= 0
+        out = np.full(len(fpos), -1, dtype=np.int64)
+        if present.any():
+            out[present] = self.buf.uoffset_targets(fpos[present], f"{name} of {self.what}")
+        return out

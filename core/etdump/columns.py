@@ -1,0 +1,421 @@
+"""Events of one run as numpy columns: what the Inspector reads and ETDumpGen writes.
+
+One entry per event, in file order. Fields that do not apply to an event's kind hold the
+format's default (e.g. ``allocator_id`` 0 for a profile event, ``name`` -1 for an allocation
+event), so columns compare directly.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from attrs import field, frozen
+
+from delegate_lens.etdump.model import (
+    AllocationEvent,
+    DebugEvent,
+    Event,
+    ProfileEvent,
+    Value,
+)
+
+__all__ = ["EventColumns", "EventColumnsBuilder", "EventKind"]
+
+
+class EventKind(enum.IntEnum):
+    """``EventColumns.kind``: which member of the ``Event`` table is set."""
+
+    NONE = 0
+    PROFILE = 1
+    ALLOCATION = 2
+    DEBUG = 3
+
+
+# column name -> (dtype, default for events that do not carry the field)
+COLUMN_SPECS: dict[str, tuple[type[np.generic], int]] = {
+    "kind": (np.uint8, 0),
+    "name": (np.int32, -1),
+    "chain_index": (np.int64, 0),
+    "instruction_id": (np.int32, -1),
+    "delegate_debug_id_int": (np.int32, -1),
+    "delegate_debug_id_str": (np.int32, -1),
+    "start_time": (np.uint64, 0),
+    "end_time": (np.uint64, 0),
+    "metadata_offset": (np.int64, 0),
+    "metadata_length": (np.int64, -1),
+    "allocator_id": (np.int32, 0),
+    "allocation_size": (np.uint64, 0),
+}
+
+_U64_MASK = (1 << 64) - 1
+
+
+def _array(dtype: type[np.generic]) -> Any:
+    def convert(value: Any) -> npt.NDArray[Any]:
+        arr = np.asarray(value)
+        if arr.dtype != dtype:
+            arr = arr.astype(dtype)
+        return arr
+
+    return convert
+
+
+def _col(name: str) -> Any:
+    dtype = COLUMN_SPECS[name][0]
+    return field(converter=_array(dtype))
+
+
+@frozen(eq=False)
+class EventColumns:
+    """Equal-length numpy arrays, one entry per event of a run (see the module docstring).
+
+    ``name`` and ``delegate_debug_id_str`` are codes into ``strings`` (-1 = absent);
+    ``delegate_debug_metadata`` of event ``i`` is
+    ``blob[metadata_offset[i] : metadata_offset[i] + metadata_length[i]]`` (length -1 =
+    absent). ``debug_entries`` maps the index of a debug event to its ``debug_entry``.
+    Build with :meth:`build` (arrays), :class:`EventColumnsBuilder` (one event at a time) or
+    :meth:`from_events`.
+    """
+
+    kind: npt.NDArray[np.uint8] = _col("kind")
+    name: npt.NDArray[np.int32] = _col("name")
+    chain_index: npt.NDArray[np.int64] = _col("chain_index")
+    instruction_id: npt.NDArray[np.int32] = _col("instruction_id")
+    delegate_debug_id_int: npt.NDArray[np.int32] = _col("delegate_debug_id_int")
+    delegate_debug_id_str: npt.NDArray[np.int32] = _col("delegate_debug_id_str")
+    start_time: npt.NDArray[np.uint64] = _col("start_time")
+    end_time: npt.NDArray[np.uint64] = _col("end_time")
+    metadata_offset: npt.NDArray[np.int64] = _col("metadata_offset")
+    metadata_length: npt.NDArray[np.int64] = _col("metadata_length")
+    allocator_id: npt.NDArray[np.int32] = _col("allocator_id")
+    allocation_size: npt.NDArray[np.uint64] = _col("allocation_size")
+    strings: list[str] = field(factory=list)
+    blob: bytes | bytearray | memoryview = b""
+    debug_entries: Mapping[int, Value] = field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.kind)
+        for name in COLUMN_SPECS:
+            arr = getattr(self, name)
+            if arr.ndim != 1 or len(arr) != n:
+                raise ValueError(f"column {name} has shape {arr.shape}, expected ({n},)")
+        if n:
+            ns = len(self.strings)
+            for name in ("name", "delegate_debug_id_str"):
+                codes = getattr(self, name)
+                if int(codes.min()) < -1 or int(codes.max()) >= ns:
+                    raise ValueError(f"column {name} holds a code outside strings (0..{ns - 1})")
+            present = self.metadata_length >= 0
+            if present.any():
+                off = self.metadata_offset[present]
+                end = off + self.metadata_length[present]
+                if int(off.min()) < 0 or int(end.max()) > len(self.blob):
+                    raise ValueError("a metadata span lies outside blob")
+            if int(self.kind.max()) > 3:
+                raise ValueError("column kind holds a value outside EventKind")
+
+    # --- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        kind: npt.ArrayLike,
+        *,
+        strings: Sequence[str] = (),
+        blob: bytes | bytearray | memoryview = b"",
+        debug_entries: Mapping[int, Value] | None = None,
+        **columns: npt.ArrayLike,
+    ) -> EventColumns:
+        """Columns from arrays; any column not given holds its default for every event.
+
+        ``columns`` are keyword arrays named as the fields (``name``, ``start_time``, ...).
+        """
+        kind_arr = np.asarray(kind, dtype=np.uint8)
+        n = len(kind_arr)
+        unknown = set(columns) - set(COLUMN_SPECS)
+        if unknown:
+            raise TypeError(f"unknown column(s): {', '.join(sorted(unknown))}")
+        arrays: dict[str, Any] = {}
+        for name, (dtype, default) in COLUMN_SPECS.items():
+            if name == "kind":
+                continue
+            if name in columns:
+                arrays[name] = np.asarray(columns[name], dtype=dtype)
+            else:
+                arrays[name] = np.full(n, default, dtype=dtype)
+        return cls(
+            kind=kind_arr,
+            strings=list(strings),
+            blob=blob,
+            debug_entries=dict(debug_entries or {}),
+            **arrays,
+        )
+
+    @classmethod
+    def trusted(
+        cls,
+        arrays: Mapping[str, npt.NDArray[Any]],
+        strings: list[str],
+        blob: bytes | bytearray | memoryview,
+        debug_entries: Mapping[int, Value],
+    ) -> EventColumns:
+        """Columns from arrays already of the right dtypes and checked (no validation).
+
+        For decoders that have validated everything in bulk; others use :meth:`build`.
+        """
+        self = cls.__new__(cls)
+        for name in COLUMN_SPECS:
+            object.__setattr__(self, name, arrays[name])
+        object.__setattr__(self, "strings", strings)
+        object.__setattr__(self, "blob", blob)
+        object.__setattr__(self, "debug_entries", debug_entries)
+        return self
+
+    @classmethod
+    def empty(cls) -> EventColumns:
+        return cls.build(np.zeros(0, np.uint8))
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> EventColumns:
+        builder = EventColumnsBuilder()
+        for event in events:
+            builder.add_event(event)
+        return builder.build()
+
+    # --- access ----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def string(self, code: int) -> str | None:
+        """The string for a code of ``name`` / ``delegate_debug_id_str`` (None for -1)."""
+        return None if code < 0 else self.strings[code]
+
+    def decode(self, codes: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.object_]:
+        """Codes -> object array of str (None where -1), vectorized."""
+        table = np.empty(len(self.strings) + 1, dtype=object)
+        table[:-1] = self.strings
+        table[-1] = None
+        return table[np.where(codes < 0, len(self.strings), codes)]  # type: ignore[no-any-return]
+
+    def metadata(self, i: int) -> bytes | None:
+        """``delegate_debug_metadata`` of event ``i`` (None when absent)."""
+        length = int(self.metadata_length[i])
+        if length < 0:
+            return None
+        start = int(self.metadata_offset[i])
+        return bytes(self.blob[start : start + length])
+
+    def profile_event(self, i: int) -> ProfileEvent:
+        return ProfileEvent(
+            name=self.string(int(self.name[i])),
+            chain_index=int(self.chain_index[i]),
+            instruction_id=int(self.instruction_id[i]),
+            delegate_debug_id_int=int(self.delegate_debug_id_int[i]),
+            delegate_debug_id_str=self.string(int(self.delegate_debug_id_str[i])),
+            delegate_debug_metadata=self.metadata(i),
+            start_time=int(self.start_time[i]),
+            end_time=int(self.end_time[i]),
+        )
+
+    def allocation_event(self, i: int) -> AllocationEvent:
+        return AllocationEvent(
+            allocator_id=int(self.allocator_id[i]),
+            allocation_size=int(self.allocation_size[i]),
+        )
+
+    def debug_event(self, i: int) -> DebugEvent:
+        return DebugEvent(
+            chain_index=int(self.chain_index[i]) & _U64_MASK,
+            instruction_id=int(self.instruction_id[i]),
+            debug_entry=self.debug_entries.get(i),
+            delegate_debug_id_int=int(self.delegate_debug_id_int[i]),
+            delegate_debug_id_str=self.string(int(self.delegate_debug_id_str[i])),
+            name=self.string(int(self.name[i])),
+        )
+
+    def event(self, i: int) -> Event:
+        kind = int(self.kind[i])
+        if kind == EventKind.PROFILE:
+            return Event(profile_event=self.profile_event(i))
+        if kind == EventKind.DEBUG:
+            return Event(debug_event=self.debug_event(i))
+        if kind == EventKind.ALLOCATION:
+            return Event(allocation_event=self.allocation_event(i))
+        return Event()
+
+    # --- comparison --------------------------------------------------------------------------
+
+    def equals(self, other: EventColumns) -> bool:
+        """Same events (strings compared as text, metadata as bytes), whatever the encoding."""
+        if len(self) != len(other):
+            return False
+        for name in COLUMN_SPECS:
+            if name in ("name", "delegate_debug_id_str", "metadata_offset"):
+                continue
+            if not np.array_equal(getattr(self, name), getattr(other, name)):
+                return False
+        for name in ("name", "delegate_debug_id_str"):
+            if not np.array_equal(
+                self.decode(getattr(self, name)), other.decode(getattr(other, name))
+            ):
+                return False
+        for i in np.flatnonzero(self.metadata_length > 0):
+            if self.metadata(int(i)) != other.metadata(int(i)):
+                return False
+        debug = np.flatnonzero(self.kind == EventKind.DEBUG)
+        return all(self.debug_entries.get(int(i)) == other.debug_entries.get(int(i)) for i in debug)
+
+
+class EventColumnsBuilder:
+    """Record events one at a time into Python lists, then :meth:`build` the columns.
+
+    This is what an event tracer uses: appends are cheap, and the columns (and the string
+    table and metadata blob) are made once at the end.
+    """
+
+    def __init__(self) -> None:
+        self._cols: dict[str, list[int]] = {name: [] for name in COLUMN_SPECS}
+        self._strings: dict[str, int] = {}
+        self._blob = bytearray()
+        self._debug: dict[int, Value] = {}
+
+    def __len__(self) -> int:
+        return len(self._cols["kind"])
+
+    def _code(self, text: str | None) -> int:
+        if text is None:
+            return -1
+        code = self._strings.get(text)
+        if code is None:
+            code = self._strings[text] = len(self._strings)
+        return code
+
+    def _append(self, **values: int) -> None:
+        for name, (_dtype, default) in COLUMN_SPECS.items():
+            self._cols[name].append(values.get(name, default))
+
+    def _metadata(self, metadata: bytes | bytearray | memoryview | None) -> tuple[int, int]:
+        if metadata is None:
+            return 0, -1
+        start = len(self._blob)
+        self._blob += metadata
+        return start, len(self._blob) - start
+
+    def add_profile_event(
+        self,
+        name: str | None = None,
+        chain_index: int = 0,
+        instruction_id: int = -1,
+        delegate_debug_id_int: int = -1,
+        delegate_debug_id_str: str | None = None,
+        delegate_debug_metadata: bytes | bytearray | memoryview | None = None,
+        start_time: int = 0,
+        end_time: int = 0,
+    ) -> int:
+        """Append a profile event; returns its index."""
+        offset, length = self._metadata(delegate_debug_metadata)
+        self._append(
+            kind=EventKind.PROFILE,
+            name=self._code(name),
+            chain_index=chain_index,
+            instruction_id=instruction_id,
+            delegate_debug_id_int=delegate_debug_id_int,
+            delegate_debug_id_str=self._code(delegate_debug_id_str),
+            start_time=start_time,
+            end_time=end_time,
+            metadata_offset=offset,
+            metadata_length=length,
+        )
+        return len(self) - 1
+
+    def add_allocation_event(self, allocator_id: int = 0, allocation_size: int = 0) -> int:
+        self._append(
+            kind=EventKind.ALLOCATION, allocator_id=allocator_id, allocation_size=allocation_size
+        )
+        return len(self) - 1
+
+    def add_debug_event(
+        self,
+        chain_index: int = 0,
+        instruction_id: int = -1,
+        debug_entry: Value | None = None,
+        delegate_debug_id_int: int = -1,
+        delegate_debug_id_str: str | None = None,
+        name: str | None = None,
+    ) -> int:
+        """Append a debug event (``chain_index`` is the uint64 value); returns its index."""
+        index = len(self)
+        if debug_entry is not None:
+            self._debug[index] = debug_entry
+        self._append(
+            kind=EventKind.DEBUG,
+            chain_index=_as_i64(chain_index),
+            instruction_id=instruction_id,
+            delegate_debug_id_int=delegate_debug_id_int,
+            delegate_debug_id_str=self._code(delegate_debug_id_str),
+            name=self._code(name),
+        )
+        return index
+
+    def add_event(self, event: Event) -> int:
+        if event.profile_event is not None:
+            if event.allocation_event is not None or event.debug_event is not None:
+                raise ValueError("an Event must set at most one member")
+            p = event.profile_event
+            return self.add_profile_event(
+                p.name,
+                p.chain_index,
+                p.instruction_id,
+                p.delegate_debug_id_int,
+                p.delegate_debug_id_str,
+                p.delegate_debug_metadata,
+                p.start_time,
+                p.end_time,
+            )
+        if event.allocation_event is not None:
+            if event.debug_event is not None:
+                raise ValueError("an Event must set at most one member")
+            a = event.allocation_event
+            return self.add_allocation_event(a.allocator_id, a.allocation_size)
+        if event.debug_event is not None:
+            d = event.debug_event
+            return self.add_debug_event(
+                d.chain_index,
+                d.instruction_id,
+                d.debug_entry,
+                d.delegate_debug_id_int,
+                d.delegate_debug_id_str,
+                d.name,
+            )
+        self._append(kind=EventKind.NONE)
+        return len(self) - 1
+
+    def build(self) -> EventColumns:
+        try:
+            arrays = {
+                name: np.array(values, dtype=COLUMN_SPECS[name][0])
+                for name, values in self._cols.items()
+            }
+        except OverflowError as exc:
+            raise ValueError(f"an event field does not fit its column: {exc}") from None
+        kind = arrays.pop("kind")
+        return EventColumns.build(
+            kind,
+            strings=list(self._strings),
+            blob=bytes(self._blob),
+            debug_entries=dict(self._debug),
+            **arrays,
+        )
+
+
+def _as_i64(value: int) -> int:
+    """uint64 value -> the int64 with the same bits (what the chain_index column holds)."""
+    value = int(value)
+    if not -(1 << 63) <= value <= _U64_MASK:
+        raise ValueError(f"chain_index={value} does not fit uint64")
+    return value - (1 << 64) if value >= (1 << 63) else value
