@@ -1,0 +1,222 @@
+"""The ETRecord archive: entry names, where the bytes come from, and writing a zip.
+
+An ETRecord is a zip archive of named entries (see ``docs/etrecord.md``). Reading keeps
+only the archive's directory and the small JSON entries in memory; the large entries
+(serialized programs, state dicts) are read from the archive when asked for, so that
+ETRecords of big models stay cheap to open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import struct
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from delegate_lens.errors import ETRecordFormatError
+
+__all__ = [
+    "ARTIFACT_SUFFIXES",
+    "DEBUG_HANDLE_MAP",
+    "DELEGATE_MAP",
+    "EDGE_PROGRAM_PREFIX",
+    "EXPORTED_PROGRAM",
+    "EXPORT_GRAPH_ID",
+    "MARKER",
+    "NUM_OUTS_MAP",
+    "REFERENCE_OUTPUTS",
+    "REPRESENTATIVE_INPUTS",
+    "EntrySource",
+    "MemorySource",
+    "ZipSource",
+    "write_zip_atomic",
+    "zip_bytes",
+]
+
+MARKER = "ETRECORD_V0"
+"""Empty entry marking the archive as an ETRecord (the format version)."""
+EDGE_PROGRAM_PREFIX = "edge_dialect_exported_program"
+"""``edge_dialect_exported_program/<method>``: one method's edge program (JSON)."""
+EXPORTED_PROGRAM = "exported_program"
+"""Optional: the ATen program before lowering (JSON), same serializer."""
+DEBUG_HANDLE_MAP = "debug_handle_map"
+DELEGATE_MAP = "delegate_map"
+NUM_OUTS_MAP = "instruction_id_to_num_outs_map"
+EXPORT_GRAPH_ID = "export_graph_id"
+REFERENCE_OUTPUTS = "reference_outputs"
+REPRESENTATIVE_INPUTS = "representative_inputs"
+ARTIFACT_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
+"""Suffixes of the three binary artifacts that accompany every serialized program."""
+
+# What a damaged zip can raise from the standard library while being read.
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    struct.error,
+    OverflowError,
+    KeyError,
+    IndexError,
+)
+
+
+class EntrySource(Protocol):
+    """Where an ETRecord's entries come from (an archive or a mapping in memory)."""
+
+    origin: str
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def size(self, name: str) -> int: ...
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]: ...
+
+
+class MemorySource:
+    """Entries held in memory (``ETRecord.from_entries``)."""
+
+    def __init__(self, entries: Mapping[str, bytes], origin: str) -> None:
+        self.origin = origin
+        self._entries: dict[str, bytes] = {}
+        for name, data in entries.items():
+            if not isinstance(name, str) or not name:
+                raise ETRecordFormatError(
+                    f"{origin}: entry names must be non-empty str, got {name!r}"
+                )
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise ETRecordFormatError(
+                    f"{origin}: entry {name!r} must be bytes, got {type(data).__name__}"
+                )
+            self._entries[name] = bytes(data)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._entries)
+
+    def size(self, name: str) -> int:
+        return len(self._entries[name])
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        return {name: self._entries[name] for name in names}
+
+
+class ZipSource:
+    """Entries of a zip archive: a file (re-opened on each read) or bytes in memory."""
+
+    def __init__(self, source: str | os.PathLike[str] | bytes, origin: str) -> None:
+        self.origin = origin
+        self._path: str | None = None
+        self._data: bytes | None = None
+        if isinstance(source, bytes):
+            self._data = source
+        else:
+            self._path = os.fspath(source)
+        with self._open() as archive:
+            try:
+                infos = archive.infolist()
+            except _ZIP_ERRORS as exc:  # pragma: no cover - infolist is a plain list
+                raise self._error(None, exc) from None
+        # zipfile keeps the last of duplicated names, so do we.
+        self._sizes: dict[str, int] = {info.filename: info.file_size for info in infos}
+
+    def _open(self) -> zipfile.ZipFile:
+        target: str | BinaryIO = (
+            self._path if self._path is not None else io.BytesIO(self._data or b"")
+        )
+        try:
+            return zipfile.ZipFile(target, "r")
+        except OSError as exc:
+            if self._path is not None and not isinstance(exc, zipfile.BadZipFile):
+                raise
+            raise self._error(None, exc) from None
+        except _ZIP_ERRORS as exc:
+            raise self._error(None, exc) from None
+
+    def _error(self, name: str | None, exc: BaseException) -> ETRecordFormatError:
+        reason = str(exc) or type(exc).__name__
+        if name is None:
+            return ETRecordFormatError(
+                f"{self.origin}: not an ETRecord (not a valid zip archive: {reason})"
+            )
+        return ETRecordFormatError(f"{self.origin}: entry {name!r} cannot be read: {reason}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._sizes)
+
+    def size(self, name: str) -> int:
+        return self._sizes[name]
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(names)
+        out: dict[str, bytes] = {}
+        if not wanted:
+            return out
+        with self._open() as archive:
+            for name in wanted:
+                try:
+                    out[name] = archive.read(name)
+                except OSError as exc:
+                    if isinstance(exc, zipfile.BadZipFile):
+                        raise self._error(name, exc) from None
+                    raise
+                except _ZIP_ERRORS as exc:
+                    raise self._error(name, exc) from None
+        return out
+
+
+def zip_bytes(entries: Iterable[tuple[str, bytes]]) -> bytes:
+    """The zip archive (entries stored uncompressed, as the reference writes them)."""
+    buffer = io.BytesIO()
+    _write_zip(buffer, entries)
+    return buffer.getvalue()
+
+
+def _write_zip(target: BinaryIO, entries: Iterable[tuple[str, bytes]]) -> None:
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            # A fixed timestamp keeps saved ETRecords reproducible.
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+
+
+def _mode_for(target: Path) -> int:
+    """Keep an existing file's permissions; a new file gets rw-r--r--."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        return 0o644
+
+
+def write_zip_atomic(path: str | os.PathLike[str], entries: Iterable[tuple[str, bytes]]) -> Path:
+    """Write the archive to a temporary file next to ``path``, then rename it into place.
+
+    On any failure the temporary file is removed and ``path`` is left as it was.
+    """
+    target = Path(os.fspath(path))
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _write_zip(handle, entries)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, _mode_for(target))
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    return target

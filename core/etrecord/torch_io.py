@@ -1,0 +1,127 @@
+"""Deserializing an ETRecord's programs into live torch objects (imports torch).
+
+Only :meth:`ETRecord.edge_dialect_program` and :attr:`ETRecord.exported_program` come
+here. Programs are read with torch.export's serializer from the four artifacts of an entry
+(``<entry>``, ``<entry>_state_dict``, ``<entry>_constants``, ``<entry>_example_inputs``).
+
+Reference ETRecords are written by ExecuTorch's copy of that serializer: an older schema
+version, and edge-dialect targets (``executorch.exir.dialects.edge.ops.aten.X``). We accept
+the older schema and read edge-dialect ATen operators as the ATen operators they wrap;
+operators that only ExecuTorch registers (e.g. ``dim_order_ops``) cannot be resolved
+without ExecuTorch, which is reported as an ETRecordFormatError saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from delegate_lens.errors import ETRecordFormatError
+from delegate_lens.etrecord.entries import ARTIFACT_SUFFIXES
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
+    from delegate_lens.etrecord.record import ETRecord
+
+__all__ = ["load_program"]
+
+_EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
+
+
+def _rewrite_edge_targets(value: Any) -> int:
+    """Replace edge-dialect targets by the ATen ``torch.ops`` targets they wrap, in place."""
+    count = 0
+    if isinstance(value, dict):
+        target = value.get("target")
+        if isinstance(target, str) and target.startswith(_EDGE_PREFIX):
+            value["target"] = "torch.ops." + target[len(_EDGE_PREFIX) :]
+            count += 1
+        for item in value.values():
+            if isinstance(item, (dict, list)):
+                count += _rewrite_edge_targets(item)
+    elif isinstance(value, list):
+        for item in value:
+            count += _rewrite_edge_targets(item)
+    return count
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _explain(exc: BaseException) -> str:
+    """One readable reason, naming an operator torch could not resolve."""
+    texts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(texts) < 5:
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    text = "\n".join(texts)
+    unresolved = re.search(r"resolve (\S+) to an operator", text) or re.search(
+        r"Node\(target='([^']+)'", text
+    )
+    if unresolved and "resolve" in text:
+        op = unresolved.group(1).removeprefix("torch.ops.")
+        return (
+            f"operator {op} is not registered in torch (only ExecuTorch registers it; "
+            "install executorch to load this program)"
+        )
+    return f"{_first_line(exc):.300}"
+
+
+def load_program(record: ETRecord, entry: str, method: str) -> ExportedProgram:
+    """Deserialize ``entry`` (and its artifacts) of ``record`` with torch.export's serializer."""
+    import torch
+    from torch._export.serde.serialize import SerializedArtifact, SerializeError, deserialize
+
+    data = record._source.read_many([entry, *(entry + s for s in ARTIFACT_SUFFIXES)])
+    program_json = data[entry]
+    try:
+        document = json.loads(program_json)
+    except ValueError as exc:
+        raise ETRecordFormatError(
+            f"{record.origin}: entry {entry!r}: not valid JSON: {exc}"
+        ) from None
+    if _rewrite_edge_targets(document) and isinstance(document, dict):
+        # ExecuTorch's EDGE verifier is not registered in plain torch: use torch's default.
+        document["verifiers"] = []
+        program_json = json.dumps(document).encode("utf-8")
+
+    def attempt(skip_version_check: bool) -> ExportedProgram:
+        artifact = SerializedArtifact(
+            program_json,
+            data[entry + "_state_dict"],
+            data[entry + "_constants"],
+            data[entry + "_example_inputs"],
+        )
+        return deserialize(artifact, _unsafe_skip_version_check=skip_version_check)
+
+    try:
+        try:
+            program = attempt(False)
+        except SerializeError as exc:
+            if "schema version" not in str(exc):
+                raise
+            # Written by an older copy of the serializer (ExecuTorch's): read it anyway.
+            program = attempt(True)
+    except Exception as exc:
+        raise ETRecordFormatError(
+            f"{record.origin}: entry {entry!r} cannot be deserialized by torch "
+            f"{torch.__version__}: {_explain(exc)}"
+        ) from None
+    _restore_debug_handles(record, program, entry, method)
+    return program
+
+
+def _restore_debug_handles(record: ETRecord, program: Any, entry: str, method: str) -> None:
+    """torch's deserializer drops ``debug_handle`` metadata: put it back on each node."""
+    graph = record.exported_program_graph() if entry == "exported_program" else record.graph(method)
+    if graph is None:
+        return
+    for node in program.graph_module.graph.nodes:
+        info = graph.nodes_by_name.get(node.name)
+        if info is not None and info.debug_handle is not None:
+            node.meta["debug_handle"] = info.debug_handle
