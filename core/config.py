@@ -194,8 +194,8 @@ def load_config(
             origin = "pyproject.toml [tool.delegate-lens]"
     overrides = env.get(OPTIONS_ENV, "")
     if overrides.strip():
+        origin = OPTIONS_ENV if not data else f"{origin} + {OPTIONS_ENV}"
         data = _merge(data, _parse_options(overrides))
-        origin = f"{origin} + {OPTIONS_ENV}" if data else OPTIONS_ENV
     for name, value in data.items():
         if not isinstance(value, Mapping):
             raise ConfigError(

@@ -39,11 +39,14 @@ def stage() -> dict[str, str]:
 
 def main() -> int:
     back = stage()
-    plugin_sources = [
-        str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("plugins/*/src/*")) if p.is_dir()
-    ]
-    env = dict(os.environ, MYPYPATH=str(STAGE))
-    cmd = [sys.executable, "-m", "mypy", "-p", "delegate_lens", *plugin_sources]
+    plugin_packages = sorted(
+        p for p in ROOT.glob("plugins/*/src/*") if (p / "__init__.py").is_file()
+    )
+    search = [str(STAGE), *(str(p.parent) for p in plugin_packages)]
+    env = dict(os.environ, MYPYPATH=os.pathsep.join(search))
+    cmd = [sys.executable, "-m", "mypy", "-p", "delegate_lens"]
+    for package in plugin_packages:
+        cmd += ["-p", package.name]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     for line in (proc.stdout + proc.stderr).splitlines():
         for staged, source in back.items():
