@@ -1,0 +1,13 @@
+"""The Inspector: ETDump + ETRecord -> tables linking runtime events to operators.
+
+Importing this package never imports torch. See ``docs/inspector.md``.
+"""
+
+from __future__ import annotations
+
+from delegate_lens.inspector.api import Inspector
+from delegate_lens.inspector.linking import InspectorWarning
+from delegate_lens.inspector.model import Event, EventBlock, PerfData
+from delegate_lens.inspector.timescale import TimeScale
+
+__all__ = ["Event", "EventBlock", "Inspector", "InspectorWarning", "PerfData", "TimeScale"]

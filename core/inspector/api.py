@@ -1,0 +1,459 @@
+"""The :class:`Inspector`: ETDump + ETRecord -> event blocks, tables and exports."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from delegate_lens.errors import UsageError
+from delegate_lens.inspector.build import FileColumns, build_blocks, concat_runs
+from delegate_lens.inspector.debugdata import DebugBuffer
+from delegate_lens.inspector.linking import (
+    FRAMEWORK_EVENTS,
+    NO_LINK,
+    InspectorWarning,
+    Linker,
+    RowKey,
+)
+from delegate_lens.inspector.model import Event, EventBlock, LazyEvents, PerfData
+from delegate_lens.inspector.tables import BlockTable, compute_samples, row_keys
+from delegate_lens.inspector.timescale import TimeScale, scale_factor
+
+__all__ = ["Inspector"]
+
+MetadataParser = Callable[[list[bytes]], Any]
+TimeScaleConverter = Callable[[Any, Any], Any]
+PathLike = str | os.PathLike[str]
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, InspectorWarning, stacklevel=3)
+
+
+def _callable_name(obj: object) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return str(name) if name else type(obj).__name__
+
+
+class Inspector:
+    """Joins an ETDump (runtime events) with an ETRecord (ahead-of-time graph and maps).
+
+    :param etdump_path: path of the ETDump file (exactly one of this and ``etdump_data``).
+    :param etdump_data: the ETDump bytes.
+    :param etrecord: an :class:`~delegate_lens.etrecord.ETRecord` or the path of one.
+    :param source_time_scale: unit of the runtime's clock (default ns).
+    :param target_time_scale: unit of the samples (default ms).
+    :param debug_buffer_path: the debug buffer that debug events' tensors point into.
+    :param delegate_metadata_parser: ``f(list of bytes) -> list[str] | dict`` parsing the
+        metadata of delegate-logged rows; without it, ``dl_parse_delegate_metadata``
+        plugins are asked by backend name.
+    :param delegate_time_scale_converter: ``f(event name, ticks) -> time in the target
+        scale`` for delegate-logged events; without it, ``dl_delegate_time_scale`` plugins,
+        else the source/target factor.
+    :param enable_module_hierarchy: accepted for compatibility; module hierarchies are
+        always reported.
+    """
+
+    def __init__(
+        self,
+        etdump_path: PathLike | None = None,
+        etdump_data: bytes | bytearray | memoryview | None = None,
+        etrecord: Any = None,
+        source_time_scale: TimeScale | str = TimeScale.NS,
+        target_time_scale: TimeScale | str = TimeScale.MS,
+        debug_buffer_path: PathLike | None = None,
+        delegate_metadata_parser: MetadataParser | None = None,
+        delegate_time_scale_converter: TimeScaleConverter | None = None,
+        enable_module_hierarchy: bool = False,
+    ) -> None:
+        from delegate_lens import etdump as etdump_codec
+
+        self.source_time_scale = TimeScale.coerce(source_time_scale)
+        self.target_time_scale = TimeScale.coerce(target_time_scale)
+        self._factor = scale_factor(self.source_time_scale, self.target_time_scale)
+        if (etdump_path is None) == (etdump_data is None):
+            raise UsageError("give exactly one of etdump_path and etdump_data")
+        if delegate_metadata_parser is not None and not callable(delegate_metadata_parser):
+            raise UsageError("delegate_metadata_parser must be callable")
+        if delegate_time_scale_converter is not None and not callable(
+            delegate_time_scale_converter
+        ):
+            raise UsageError("delegate_time_scale_converter must be callable")
+        self._metadata_parser = delegate_metadata_parser
+        self._time_converter = delegate_time_scale_converter
+        self.enable_module_hierarchy = enable_module_hierarchy
+        self.etdump_path = None if etdump_path is None else Path(etdump_path)
+        self._etrecord = _load_etrecord(etrecord)
+
+        if etdump_path is not None:
+            dump = etdump_codec.load(etdump_path)
+        else:
+            assert etdump_data is not None
+            dump = etdump_codec.loads(bytes(etdump_data))
+        self._etdump = dump
+        buffer_data = None
+        if debug_buffer_path is not None:
+            buffer_data = Path(debug_buffer_path).read_bytes()
+        self._debug_buffer = DebugBuffer(buffer_data)
+
+        self._fc: FileColumns = concat_runs(dump)
+        grouping = build_blocks(self._fc)
+        self._grouping = grouping
+        self._linker = Linker(self._etrecord) if self._etrecord is not None else None
+        self._tables: list[BlockTable] = [
+            self._make_table(i, block) for i, block in enumerate(grouping.blocks)
+        ]
+        self._report_debug_problems()
+        self._metadata_cache: dict[tuple[int, int], tuple[list[bytes], Any]] = {}
+        self._blocks: list[EventBlock] | None = None
+
+    # ------------------------------------------------------------------ building
+
+    def _make_table(self, index: int, block: Any) -> BlockTable:
+        fc = self._fc
+        keys = row_keys(fc, block)
+        label = f"block {index} ({block.name!r}, {len(block.runs)} run(s))"
+        method: str | None = None
+        links = [NO_LINK] * len(keys)
+        if self._linker is not None:
+            method, unlinked = self._linker.choose(label, keys)
+            links = [
+                self._linker.link(None if key.instruction_id in unlinked else method, key)
+                for key in keys
+            ]
+
+        def delegate_times(
+            row: int, key: RowKey, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64]
+        ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+            return self._delegate_times(links[row].delegate_backend_name, key, start, end)
+
+        samples, ticks, exact, stats = compute_samples(
+            fc, block, keys, self._factor, delegate_times, label
+        )
+        table = BlockTable(
+            index=index,
+            block=block,
+            keys=keys,
+            method=method,
+            links=links,
+            samples=samples,
+            ticks=ticks,
+            exact=exact,
+            stats=stats,
+        )
+        self._attach_debug_data(table)
+        return table
+
+    def _delegate_times(
+        self,
+        backend: str | None,
+        key: RowKey,
+        start: npt.NDArray[np.uint64],
+        end: npt.NDArray[np.uint64],
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+        converter = self._time_converter
+        if converter is not None:
+            s = np.array([float(converter(key.name, int(t))) for t in start.tolist()])
+            e = np.array([float(converter(key.name, int(t))) for t in end.tolist()])
+            return s, e
+        if backend is None:
+            return None
+        from delegate_lens.pluginmanager import call_hook_or_warn, has_implementations
+
+        if not has_implementations("dl_delegate_time_scale"):
+            return None
+        out: list[npt.NDArray[np.float64]] = []
+        for ticks in (start, end):
+            values = []
+            for t in ticks.tolist():
+                v = call_hook_or_warn(
+                    "dl_delegate_time_scale", backend_id=backend, event_name=key.name, ticks=int(t)
+                )
+                if v is None:
+                    return None  # no plugin knows this clock (or one failed): default
+                values.append(float(v))
+            out.append(np.asarray(values, dtype=np.float64) / self._factor)
+        return out[0], out[1]
+
+    def _attach_debug_data(self, table: BlockTable) -> None:
+        grouping = self._grouping
+        if len(grouping.debug_sorted_event) == 0:
+            return
+        groups = table.block.group[0]
+        cache: dict[int, list[Any]] = {}
+        for j in range(table.n_rows):
+            g = int(groups[j])
+            if g not in cache:
+                events = grouping.debug_events_of(g)
+                cache[g] = [
+                    self._debug_buffer.inflate(self._fc.debug_entry(int(e))) for e in events
+                ]
+            if cache[g]:
+                table.debug_data[j] = cache[g]
+
+    def _report_debug_problems(self) -> None:
+        problems = self._debug_buffer.problems
+        if not problems:
+            return
+        if problems[0] == "no debug buffer" and all(p == problems[0] for p in problems):
+            _warn(
+                f"{len(problems)} debug value(s) refer to a debug buffer but none was given "
+                "(debug_buffer_path / --debug-buffer); they are unavailable (None)"
+            )
+            return
+        _warn(
+            f"{len(problems)} debug value(s) are unavailable (None): {problems[0]}"
+            + (f"; and {len(problems) - 1} more" if len(problems) > 1 else "")
+        )
+
+    # ------------------------------------------------------------------ row access
+
+    @property
+    def tables(self) -> list[BlockTable]:
+        """The columnar tables behind :attr:`event_blocks` (for exporters)."""
+        return self._tables
+
+    @property
+    def file_columns(self) -> FileColumns:
+        """Every event of the ETDump as numpy columns."""
+        return self._fc
+
+    def row_metadata(self, table: BlockTable, row: int) -> tuple[list[bytes], Any]:
+        """Raw metadata of a row (one bytes value per sample, ``[]`` when none has any)
+        and the parsed form (the raw list when no parser applies)."""
+        cache_key = (table.index, row)
+        cached = self._metadata_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        result: tuple[list[bytes], Any] = ([], [])
+        if table.block.has_perf[row]:
+            events = table.block.events[:, row]
+            raws = [self._fc.metadata(int(e)) or b"" for e in events]
+            if any(raws):
+                result = (raws, self._parse_metadata(table, row, raws))
+        self._metadata_cache[cache_key] = result
+        return result
+
+    def _parse_metadata(self, table: BlockTable, row: int, raws: list[bytes]) -> Any:
+        key = table.keys[row]
+        if key.identifier is None:
+            return raws
+        parser = self._metadata_parser
+        if parser is not None:
+            try:
+                return parser(list(raws))
+            except Exception as exc:
+                _warn(
+                    f"delegate_metadata_parser {_callable_name(parser)} failed on row "
+                    f"{key.name!r} of block {table.index}: {type(exc).__name__}: {exc}; "
+                    "raw bytes kept"
+                )
+                return raws
+        backend = table.links[row].delegate_backend_name
+        if backend is None:
+            return raws
+        from delegate_lens.pluginmanager import call_hook_or_warn, has_implementations
+
+        if not has_implementations("dl_parse_delegate_metadata"):
+            return raws
+        parsed = call_hook_or_warn(
+            "dl_parse_delegate_metadata", backend_id=backend, metadatas=list(raws)
+        )
+        return raws if parsed is None else parsed
+
+    def make_event(self, table: BlockTable, row: int) -> Event:
+        """The :class:`Event` of one row (what :attr:`event_blocks` holds)."""
+        key = table.keys[row]
+        link = table.links[row]
+        block = table.block
+        perf: PerfData | None = None
+        start_time: list[int] | None = None
+        if block.has_perf[row]:
+            st = table.stats[:, row]
+            perf = PerfData(
+                raw=table.samples[row].tolist(),
+                p10=float(st[0]),
+                p50=float(st[1]),
+                p90=float(st[2]),
+                avg=float(st[3]),
+                min=float(st[4]),
+                max=float(st[5]),
+            )
+            start_time = self._fc.start_time[block.events[:, row]].tolist()
+        raws, parsed = self.row_metadata(table, row)
+        return Event(
+            name=key.name,
+            perf_data=perf,
+            op_types=list(link.op_types),
+            delegate_debug_identifier=key.identifier,
+            debug_handles=link.debug_handles,
+            stack_traces=dict(link.stack_traces),
+            module_hierarchy=dict(link.module_hierarchy),
+            is_delegated_op=key.identifier is not None,
+            delegate_backend_name=link.delegate_backend_name,
+            debug_data=list(table.debug_data.get(row, [])),
+            start_time=start_time,
+            delegate_debug_metadatas=parsed,
+            raw_delegate_debug_metadatas=raws,
+            instruction_id=None if key.instruction_id < 0 else key.instruction_id,
+            method=link.method,
+        )
+
+    @property
+    def event_blocks(self) -> list[EventBlock]:
+        """One :class:`EventBlock` per run signature, in first-appearance order."""
+        if self._blocks is None:
+            self._blocks = [self._event_block(t) for t in self._tables]
+        return self._blocks
+
+    def _event_block(self, table: BlockTable) -> EventBlock:
+        def make(row: int) -> Event:
+            return self.make_event(table, row)
+
+        return EventBlock(
+            name=table.name,
+            events=LazyEvents(table.n_rows, make),
+            bundled_input_index=table.block.bundled_input_index,
+            source_time_scale=self.source_time_scale,
+            target_time_scale=self.target_time_scale,
+            run_indices=[int(r) for r in table.block.runs],
+            method=table.method,
+        )
+
+    @property
+    def etrecord(self) -> Any:
+        """The ETRecord given (parsed), or None."""
+        return self._etrecord
+
+    # ------------------------------------------------------------------ outputs
+
+    def print_data_tabular(
+        self,
+        file: IO[str] | None = None,
+        include_units: bool = True,
+        include_delegate_debug_data: bool = False,
+    ) -> None:
+        """Print one line per row (``OPERATOR_CALL`` rows left out, as the reference)."""
+        from delegate_lens.inspector.tabular import write_table
+
+        write_table(
+            self,
+            sys.stdout if file is None else file,
+            include_units=include_units,
+            include_delegate_debug_data=include_delegate_debug_data,
+        )
+
+    def save_data_to_tsv(
+        self,
+        file: PathLike | IO[str],
+        include_units: bool = True,
+        include_delegate_debug_data: bool = False,
+    ) -> None:
+        """Write the printed table as TSV to a path (atomically) or a text stream."""
+        from delegate_lens.inspector.tabular import write_atomic, write_tsv
+
+        def write(stream: IO[str]) -> None:
+            write_tsv(
+                self,
+                stream,
+                include_units=include_units,
+                include_delegate_debug_data=include_delegate_debug_data,
+            )
+
+        if isinstance(file, (str, os.PathLike)):
+            write_atomic(file, write)
+        else:
+            write(file)
+
+    def to_dataframe(
+        self, include_units: bool = True, include_delegate_debug_data: bool = False
+    ) -> Any:
+        """A pandas DataFrame with one row per event (needs the ``pandas`` extra)."""
+        from delegate_lens.inspector.tabular import to_dataframe
+
+        return to_dataframe(
+            self,
+            include_units=include_units,
+            include_delegate_debug_data=include_delegate_debug_data,
+        )
+
+    def find_total_for_module(self, module_name: str) -> float:
+        """Sum of the average times of the rows whose module hierarchy names a module
+        containing ``module_name`` (in its key or path); ``OPERATOR_CALL`` rows are skipped
+        so nothing counts twice."""
+        total = 0.0
+        for table in self._tables:
+            for j, link in enumerate(table.links):
+                if table.keys[j].name == "OPERATOR_CALL" or not table.block.has_perf[j]:
+                    continue
+                if _names_module(link.module_hierarchy, module_name):
+                    total += float(table.stats[3, j])
+        return total
+
+    def get_op_list(
+        self, event_block: str | EventBlock, show_delegated_ops: bool | None = True
+    ) -> dict[str, list[Event]]:
+        """Op type -> the rows of ``event_block`` (a block or a block name) running it.
+
+        ``OPERATOR_CALL`` and framework rows are left out (they repeat their kernel's
+        row); with ``show_delegated_ops=False`` delegate rows (``DELEGATE_CALL`` and the
+        events a delegate logged) are left out too.
+        """
+        if isinstance(event_block, EventBlock):
+            blocks = [event_block]
+        else:
+            blocks = [b for b in self.event_blocks if b.name == event_block]
+            if not blocks:
+                names = sorted({b.name for b in self.event_blocks})
+                raise UsageError(f"no event block named {event_block!r} (blocks: {names})")
+        out: dict[str, list[Event]] = {}
+        for block in blocks:
+            for event in block.events:
+                if event.name == "OPERATOR_CALL" or event.name in FRAMEWORK_EVENTS:
+                    continue
+                delegated = event.is_delegated_op or event.name == "DELEGATE_CALL"
+                if delegated and not show_delegated_ops:
+                    continue
+                for op_type in dict.fromkeys(event.op_types):
+                    out.setdefault(op_type, []).append(event)
+        return out
+
+    def get_exported_program(self, method: str | None = "forward") -> Any:
+        """The edge program of ``method`` from the ETRecord (deserialized with torch, on
+        request); None with a warning when no ETRecord was given."""
+        if self._etrecord is None:
+            _warn("get_exported_program needs an ETRecord (etrecord=...)")
+            return None
+        return self._etrecord.edge_dialect_program(method or "forward")
+
+
+def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
+    for frames in hierarchy.values():
+        if not frames:
+            continue
+        for key, value in frames.items():
+            path = value[0] if isinstance(value, (tuple, list)) and value else ""
+            if module_name in key or (path and module_name in path):
+                return True
+    return False
+
+
+def _load_etrecord(etrecord: Any) -> Any:
+    if etrecord is None:
+        return None
+    if isinstance(etrecord, (str, os.PathLike)):
+        from delegate_lens.etrecord import parse_etrecord
+
+        return parse_etrecord(etrecord)
+    if hasattr(etrecord, "debug_handle_map") and hasattr(etrecord, "graph"):
+        return etrecord
+    raise UsageError(
+        f"etrecord must be an ETRecord or the path of one, not {type(etrecord).__name__}"
+    )

@@ -1,0 +1,275 @@
+"""Linking rows to the ETRecord: which method a block ran, and each row's graph nodes.
+
+* Non-delegate rows get ``debug_handle_map[method][instruction_id]``; a ``DELEGATE_CALL``
+  row also gets its backend name from ``delegate_map``.
+* Delegate-logged rows get the backend name of their instruction's delegate entry and the
+  handles the backend mapped their identifier to (none when the backend gave no map).
+* Every graph node carrying one of the handles gives ``op_types``, ``stack_traces`` and
+  ``module_hierarchy`` (keyed by node name + ``_``, as the reference).
+* Framework rows (``Method::init``, ``Program::load_method``, ``Method::execute``) link to
+  nothing (the reference gives them the handles of instruction 0; we do not).
+
+Choosing the method (the reference only knows ``forward`` and fails otherwise): a block's
+rows are checked against every method: an instruction id that the method lacks, a
+``native_call_<op>`` whose op is not among the method's op types at that instruction, an
+operator row at a delegate call or a delegate row at an operator, is a mismatch. The block
+is linked to the one method without mismatches; when several fit (identical methods) or
+none does, a warning says so and the block stays unlinked. With a single-method ETRecord
+from another model, the mismatching instructions are listed in a warning and left unlinked,
+the others are linked.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from attrs import field, frozen
+
+from delegate_lens.pluginmanager import DelegateLensWarning
+
+__all__ = ["FRAMEWORK_EVENTS", "InspectorWarning", "Linker", "RowKey", "RowLink"]
+
+FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
+_MAX_LISTED = 8
+
+
+class InspectorWarning(DelegateLensWarning):
+    """A problem with the Inspector's inputs that it worked around (see the message)."""
+
+
+@frozen
+class RowKey:
+    """What linking needs to know about a row."""
+
+    name: str
+    instruction_id: int
+    identifier: int | str | None
+
+
+@frozen
+class RowLink:
+    """What the ETRecord says about a row."""
+
+    debug_handles: int | list[int] | None = None
+    op_types: list[str] = field(factory=list)
+    stack_traces: dict[str, str | None] = field(factory=dict)
+    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = field(factory=dict)
+    delegate_backend_name: str | None = None
+    method: str | None = None
+
+
+NO_LINK = RowLink()
+
+
+def _entry_name(entry: Any) -> str | None:
+    if entry is None:
+        return None
+    name = entry.get("name") if isinstance(entry, Mapping) else getattr(entry, "name", None)
+    return None if name is None else str(name)
+
+
+def _entry_handles(entry: Any, identifier: int | str) -> Any:
+    if hasattr(entry, "handles"):
+        return entry.handles(identifier)
+    inner = (entry.get("delegate_map") if isinstance(entry, Mapping) else None) or {}
+    for key in (identifier, str(identifier)):
+        if key in inner:
+            return inner[key]
+    return None
+
+
+def _present(handles: Any) -> int | list[int] | None:
+    """Handles as the reference shows them: an int stays an int, a sequence is a list."""
+    if handles is None:
+        return None
+    if isinstance(handles, int):
+        return handles
+    return [int(h) for h in handles]
+
+
+def _op_base(op_type: str) -> str:
+    parts = op_type.split(".")
+    return parts[-2] if len(parts) >= 2 else op_type
+
+
+def _native_op(name: str) -> str | None:
+    if not name.startswith("native_call_"):
+        return None
+    return name[len("native_call_") :].split(".", 1)[0]
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, InspectorWarning, stacklevel=4)
+
+
+class Linker:
+    """Links rows of blocks to an ETRecord (torch-free: maps and graph JSON only)."""
+
+    def __init__(self, etrecord: Any) -> None:
+        self.etrecord = etrecord
+        # handles as written (an int stays an int), delegate entries with exact lookup
+        self.debug_handle_map: Mapping[str, Mapping[int, Any]] = (
+            getattr(etrecord, "debug_handle_map_as_written", None)
+            or getattr(etrecord, "debug_handle_map", None)
+            or {}
+        )
+        self.delegate_map: Mapping[str, Mapping[int, Any]] = (
+            getattr(etrecord, "delegate_entries", None)
+            or getattr(etrecord, "delegate_map", None)
+            or {}
+        )
+        methods = list(getattr(etrecord, "methods", None) or [])
+        for name in self.debug_handle_map:
+            if name not in methods:
+                methods.append(name)
+        self.methods: list[str] = methods
+        self._graphs: dict[str, Any] = {}
+        self._cache: dict[tuple[str, RowKey], RowLink] = {}
+
+    # --- graph access -------------------------------------------------------------------
+
+    def graph(self, method: str) -> Any:
+        if method not in self._graphs:
+            graph = None
+            try:
+                if method in (getattr(self.etrecord, "methods", None) or []):
+                    graph = self.etrecord.graph(method)
+            except Exception as exc:  # a damaged graph entry: link without nodes
+                _warn(f"ETRecord: the graph of method {method!r} cannot be read ({exc})")
+            self._graphs[method] = graph
+        return self._graphs[method]
+
+    def _op_types_at(self, method: str, instruction_id: int) -> list[str]:
+        graph = self.graph(method)
+        handles = self.debug_handle_map.get(method, {}).get(instruction_id)
+        if graph is None or handles is None:
+            return []
+        return list(graph.op_types(handles))
+
+    # --- choosing a method --------------------------------------------------------------
+
+    def check(self, method: str, rows: Iterable[RowKey]) -> tuple[dict[int, str], int]:
+        """Mismatches ``{instruction_id: reason}`` of ``rows`` against ``method``, and the
+        number of instructions that positively match (evidence)."""
+        dhm = self.debug_handle_map.get(method, {})
+        dm = self.delegate_map.get(method, {})
+        mismatches: dict[int, str] = {}
+        evidence = 0
+        seen: set[tuple[str, int, bool]] = set()
+        for row in rows:
+            iid = row.instruction_id
+            if row.name in FRAMEWORK_EVENTS or iid < 0:
+                continue
+            delegate_row = row.identifier is not None or row.name == "DELEGATE_CALL"
+            key = (row.name if not delegate_row else "", iid, delegate_row)
+            if key in seen:
+                continue
+            seen.add(key)
+            if iid not in dhm and iid not in dm:
+                mismatches.setdefault(iid, f"{row.name}: no such instruction in {method!r}")
+            elif delegate_row:
+                if iid in dm:
+                    evidence += 1
+                else:
+                    mismatches.setdefault(iid, f"{row.name}: not a delegate call in {method!r}")
+            elif iid in dm:
+                mismatches.setdefault(iid, f"{row.name}: a delegate call in {method!r}")
+            else:
+                op = _native_op(row.name)
+                if op is None:
+                    continue
+                op_types = self._op_types_at(method, iid)
+                if not op_types:
+                    continue
+                if op in {_op_base(t) for t in op_types}:
+                    evidence += 1
+                else:
+                    mismatches[iid] = f"{row.name}: ETRecord has {', '.join(op_types)}"
+        return mismatches, evidence
+
+    def choose(self, block_label: str, rows: Sequence[RowKey]) -> tuple[str | None, set[int]]:
+        """The method of a block and the instructions to leave unlinked (with warnings)."""
+        relevant = [r for r in rows if r.name not in FRAMEWORK_EVENTS and r.instruction_id >= 0]
+        if not relevant or not self.methods:
+            return None, set()
+        if len(self.methods) == 1:
+            method = self.methods[0]
+            mismatches, _ = self.check(method, relevant)
+            if mismatches:
+                _warn(
+                    f"ETRecord does not match the ETDump in {block_label}: "
+                    f"{_describe(mismatches)}; these instructions are left unlinked"
+                )
+            return method, set(mismatches)
+        results = {m: self.check(m, relevant) for m in self.methods}
+        fitting = [m for m, (mism, _ev) in results.items() if not mism]
+        if len(fitting) == 1:
+            return fitting[0], set()
+        if fitting:
+            _warn(
+                f"{block_label} fits several ETRecord methods ({', '.join(map(repr, fitting))}); "
+                "left unlinked"
+            )
+            return None, set()
+        closest = min(results, key=lambda m: (len(results[m][0]), -results[m][1]))
+        _warn(
+            f"{block_label} matches no ETRecord method (closest {closest!r}: "
+            f"{_describe(results[closest][0])}); left unlinked"
+        )
+        return None, set()
+
+    # --- linking a row --------------------------------------------------------------------
+
+    def link(self, method: str | None, row: RowKey) -> RowLink:
+        if method is None or row.name in FRAMEWORK_EVENTS or row.instruction_id < 0:
+            return NO_LINK
+        key = (method, row)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._link(method, row)
+        return cached
+
+    def _link(self, method: str, row: RowKey) -> RowLink:
+        iid = row.instruction_id
+        dhm = self.debug_handle_map.get(method, {})
+        dm = self.delegate_map.get(method, {})
+        backend: str | None = None
+        if row.identifier is None:
+            handles = dhm.get(iid)
+            if row.name == "DELEGATE_CALL":
+                backend = _entry_name(dm.get(iid))
+        else:
+            entry = dm.get(iid)
+            if entry is None:
+                handles = dhm.get(iid)
+            else:
+                backend = _entry_name(entry)
+                handles = _entry_handles(entry, row.identifier)
+        presented = _present(handles)
+        op_types: list[str] = []
+        stack_traces: dict[str, str | None] = {}
+        hierarchy: dict[str, dict[str, tuple[str, str]] | None] = {}
+        graph = self.graph(method)
+        if graph is not None and handles is not None:
+            for node in graph.nodes_for_handles(handles):
+                op_types.append(node.op_type)
+                stack_traces[node.hierarchy_key] = node.stack_trace
+                hierarchy[node.hierarchy_key] = node.module_hierarchy or None
+        return RowLink(
+            debug_handles=presented,
+            op_types=op_types,
+            stack_traces=stack_traces,
+            module_hierarchy=hierarchy,
+            delegate_backend_name=backend,
+            method=method,
+        )
+
+
+def _describe(mismatches: Mapping[int, str]) -> str:
+    items = sorted(mismatches.items())
+    text = "; ".join(f"instruction {iid} ({reason})" for iid, reason in items[:_MAX_LISTED])
+    if len(items) > _MAX_LISTED:
+        text += f"; and {len(items) - _MAX_LISTED} more"
+    return text

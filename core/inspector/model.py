@@ -1,0 +1,154 @@
+"""The Inspector's user-facing value classes: :class:`PerfData`, :class:`Event`, :class:`EventBlock`.
+
+Same names and meanings as the reference devtools. An :class:`EventBlock`'s ``events`` is a
+lazy sequence: each :class:`Event` is made from the Inspector's columnar tables the first
+time it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
+
+from attrs import define, field, frozen
+
+from delegate_lens.inspector.timescale import TimeScale
+
+__all__ = ["DebugValue", "Event", "EventBlock", "PerfData"]
+
+DebugValue = Any
+"""An inflated debug value: a numpy array (tensor), a list of arrays (tensor list), an int,
+float or bool, or ``None`` when the value is unavailable (no or too short debug buffer)."""
+
+
+@frozen
+class PerfData:
+    """The samples of one row (one per merged run) in the target time scale, with statistics.
+
+    ``p10``/``p50``/``p90`` are linearly interpolated percentiles (numpy's default), as in
+    the reference.
+    """
+
+    raw: list[float]
+    p10: float
+    p50: float
+    p90: float
+    avg: float
+    min: float
+    max: float
+
+
+def _as_str_or_int(value: object) -> int | str | None:
+    if value is None or isinstance(value, (int, str)):
+        return value
+    raise TypeError(f"delegate_debug_identifier must be int, str or None, not {value!r}")
+
+
+@define(eq=False)
+class Event:
+    """One row: a profile event (or a debug-only instruction) with its samples and links.
+
+    Attributes mirror the reference ``Event``; ``instruction_id`` and ``method`` (the
+    ETRecord method this row was linked to, ``None`` when unlinked) are additions.
+    """
+
+    name: str
+    perf_data: PerfData | None = None
+    op_types: list[str] = field(factory=list)
+    delegate_debug_identifier: int | str | None = field(default=None, converter=_as_str_or_int)
+    debug_handles: int | list[int] | None = None
+    stack_traces: dict[str, str | None] = field(factory=dict)
+    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = field(factory=dict)
+    is_delegated_op: bool = False
+    delegate_backend_name: str | None = None
+    debug_data: list[DebugValue] = field(factory=list)
+    start_time: list[int] | None = None
+    delegate_debug_metadatas: list[str] | list[bytes] | dict[str, Any] = field(factory=list)
+    raw_delegate_debug_metadatas: list[bytes] = field(factory=list)
+    instruction_id: int | None = None
+    method: str | None = None
+
+    def asdict(self) -> dict[str, Any]:
+        """The row as a plain dict (perf data expanded, as the reference's ``asdict``)."""
+        perf = self.perf_data
+        return {
+            "event_name": self.name,
+            "raw": perf.raw if perf else None,
+            "p10": perf.p10 if perf else None,
+            "p50": perf.p50 if perf else None,
+            "p90": perf.p90 if perf else None,
+            "avg": perf.avg if perf else None,
+            "min": perf.min if perf else None,
+            "max": perf.max if perf else None,
+            "op_types": self.op_types,
+            "delegate_debug_identifier": self.delegate_debug_identifier,
+            "stack_traces": self.stack_traces,
+            "module_hierarchy": self.module_hierarchy,
+            "is_delegated_op": self.is_delegated_op,
+            "delegate_backend_name": self.delegate_backend_name,
+            "debug_data": self.debug_data,
+            "start_time": self.start_time,
+        }
+
+
+class LazyEvents(Sequence[Event]):
+    """A read-only sequence of :class:`Event` built on first access by ``make(index)``."""
+
+    __slots__ = ("_cache", "_make", "_size")
+
+    def __init__(self, size: int, make: Callable[[int], Event]) -> None:
+        self._size = size
+        self._make = make
+        self._cache: list[Event | None] = [None] * size
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError("event index out of range")
+        event = self._cache[index]
+        if event is None:
+            event = self._make(index)
+            self._cache[index] = event
+        return event
+
+    def __iter__(self) -> Iterator[Event]:
+        for i in range(self._size):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"<{self._size} events>"
+
+
+@define(eq=False)
+class EventBlock:
+    """Events of one run signature: every run with the same name, bundled input index and
+    sequence of rows is merged here, each row holding one sample per run.
+
+    ``run_indices`` (an addition) lists the merged runs by their position in the ETDump.
+    """
+
+    name: str
+    events: Sequence[Event] = field(factory=list)
+    bundled_input_index: int | None = None
+    source_time_scale: TimeScale = TimeScale.NS
+    target_time_scale: TimeScale = TimeScale.MS
+    run_indices: list[int] = field(factory=list)
+    method: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"EventBlock(name={self.name!r}, events=<{len(self.events)}>, "
+            f"bundled_input_index={self.bundled_input_index!r}, runs={len(self.run_indices)})"
+        )
