@@ -1,17 +1,77 @@
-"""`delegate-lens etdump`: placeholder until its issue lands (replace this module)."""
+"""`delegate-lens etdump`: convert ETDump files to and from JSON, and summarize them."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import Any
 
-from delegate_lens.errors import UsageError
+from delegate_lens.errors import ETDumpFormatError
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("etdump", help="(not built yet)")
-    parser.set_defaults(func=_run)
+    parser = subparsers.add_parser(
+        "etdump",
+        help="read, write and summarize ETDump files",
+        description="Read, write and summarize ETDump files (the runtime's binary trace).",
+    )
+    sub = parser.add_subparsers(dest="etdump_command", metavar="ACTION")
+    sub.required = True
+
+    to_json = sub.add_parser("to-json", help="print the strict JSON view of an ETDump")
+    to_json.add_argument("file", help="ETDump file (.etdp), size-prefixed or not")
+    to_json.add_argument("--compact", action="store_true", help="no indentation")
+    to_json.set_defaults(func=_to_json)
+
+    from_json = sub.add_parser("from-json", help="write an ETDump from its JSON view")
+    from_json.add_argument("json_file", metavar="JSON", help="JSON file as printed by to-json")
+    from_json.add_argument("-o", "--output", required=True, help="ETDump file to write")
+    from_json.set_defaults(func=_from_json)
+
+    summary = sub.add_parser("summary", help="runs, event counts, time span, allocators")
+    summary.add_argument("file", help="ETDump file (.etdp)")
+    summary.add_argument("--top", type=int, default=40, help="names to list (default 40)")
+    summary.set_defaults(func=_summary)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise UsageError("'etdump' is not built yet")
+def _to_json(args: argparse.Namespace) -> int:
+    from delegate_lens.etdump import load
+    from delegate_lens.etdump.jsonview import to_json
+
+    view = to_json(load(args.file))
+    if args.compact:
+        json.dump(view, sys.stdout, separators=(",", ":"))
+    else:
+        json.dump(view, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _from_json(args: argparse.Namespace) -> int:
+    from delegate_lens.etdump import dumps
+    from delegate_lens.etdump.jsonview import from_json
+    from delegate_lens.etdump.writer import write_atomically
+
+    with open(args.json_file, encoding="utf-8") as f:
+        try:
+            obj = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ETDumpFormatError(
+                f"{args.json_file}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
+    try:
+        data = dumps(from_json(obj))
+    except ETDumpFormatError as exc:
+        raise ETDumpFormatError(f"{args.json_file}: {exc}") from None
+    write_atomically(args.output, data)
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from delegate_lens.etdump import load
+    from delegate_lens.etdump.summary import format_summary, summarize
+
+    text = format_summary(summarize(load(args.file)), title=args.file, top=args.top)
+    print(text)
+    return 0

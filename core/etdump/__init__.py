@@ -29,6 +29,7 @@ from delegate_lens.etdump.model import (
     ValueType,
 )
 from delegate_lens.etdump.reader import FILE_IDENTIFIER, load, loads
+from delegate_lens.etdump.writer import dump, dumps
 
 __all__ = [
     "FILE_IDENTIFIER",
@@ -53,6 +54,8 @@ __all__ = [
     "TensorList",
     "Value",
     "ValueType",
+    "dump",
+    "dumps",
     "load",
     "loads",
 ]

@@ -54,19 +54,25 @@ COLUMN_SPECS: dict[str, tuple[type[np.generic], int]] = {
 _U64_MASK = (1 << 64) - 1
 
 
-def _array(dtype: type[np.generic]) -> Any:
-    def convert(value: Any) -> npt.NDArray[Any]:
-        arr = np.asarray(value)
-        if arr.dtype != dtype:
-            arr = arr.astype(dtype)
-        return arr
-
-    return convert
+def _as(value: Any, dtype: type[np.generic]) -> npt.NDArray[Any]:
+    arr = np.asarray(value)
+    return arr if arr.dtype == dtype else arr.astype(dtype)
 
 
-def _col(name: str) -> Any:
-    dtype = COLUMN_SPECS[name][0]
-    return field(converter=_array(dtype))
+def _u8(value: Any) -> npt.NDArray[np.uint8]:
+    return _as(value, np.uint8)
+
+
+def _i32(value: Any) -> npt.NDArray[np.int32]:
+    return _as(value, np.int32)
+
+
+def _i64(value: Any) -> npt.NDArray[np.int64]:
+    return _as(value, np.int64)
+
+
+def _u64(value: Any) -> npt.NDArray[np.uint64]:
+    return _as(value, np.uint64)
 
 
 @frozen(eq=False)
@@ -81,18 +87,18 @@ class EventColumns:
     :meth:`from_events`.
     """
 
-    kind: npt.NDArray[np.uint8] = _col("kind")
-    name: npt.NDArray[np.int32] = _col("name")
-    chain_index: npt.NDArray[np.int64] = _col("chain_index")
-    instruction_id: npt.NDArray[np.int32] = _col("instruction_id")
-    delegate_debug_id_int: npt.NDArray[np.int32] = _col("delegate_debug_id_int")
-    delegate_debug_id_str: npt.NDArray[np.int32] = _col("delegate_debug_id_str")
-    start_time: npt.NDArray[np.uint64] = _col("start_time")
-    end_time: npt.NDArray[np.uint64] = _col("end_time")
-    metadata_offset: npt.NDArray[np.int64] = _col("metadata_offset")
-    metadata_length: npt.NDArray[np.int64] = _col("metadata_length")
-    allocator_id: npt.NDArray[np.int32] = _col("allocator_id")
-    allocation_size: npt.NDArray[np.uint64] = _col("allocation_size")
+    kind: npt.NDArray[np.uint8] = field(converter=_u8)
+    name: npt.NDArray[np.int32] = field(converter=_i32)
+    chain_index: npt.NDArray[np.int64] = field(converter=_i64)
+    instruction_id: npt.NDArray[np.int32] = field(converter=_i32)
+    delegate_debug_id_int: npt.NDArray[np.int32] = field(converter=_i32)
+    delegate_debug_id_str: npt.NDArray[np.int32] = field(converter=_i32)
+    start_time: npt.NDArray[np.uint64] = field(converter=_u64)
+    end_time: npt.NDArray[np.uint64] = field(converter=_u64)
+    metadata_offset: npt.NDArray[np.int64] = field(converter=_i64)
+    metadata_length: npt.NDArray[np.int64] = field(converter=_i64)
+    allocator_id: npt.NDArray[np.int32] = field(converter=_i32)
+    allocation_size: npt.NDArray[np.uint64] = field(converter=_u64)
     strings: list[str] = field(factory=list)
     blob: bytes | bytearray | memoryview = b""
     debug_entries: Mapping[int, Value] = field(factory=dict)
@@ -200,7 +206,7 @@ class EventColumns:
         table = np.empty(len(self.strings) + 1, dtype=object)
         table[:-1] = self.strings
         table[-1] = None
-        return table[np.where(codes < 0, len(self.strings), codes)]  # type: ignore[no-any-return]
+        return table[np.where(codes < 0, len(self.strings), codes)]
 
     def metadata(self, i: int) -> bytes | None:
         """``delegate_debug_metadata`` of event ``i`` (None when absent)."""
@@ -392,6 +398,10 @@ class EventColumnsBuilder:
                 d.delegate_debug_id_str,
                 d.name,
             )
+        return self.add_event_none()
+
+    def add_event_none(self) -> int:
+        """Append an event with no member set (kind NONE)."""
         self._append(kind=EventKind.NONE)
         return len(self) - 1
 

@@ -77,7 +77,7 @@ class StringTable:
         for lo in range(0, n, _CHUNK):
             s = start[lo : lo + _CHUNK, None]
             ln = length[lo : lo + _CHUNK, None]
-            keep = _STEPS < ln
+            keep = ln > _STEPS
             head = np.where(keep, u8[np.minimum(s + _STEPS, top)], 0)
             tail_idx = s + ln - 8 + _STEPS
             tail = np.where(keep[:, ::-1], u8[np.clip(tail_idx, 0, top)], 0)

@@ -1,0 +1,158 @@
+"""A person-readable summary of an ETDump, computed on the columns (fast on big files)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from attrs import frozen
+
+from delegate_lens.etdump.columns import COLUMN_SPECS, EventColumns, EventKind
+from delegate_lens.etdump.model import ETDump
+
+__all__ = ["NameStats", "Summary", "format_summary", "summarize"]
+
+
+@frozen
+class NameStats:
+    """Events sharing a name: how many, and the total/mean duration of the profiled ones."""
+
+    name: str
+    count: int
+    total_ticks: int
+    mean_ticks: float
+
+
+@frozen
+class Summary:
+    version: int
+    runs: list[tuple[str | None, int, int]]  # (run name, how many runs, events in them)
+    events: int
+    by_kind: dict[str, int]
+    by_name: list[NameStats]  # most frequent first
+    start: int | None  # earliest start_time of a profile event
+    end: int | None  # latest end_time of a profile event
+    wrapped: int  # profile events whose end_time < start_time (32-bit clock wrap)
+    allocators: list[str | None]
+
+
+def _merged(etdump: ETDump) -> tuple[dict[str, Any], list[str]]:
+    """All runs' columns as one set of arrays, names as codes into one string list."""
+    columns: list[EventColumns] = [run.columns for run in etdump.run_data]
+    strings: list[str] = []
+    index: dict[str, int] = {}
+    parts: dict[str, list[Any]] = {k: [] for k in COLUMN_SPECS}
+    remaps: dict[int, Any] = {}
+    for c in columns:
+        remap = remaps.get(id(c.strings))
+        if remap is None:
+            codes = []
+            for s in c.strings:
+                if s not in index:
+                    index[s] = len(strings)
+                    strings.append(s)
+                codes.append(index[s])
+            remap = remaps[id(c.strings)] = np.array([*codes, -1], dtype=np.int64)
+        for k in COLUMN_SPECS:
+            arr = getattr(c, k)
+            parts[k].append(remap[arr] if k in ("name", "delegate_debug_id_str") else arr)
+    merged = {
+        k: np.concatenate(v) if v else np.zeros(0, dtype=COLUMN_SPECS[k][0])
+        for k, v in parts.items()
+    }
+    return merged, strings
+
+
+def summarize(etdump: ETDump) -> Summary:
+    cols, strings = _merged(etdump)
+    runs: Counter[str | None] = Counter()
+    run_events: Counter[str | None] = Counter()
+    order: list[str | None] = []
+    for run in etdump.run_data:
+        if run.name not in runs:
+            order.append(run.name)
+        runs[run.name] += 1
+        run_events[run.name] += len(run.columns)
+    kind = cols["kind"]
+    by_kind = {k.name.lower(): int(np.count_nonzero(kind == k)) for k in EventKind}
+    prof = kind == EventKind.PROFILE
+    start = cols["start_time"][prof]
+    end = cols["end_time"][prof]
+    duration = (end - start).astype(np.float64)  # uint64 wrap handled below
+    wrapped = end < start
+    duration[wrapped] = (end[wrapped].astype(np.float64) + 2.0**32) - start[wrapped]
+    by_name: list[NameStats] = []
+    names = cols["name"]
+    if len(names):
+        counts = np.bincount(names + 1, minlength=len(strings) + 1)
+        totals = np.bincount(names[prof] + 1, weights=duration, minlength=len(strings) + 1)
+        profiled = np.bincount(names[prof] + 1, minlength=len(strings) + 1)
+        for code in np.argsort(-counts, kind="stable"):
+            if counts[code] == 0:
+                break
+            label = "(no name)" if code == 0 else strings[code - 1]
+            mean = float(totals[code] / profiled[code]) if profiled[code] else 0.0
+            by_name.append(NameStats(label, int(counts[code]), int(totals[code]), mean))
+    allocators = [a.name for run in etdump.run_data for a in run.allocators]
+    return Summary(
+        version=etdump.version,
+        runs=[(name, runs[name], run_events[name]) for name in order],
+        events=len(kind),
+        by_kind=by_kind,
+        by_name=by_name,
+        start=int(start.min()) if len(start) else None,
+        end=int(end.max()) if len(end) else None,
+        wrapped=int(np.count_nonzero(wrapped)),
+        allocators=list(dict.fromkeys(allocators)),
+    )
+
+
+def _ticks(value: float) -> str:
+    """Ticks with a hint in seconds, assuming nanoseconds (the reference runtime's clock)."""
+    if value >= 1e9:
+        return f"{value:,.0f} ticks (~{value / 1e9:.3f} s if ns)"
+    if value >= 1e6:
+        return f"{value:,.0f} ticks (~{value / 1e6:.3f} ms if ns)"
+    return f"{value:,.0f} ticks"
+
+
+def format_summary(summary: Summary, *, title: str = "ETDump", top: int = 40) -> str:
+    lines = [
+        f"{title}: version {summary.version}, {sum(n for _name, n, _e in summary.runs)} runs, "
+        f"{summary.events:,} events"
+    ]
+    lines.append("runs:")
+    for name, count, events in summary.runs:
+        label = "(no name)" if name is None else name
+        lines.append(
+            f"  {label:<24} x{count:<6} {events:>10,} events ({events / count:,.1f} per run)"
+        )
+    lines.append("events by kind:")
+    for kind, count in summary.by_kind.items():
+        if count or kind != "none":
+            lines.append(f"  {kind:<24} {count:>10,}")
+    if summary.start is not None and summary.end is not None:
+        lines.append(
+            f"time span: {summary.start:,} .. {summary.end:,} = {_ticks(max(summary.end - summary.start, 0))}"
+        )
+        if summary.wrapped:
+            lines.append(f"  ({summary.wrapped:,} events wrapped around a 32-bit clock)")
+    else:
+        lines.append("time span: no profile events")
+    if summary.allocators:
+        lines.append(
+            "allocators: " + ", ".join("(no name)" if a is None else a for a in summary.allocators)
+        )
+    else:
+        lines.append("allocators: none")
+    lines.append(f"events by name ({len(summary.by_name)} names):")
+    width = max((len(s.name) for s in summary.by_name[:top]), default=4)
+    lines.append(f"  {'name':<{width}} {'count':>10} {'mean ticks':>14} {'total ticks':>18}")
+    for s in summary.by_name[:top]:
+        lines.append(
+            f"  {s.name:<{width}} {s.count:>10,} {s.mean_ticks:>14,.0f} {s.total_ticks:>18,}"
+        )
+    if len(summary.by_name) > top:
+        lines.append(f"  ... {len(summary.by_name) - top} more names")
+    return "\n".join(lines)

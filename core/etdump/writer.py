@@ -1,0 +1,408 @@
+"""Encode an :class:`ETDump` as a size-prefixed FlatBuffer (identifier ``ED00``), vectorized.
+
+Layout, front to back (every uoffset points forward): header (size prefix, root offset,
+identifier) · all distinct vtables · root table · run_data vector · RunData tables ·
+allocators and events vectors · Allocator tables · Event tables · ProfileEvent,
+AllocationEvent, DebugEvent tables · debug entries (Value/Tensor tables, written per event)
+· metadata vectors · strings (each distinct string once). See :mod:`.layout` for alignment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from delegate_lens.errors import ETDumpFormatError
+from delegate_lens.etdump.columns import COLUMN_SPECS, EventColumns, EventKind
+from delegate_lens.etdump.layout import Emitter, Output, TableGroup, VTables, pad8
+from delegate_lens.etdump.model import ETDump, RunData, Tensor, Value
+from delegate_lens.etdump.reader import FILE_IDENTIFIER
+
+__all__ = ["dump", "dumps", "write_atomically"]
+
+I64 = npt.NDArray[np.int64]
+_HEADER = 12  # size prefix, root uoffset, identifier
+
+
+def dump(etdump: ETDump, path: str | os.PathLike[str]) -> None:
+    """Write ``etdump`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    write_atomically(path, dumps(etdump))
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".etdump-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class _Strings:
+    """The file's distinct strings: codes of every run mapped into one table."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self._remaps: dict[int, tuple[list[str], I64]] = {}
+
+    def code(self, text: str | None) -> int:
+        if text is None:
+            return -1
+        code = self.codes.get(text)
+        if code is None:
+            code = self.codes[text] = len(self.codes)
+        return code
+
+    def remap(self, strings: list[str]) -> I64:
+        """Global code for each local code of ``strings``, with -1 -> -1 at index -1."""
+        hit = self._remaps.get(id(strings))
+        if hit is not None and hit[0] is strings:
+            return hit[1]
+        table = np.array([self.code(s) for s in strings] + [-1], dtype=np.int64)
+        self._remaps[id(strings)] = (strings, table)
+        return table
+
+
+def _concat(runs: Sequence[EventColumns], strings: _Strings) -> dict[str, Any]:
+    """All runs' columns as one set of arrays (codes global, metadata into one source)."""
+    cols: dict[str, Any] = {}
+    for name in COLUMN_SPECS:
+        parts = [getattr(c, name) for c in runs]
+        cols[name] = np.concatenate(parts) if parts else np.zeros(0, COLUMN_SPECS[name][0])
+    # strings: one remap per distinct table (runs of a loaded file share theirs)
+    tables = {id(c.strings): c.strings for c in runs}
+    for name in ("name", "delegate_debug_id_str"):
+        if len(tables) == 1 and runs:
+            cols[name] = strings.remap(runs[0].strings)[cols[name]]
+        else:
+            cols[name] = (
+                np.concatenate([strings.remap(c.strings)[getattr(c, name)] for c in runs])
+                if runs
+                else np.zeros(0, np.int64)
+            )
+    # metadata: one source buffer
+    blobs: dict[int, Any] = {}
+    for c in runs:
+        blobs.setdefault(id(c.blob), c.blob)
+    if len(blobs) <= 1:
+        cols["source"] = next(iter(blobs.values()), b"")
+    else:
+        base: dict[int, int] = {}
+        at = 0
+        for key, blob in blobs.items():
+            base[key] = at
+            at += len(blob)
+        shift = np.concatenate([np.full(len(c), base[id(c.blob)], dtype=np.int64) for c in runs])
+        cols["metadata_offset"] = cols["metadata_offset"] + shift
+        cols["source"] = b"".join(bytes(b) for b in blobs.values())
+    return cols
+
+
+def _check_range(
+    cols: dict[str, Any], name: str, lo: int, hi: int, where: npt.NDArray[np.bool_], what: str
+) -> None:
+    values = cols[name][where]
+    if len(values) and (int(values.min()) < lo or int(values.max()) > hi):
+        bad = int(np.flatnonzero((values < lo) | (values > hi))[0])
+        index = int(np.flatnonzero(where)[bad])
+        raise ETDumpFormatError(
+            f"cannot write event {index}: {what}={int(values[bad])} is out of range"
+        )
+
+
+def dumps(etdump: ETDump) -> bytes:
+    """Encode ``etdump`` (size-prefixed, identifier ``ED00``)."""
+    runs: list[RunData] = list(etdump.run_data)
+    try:
+        columns = [r.columns for r in runs]
+    except ValueError as exc:
+        raise ETDumpFormatError(f"cannot write: {exc}") from None
+    strings = _Strings()
+    run_names = np.array([strings.code(r.name) for r in runs], dtype=np.int64)
+    alloc_names = [
+        np.array([strings.code(a.name) for a in r.allocators], dtype=np.int64) for r in runs
+    ]
+    cols = _concat(columns, strings)
+    n_runs = len(runs)
+    n_events = len(cols["kind"])
+    counts = np.array([len(c) for c in columns], dtype=np.int64)
+    alloc_counts = np.array([len(r.allocators) for r in runs], dtype=np.int64)
+    all_alloc_names = np.concatenate(alloc_names) if n_runs else np.zeros(0, np.int64)
+
+    kind = cols["kind"]
+    is_p = kind == EventKind.PROFILE
+    is_a = kind == EventKind.ALLOCATION
+    is_d = kind == EventKind.DEBUG
+    _check_range(cols, "chain_index", -(1 << 31), (1 << 31) - 1, is_p, "ProfileEvent.chain_index")
+    meta_present = cols["metadata_length"] >= 0
+    if bool(np.any(meta_present & ~is_p)):
+        raise ETDumpFormatError("cannot write: metadata on an event that is not a profile event")
+    debug_entries: list[tuple[int, Value]] = []
+    start = 0
+    for c, count in zip(columns, counts.tolist()):
+        debug_entries.extend((start + i, v) for i, v in sorted(c.debug_entries.items()))
+        start += count
+
+    vt = VTables()
+    root = TableGroup(vt, 1, [(0, 4, etdump.version != 0), (1, 4, n_runs > 0)])
+    run_t = TableGroup(
+        vt,
+        n_runs,
+        [
+            (0, 4, run_names >= 0),
+            (1, 4, np.array([r.bundled_input_index != -1 for r in runs], dtype=bool)),
+            (2, 4, alloc_counts > 0),
+            (3, 4, np.ones(n_runs, dtype=bool)),
+        ],
+    )
+    alloc_t = TableGroup(vt, len(all_alloc_names), [(0, 4, all_alloc_names >= 0)])
+    event_t = TableGroup(vt, n_events, [(0, 4, is_p), (1, 4, is_a), (2, 4, is_d)])
+    p = {k: v[is_p] for k, v in cols.items() if k != "source"}
+    prof_t = TableGroup(
+        vt,
+        int(is_p.sum()),
+        [
+            (0, 4, p["name"] >= 0),
+            (1, 4, p["chain_index"] != 0),
+            (2, 4, p["instruction_id"] != -1),
+            (3, 4, p["delegate_debug_id_int"] != -1),
+            (4, 4, p["delegate_debug_id_str"] >= 0),
+            (5, 4, p["metadata_length"] >= 0),
+            (6, 8, p["start_time"] != 0),
+            (7, 8, p["end_time"] != 0),
+        ],
+    )
+    a = {k: cols[k][is_a] for k in ("allocator_id", "allocation_size")}
+    alloc_ev_t = TableGroup(
+        vt, int(is_a.sum()), [(0, 4, a["allocator_id"] != 0), (1, 8, a["allocation_size"] != 0)]
+    )
+    d = {k: v[is_d] for k, v in cols.items() if k != "source"}
+    debug_index = np.flatnonzero(is_d)
+    has_entry = np.zeros(len(debug_index), dtype=bool)
+    if debug_entries:
+        has_entry[np.searchsorted(debug_index, [i for i, _v in debug_entries])] = True
+    debug_t = TableGroup(
+        vt,
+        len(debug_index),
+        [
+            (0, 8, d["chain_index"] != 0),
+            (1, 4, d["instruction_id"] != -1),
+            (2, 4, has_entry),
+            (3, 4, d["delegate_debug_id_int"] != -1),
+            (4, 4, d["delegate_debug_id_str"] >= 0),
+            (5, 4, d["name"] >= 0),
+        ],
+    )
+
+    # --- positions -----------------------------------------------------------------------------
+    at = vt.place(_HEADER)
+    at = root.place(at)
+    run_vec = at
+    at += pad8(4 + 4 * n_runs)
+    at = run_t.place(at)
+    alloc_vec = np.zeros(n_runs, dtype=np.int64)
+    alloc_sizes = np.where(alloc_counts > 0, (4 + 4 * alloc_counts + 7) & ~7, 0)
+    if n_runs:
+        alloc_vec = at + np.cumsum(alloc_sizes) - alloc_sizes
+        at += int(alloc_sizes.sum())
+    ev_sizes = (4 + 4 * counts + 7) & ~7
+    ev_vec = at + np.cumsum(ev_sizes) - ev_sizes if n_runs else np.zeros(0, np.int64)
+    at += int(ev_sizes.sum())
+    at = alloc_t.place(at)
+    at = event_t.place(at)
+    at = prof_t.place(at)
+    at = alloc_ev_t.place(at)
+    at = debug_t.place(at)
+    emitter = Emitter(at)
+    entry_pos = np.array([_write_value(emitter, v) for _i, v in debug_entries], dtype=np.int64)
+    entry_blob = emitter.finish() if debug_entries else b""
+    at += len(entry_blob)
+
+    meta_len = p["metadata_length"]
+    meta_rows = meta_len >= 0
+    m_len = meta_len[meta_rows]
+    m_sizes = (4 + m_len + 7) & ~7
+    m_pos_rows = at + np.cumsum(m_sizes) - m_sizes
+    at += int(m_sizes.sum())
+
+    text = [s.encode("utf-8") for s in strings.codes]
+    s_sizes = np.array([pad8(4 + len(t) + 1) for t in text], dtype=np.int64)
+    s_pos = at + np.cumsum(s_sizes) - s_sizes
+    at += int(s_sizes.sum())
+    s_lookup = np.append(s_pos, -1)  # code -1 -> -1 (absent)
+
+    total = pad8(at)  # objects end at 4 mod 8; pad the buffer to a multiple of 8
+    if total >= 1 << 32:
+        raise ETDumpFormatError(f"cannot write: the ETDump would be {total} bytes (over 4 GiB)")
+    out = Output(total)
+
+    # --- header, vtables, root ------------------------------------------------------------
+    out.put(
+        np.array([0, 4], dtype=np.int64),
+        np.array([total - 4, int(root.pos[0]) - 4], dtype=np.uint32),
+    )
+    out.put_bytes(8, FILE_IDENTIFIER)
+    for blob, pos in zip(vt.blobs, vt.positions):
+        out.put_bytes(pos, blob)
+    for group in (root, run_t, alloc_t, event_t, prof_t, alloc_ev_t, debug_t):
+        group.write_soffsets(out, vt)
+    root.write_scalar(out, 0, np.array([etdump.version], dtype=np.uint32))
+    root.write_offset(out, 1, np.array([run_vec], dtype=np.int64))
+
+    # --- runs ------------------------------------------------------------------------------
+    _write_offset_vector(out, np.array([run_vec], dtype=np.int64), np.array([n_runs]), run_t.pos)
+    run_t.write_offset(out, 0, s_lookup[run_names])
+    run_t.write_scalar(out, 1, np.array([r.bundled_input_index for r in runs], dtype=np.int32))
+    run_t.write_offset(out, 2, alloc_vec)
+    run_t.write_offset(out, 3, ev_vec)
+    has_alloc = alloc_counts > 0
+    _write_offset_vector(out, alloc_vec[has_alloc], alloc_counts[has_alloc], alloc_t.pos)
+    alloc_t.write_offset(out, 0, s_lookup[all_alloc_names])
+    _write_offset_vector(out, ev_vec, counts, event_t.pos)
+
+    # --- events ----------------------------------------------------------------------------
+    sub = np.full(n_events, -1, dtype=np.int64)
+    sub[is_p] = prof_t.pos
+    sub[is_a] = alloc_ev_t.pos
+    sub[is_d] = debug_t.pos
+    for slot in range(3):
+        event_t.write_offset(out, slot, sub)
+    prof_t.write_offset(out, 0, s_lookup[p["name"]])
+    prof_t.write_scalar(out, 1, p["chain_index"].astype(np.int32))
+    prof_t.write_scalar(out, 2, p["instruction_id"])
+    prof_t.write_scalar(out, 3, p["delegate_debug_id_int"])
+    prof_t.write_offset(out, 4, s_lookup[p["delegate_debug_id_str"]])
+    meta_target = np.full(len(meta_len), -1, dtype=np.int64)
+    meta_target[meta_rows] = m_pos_rows
+    prof_t.write_offset(out, 5, meta_target)
+    prof_t.write_scalar(out, 6, p["start_time"])
+    prof_t.write_scalar(out, 7, p["end_time"])
+    alloc_ev_t.write_scalar(out, 0, a["allocator_id"])
+    alloc_ev_t.write_scalar(out, 1, a["allocation_size"])
+    debug_t.write_scalar(out, 0, d["chain_index"].view(np.uint64))
+    debug_t.write_scalar(out, 1, d["instruction_id"])
+    entry_target = np.full(len(debug_index), -1, dtype=np.int64)
+    entry_target[has_entry] = entry_pos
+    debug_t.write_offset(out, 2, entry_target)
+    debug_t.write_scalar(out, 3, d["delegate_debug_id_int"])
+    debug_t.write_offset(out, 4, s_lookup[d["delegate_debug_id_str"]])
+    debug_t.write_offset(out, 5, s_lookup[d["name"]])
+    if entry_blob:
+        out.put_bytes(emitter.base, entry_blob)
+
+    # --- metadata bytes and strings ---------------------------------------------------------
+    if len(m_len):
+        out.put(m_pos_rows, m_len.astype(np.uint32))
+        src = np.frombuffer(cols["source"], dtype=np.uint8)
+        m_off = p["metadata_offset"][meta_rows]
+        _copy_ragged(out, src, m_off, m_pos_rows + 4, m_len)
+    for t, pos in zip(text, s_pos.tolist()):
+        out.put_bytes(pos, len(t).to_bytes(4, "little") + t)
+    return out.u8.tobytes()
+
+
+def _write_offset_vector(out: Output, vec_pos: I64, counts: I64, targets: I64) -> None:
+    """Vectors of uoffsets at ``vec_pos`` holding ``counts`` entries each, in ``targets`` order."""
+    if len(vec_pos) == 0:
+        return
+    out.put(vec_pos, counts.astype(np.uint32))
+    total = int(counts.sum())
+    if total == 0:
+        return
+    ends = np.cumsum(counts)
+    elem = np.repeat(vec_pos + 4 - 4 * (ends - counts), counts) + 4 * np.arange(
+        total, dtype=np.int64
+    )
+    out.put(elem, (targets - elem).astype(np.uint32))
+
+
+def _copy_ragged(
+    out: Output, src: npt.NDArray[np.uint8], src_off: I64, dst_off: I64, lengths: I64
+) -> None:
+    budget = 1 << 22
+    lo = 0
+    n = len(lengths)
+    while lo < n:
+        cum = np.cumsum(lengths[lo:])
+        hi = lo + max(1, int(np.searchsorted(cum, budget)))
+        counts = lengths[lo:hi]
+        total = int(counts.sum())
+        if total:
+            ends = np.cumsum(counts)
+            inner = np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
+            out.u8[np.repeat(dst_off[lo:hi], counts) + inner] = src[
+                np.repeat(src_off[lo:hi], counts) + inner
+            ]
+        lo = hi
+
+
+def _write_tensor(em: Emitter, tensor: Tensor) -> int:
+    holes = em.table(
+        [
+            *([(0, "b", int(tensor.scalar_type))] if int(tensor.scalar_type) != 0 else []),
+            (1, "O", None),
+            (2, "O", None),
+            *([(3, "q", tensor.offset)] if tensor.offset != 0 else []),
+        ]
+    )
+    em.point(holes[1], em.int64_vector(tensor.sizes))
+    em.point(holes[2], em.int64_vector(tensor.strides))
+    return holes[-1]
+
+
+def _write_value(em: Emitter, value: Value) -> int:
+    fields: list[tuple[int, str, Any]] = []
+    if int(value.val) != 0:
+        fields.append((0, "b", int(value.val)))
+    members = (
+        (1, value.tensor),
+        (2, value.tensor_list),
+        (3, value.int_value),
+        (4, value.float_value),
+        (5, value.double_value),
+        (6, value.bool_value),
+        (7, value.output),
+    )
+    fields.extend((slot, "O", None) for slot, member in members if member is not None)
+    holes = em.table(fields)
+    for slot, member in members:
+        if member is None:
+            continue
+        if slot == 1:
+            assert value.tensor is not None
+            em.point(holes[slot], _write_tensor(em, value.tensor))
+        elif slot == 2:
+            assert value.tensor_list is not None
+            tensors = value.tensor_list.tensors
+            t_holes = em.table([(0, "O", None)])
+            vec, elems = em.offset_vector(len(tensors))
+            em.point(t_holes[0], vec)
+            for elem, tensor in zip(elems, tensors):
+                em.point(elem, _write_tensor(em, tensor))
+            em.point(holes[slot], t_holes[-1])
+        else:
+            scalar = _scalar_field(slot, member)
+            em.point(holes[slot], em.table([scalar] if scalar[2] else [])[-1])
+    return holes[-1]
+
+
+def _scalar_field(slot: int, member: Any) -> tuple[int, str, Any]:
+    if slot == 3:
+        return (0, "q", member.int_val)
+    if slot == 4:
+        return (0, "f", member.float_val)
+    if slot == 5:
+        return (0, "d", member.double_val)
+    return (0, "B", int(member.bool_val))
