@@ -78,7 +78,7 @@ def test_duplicate_name_names_both_plugins() -> None:
 
 def test_wrong_results_are_named() -> None:
     pm = _pm(("odd", Offers({"name": "csv"})))
-    with pytest.raises(PluginError, match="plugin 'odd' .*returned dict from dl_exporters"):
+    with pytest.raises(PluginError, match=r"plugin 'odd' .*returned dict from dl_exporters"):
         get_exporters(pm)
 
     class Scalar:
@@ -86,7 +86,7 @@ def test_wrong_results_are_named() -> None:
         def dl_exporters(self) -> Any:
             return 3
 
-    with pytest.raises(PluginError, match="plugin 'scalar' .*returned int"):
+    with pytest.raises(PluginError, match=r"plugin 'scalar' .*returned int"):
         get_exporters(_pm(("scalar", Scalar())))
 
 
@@ -102,7 +102,7 @@ def test_single_exporter_and_raising_plugin() -> None:
             raise RuntimeError("exporters unavailable")
 
     assert "one" in get_exporters(_pm(("one", One())))
-    with pytest.raises(PluginError, match="plugin 'broken' .*RuntimeError: exporters unavailable"):
+    with pytest.raises(PluginError, match=r"plugin 'broken' .*RuntimeError: exporters unavailable"):
         get_exporters(_pm(("one", One()), ("broken", Broken())))
 
 

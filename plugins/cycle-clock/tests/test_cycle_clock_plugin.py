@@ -109,8 +109,9 @@ def test_parse_rate() -> None:
     rate=st.floats(1.0, 1e12, allow_nan=False),
 )
 def test_conversion_is_ticks_over_rate(ticks: int, rate: float) -> None:
-    from delegate_lens.config import Config
     from delegate_lens_cycle_clock.plugin import time_factors
+
+    from delegate_lens.config import Config
 
     config = Config({"cycle_clock": {"backends": {"X": rate}}})
     factor = time_factors(config)["X"]
