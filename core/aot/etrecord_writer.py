@@ -1,0 +1,135 @@
+"""Write the ETRecord of a lowered model (contract B, writer part).
+
+Entries, as the reference writes them (see ``shared/spec/etrecord-format.md``):
+
+* ``ETRECORD_V0`` — empty marker;
+* ``edge_dialect_exported_program/<method>`` (+ ``_state_dict``, ``_constants``,
+  ``_example_inputs``) — each method's edge program *before lowering* (every operator node
+  and its handle visible), written by torch.export's serializer; torch's serializer drops
+  ``node.meta["debug_handle"]``, so it is added to each node's ``metadata`` as decimal text
+  next to ``stack_trace``, ``nn_module_stack``, ``torch_fn`` and ``from_node``;
+* ``exported_program`` (+ artifacts) — the ATen program given to ``to_edge`` (or the
+  ``exported_program`` argument), when there is one;
+* ``debug_handle_map``, ``delegate_map``, ``instruction_id_to_num_outs_map`` — JSON keyed by
+  method then instruction id (a single handle is written as an int, several as a list);
+* ``export_graph_id`` — ``id()`` of the exported program's graph, the ``graph_id`` at the
+  root of every node's ``from_node`` provenance.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
+    from delegate_lens.aot.edge import EdgeProgramManager
+    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.etrecord import ETRecord
+
+__all__ = ["build_etrecord", "program_entries"]
+
+
+def _handles_json(handles: tuple[int, ...]) -> int | list[int]:
+    return handles[0] if len(handles) == 1 else list(handles)
+
+
+def program_entries(name: str, program: ExportedProgram) -> dict[str, bytes]:
+    """The four serializer artifacts of ``program`` under entry ``name`` (handles added)."""
+    from torch._export.serde.serialize import serialize
+
+    from delegate_lens.etrecord import ARTIFACT_SUFFIXES
+
+    artifact = serialize(program)
+    handles = {
+        node.name: node.meta["debug_handle"]
+        for node in program.graph.nodes
+        if isinstance(node.meta.get("debug_handle"), int)
+    }
+    document = json.loads(artifact.exported_program)
+    if handles:
+        for node in document["graph_module"]["graph"]["nodes"]:
+            handle = handles.get(node.get("name"))
+            if handle is None:
+                continue
+            old = node.get("metadata") or {}
+            meta = {k: v for k, v in old.items() if k != "from_node"}
+            meta["debug_handle"] = str(handle)
+            if "from_node" in old:
+                meta["from_node"] = old["from_node"]
+            node["metadata"] = meta
+    suffix_data = (artifact.state_dict, artifact.constants, artifact.example_inputs)
+    out = {name: json.dumps(document).encode("utf-8")}
+    for suffix, data in zip(ARTIFACT_SUFFIXES, suffix_data):
+        out[name + suffix] = bytes(data)
+    return out
+
+
+def build_etrecord(
+    edge_manager: EdgeProgramManager,
+    program_manager: ProgramManager,
+    exported_program: ExportedProgram | None = None,
+) -> ETRecord:
+    """The ETRecord of ``program_manager`` (made by ``edge_manager.to_program()``).
+
+    :param exported_program: the ATen program before ``to_edge``; by default the one
+        ``to_edge`` was given when there was a single method.
+    """
+    from delegate_lens.etrecord import (
+        DEBUG_HANDLE_MAP,
+        DELEGATE_MAP,
+        EDGE_PROGRAM_PREFIX,
+        EXPORT_GRAPH_ID,
+        EXPORTED_PROGRAM,
+        MARKER,
+        NUM_OUTS_MAP,
+        ETRecord,
+        dumps_json,
+    )
+
+    missing = sorted(set(program_manager.methods) - set(edge_manager.methods))
+    if missing:
+        raise UsageError(
+            f"the program has methods {missing} that the edge manager does not "
+            f"(edge methods: {edge_manager.methods})"
+        )
+    entries: dict[str, bytes] = {MARKER: b""}
+    if exported_program is None:
+        sources = edge_manager.source_programs
+        if len(sources) == 1:
+            exported_program = next(iter(sources.values()))
+    if exported_program is not None:
+        entries.update(program_entries(EXPORTED_PROGRAM, exported_program))
+    for method in program_manager.methods:
+        program = edge_manager.unlowered_program(method)
+        entries.update(program_entries(f"{EDGE_PROGRAM_PREFIX}/{method}", program))
+    debug_handle_map = {
+        method: {str(i): _handles_json(h) for i, h in by_instruction.items()}
+        for method, by_instruction in program_manager.debug_handle_map.items()
+    }
+    delegate_map: dict[str, Any] = {
+        method: {
+            str(i): {
+                "name": entry["name"],
+                "delegate_map": {
+                    str(identifier): list(handles)
+                    for identifier, handles in entry["delegate_map"].items()
+                },
+            }
+            for i, entry in by_instruction.items()
+        }
+        for method, by_instruction in program_manager.delegate_map.items()
+    }
+    entries[DEBUG_HANDLE_MAP] = dumps_json(debug_handle_map)
+    entries[DELEGATE_MAP] = dumps_json(delegate_map)
+    entries[NUM_OUTS_MAP] = dumps_json(program_manager.instruction_id_to_num_outs_map)
+    if exported_program is not None:
+        graph_id = id(exported_program.graph)
+    else:
+        first = edge_manager.unlowered_program(program_manager.methods[0])
+        graph_id = id(first.graph)
+    entries[EXPORT_GRAPH_ID] = str(graph_id).encode("ascii")
+    return ETRecord.from_entries(entries, origin="<generated ETRecord>")
