@@ -1,1 +1,29 @@
-"""The reference demo backend (DemoBackend), registered by entry point like any plugin."""
+"""The reference demo backend (``DemoBackend``), registered by entry point like any plugin.
+
+Built only on public API, so it doubles as the worked example of
+``docs/backend-authors.md``:
+
+* :mod:`~delegate_lens.backends_demo.partitioner` — :class:`DemoPartitioner`;
+* :mod:`~delegate_lens.backends_demo.preprocess` — compile a partition, build the Debug
+  Handle Map (fusion and decomposition);
+* :mod:`~delegate_lens.backends_demo.blob` — the compiled blob format;
+* :mod:`~delegate_lens.backends_demo.runtime` — run it with numpy, log events;
+* :mod:`~delegate_lens.backends_demo.metadata` — the events' metadata codec;
+* :mod:`~delegate_lens.backends_demo.plugin` — the hooks tying them to delegate-lens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BACKEND_ID = "DemoBackend"
+
+__all__ = ["BACKEND_ID", "DemoPartitioner"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DemoPartitioner":  # imports torch
+        from delegate_lens.backends_demo.partitioner import DemoPartitioner
+
+        return DemoPartitioner
+    raise AttributeError(f"module 'delegate_lens.backends_demo' has no attribute {name!r}")

@@ -1,1 +1,63 @@
-"""Entry point of the demo backend (group ``delegate_lens``); hooks are added by issue 5."""
+"""Entry point of the demo backend (group ``delegate_lens``, name ``demo_backend``).
+
+One plugin module answers every hook for its backend id and returns ``None`` for any
+other backend, so it coexists with other backends. Importing it is cheap: torch and numpy
+code is imported inside the hooks that need it (the Inspector loads this plugin too, and
+must stay torch-free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from delegate_lens import hookimpl
+
+BACKEND_ID = "DemoBackend"
+
+
+@hookimpl
+def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+
+    return DemoPartitioner(compile_specs)
+
+
+@hookimpl
+def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[Any]) -> Any | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.preprocess import preprocess
+
+    return preprocess(edge_program, compile_specs)
+
+
+@hookimpl
+def dl_runtime_backend(backend_id: str) -> Any | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.runtime import DemoRuntime
+
+    return DemoRuntime()
+
+
+@hookimpl
+def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.metadata import encode
+
+    return encode(metadata)
+
+
+@hookimpl
+def dl_parse_delegate_metadata(
+    backend_id: str, metadatas: Sequence[bytes]
+) -> dict[str, list[Any]] | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.metadata import parse
+
+    return parse(metadatas)

@@ -1,0 +1,386 @@
+"""ETDumpGen: the event tracer that writes an ETDump (and a debug buffer).
+
+It records what the executor and the delegates log, with the reference runtime's layout
+(``shared/spec/etdump-format.md``):
+
+* a ``Default`` block (opened by the first event when no block is open) holding
+  ``Method::init`` and ``Program::load_method``, ``chain_index`` -1 and ``instruction_id`` 0;
+* one ``Execute`` block per ``Method.execute``: for every operator instruction
+  ``native_call_<op>.out`` then ``OPERATOR_CALL`` (chain 0, the instruction id), for every
+  delegate call the delegate's own events then ``DELEGATE_CALL``; ``Method::execute``
+  (chain -1, instruction 0) last; events are written in the order they *end*.
+* with a debug buffer (``debug_buffer_size > 0``): the outputs of every operator instruction
+  and all arguments of every delegate call as debug events (before the instruction's profile
+  events, as the reference), the delegates' logged intermediate outputs, and after
+  ``Method::execute`` the method's final outputs flagged with ``Value.output`` = true
+  (chain_index uint64 max, instruction_id 0). Tensor bytes go to the debug buffer, each at an
+  offset aligned to 64 bytes; ``Tensor.offset`` holds it.
+
+**Debug buffer full.** When a tensor does not fit, ETDumpGen stops storing tensors for the
+rest of its life (so the stored data is a clean prefix, never a hole), drops the debug events
+of the tensors it could not store, counts them in :attr:`ETDumpGen.dropped_debug_values`,
+sets :attr:`ETDumpGen.debug_buffer_full` and issues one :class:`DebugBufferFullWarning`.
+Every profile event is still recorded and the files written stay valid.
+
+Events are kept as tuples in Python lists while the model runs; the ETDump codec's numpy
+columns are built once, when :meth:`ETDumpGen.get_etdump_data` or :meth:`ETDumpGen.write`
+is called. Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from delegate_lens.errors import EventTracerError
+from delegate_lens.runtime.event_tracer import EventTracer
+
+__all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
+
+DEBUG_BUFFER_ALIGNMENT = 64
+"""Every tensor stored in the debug buffer starts at a multiple of this (as the reference)."""
+
+_PROFILE = 1
+_DEBUG = 3
+_U64_MAX = (1 << 64) - 1
+
+# dtype name (torch without "torch.", or numpy) -> ETDump ScalarType code
+_SCALAR_TYPE: dict[str, int] = {
+    "uint8": 0,
+    "int8": 1,
+    "int16": 2,
+    "int32": 3,
+    "int64": 4,
+    "float16": 5,
+    "float32": 6,
+    "float64": 7,
+    "complex64": 9,
+    "complex128": 10,
+    "bool": 11,
+    "bfloat16": 15,
+    "uint16": 27,
+    "uint32": 28,
+    "uint64": 29,
+}
+
+
+class DebugBufferFullWarning(UserWarning):
+    """The debug buffer of an ETDumpGen is full: later tensors are not stored."""
+
+
+def _contiguous_strides(sizes: list[int]) -> list[int]:
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = strides[i + 1] * max(sizes[i + 1], 1)
+    return strides
+
+
+def _tensor_bytes(x: Any) -> tuple[int, list[int], bytes] | None:
+    """(scalar type, sizes, C-contiguous bytes) of a torch tensor or numpy array, else None."""
+    if isinstance(x, np.ndarray | np.generic):
+        arr = np.ascontiguousarray(x)
+        code = _SCALAR_TYPE.get(arr.dtype.name)
+        if code is None:
+            raise EventTracerError(f"cannot log an array of dtype {arr.dtype}")
+        return code, list(arr.shape), arr.tobytes()
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        name = str(t.dtype).removeprefix("torch.")
+        code = _SCALAR_TYPE.get(name)
+        if code is None:
+            raise EventTracerError(f"cannot log a tensor of dtype {t.dtype}")
+        sizes = list(t.shape)
+        data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        return code, sizes, data
+    return None
+
+
+class ETDumpGen(EventTracer):
+    """Record runtime events and write them as an ETDump (plus a debug buffer).
+
+    :param debug_buffer_size: bytes available for intermediate tensors; 0 (the default)
+        records no debug events at all.
+    :param clock: a callable returning the current time in ticks (an ``int``); defaults to
+        :func:`time.monotonic_ns`. Inject one for deterministic files.
+    """
+
+    def __init__(self, debug_buffer_size: int = 0, clock: Callable[[], int] | None = None) -> None:
+        super().__init__(clock)
+        if isinstance(debug_buffer_size, bool) or not isinstance(debug_buffer_size, int):
+            raise EventTracerError(
+                f"debug_buffer_size must be an int, not {type(debug_buffer_size).__name__}"
+            )
+        if debug_buffer_size < 0:
+            raise EventTracerError(f"debug_buffer_size must be >= 0, got {debug_buffer_size}")
+        self.debug_buffer_size = debug_buffer_size
+        self._debug_buffer = bytearray(debug_buffer_size)
+        self._debug_used = 0
+        self.log_intermediate_outputs = debug_buffer_size > 0
+        """Whether the executor logs operator outputs and delegate arguments."""
+        self.debug_buffer_full = False
+        """True once a tensor did not fit the debug buffer (later tensors are not stored)."""
+        self.dropped_debug_values = 0
+        """Debug events dropped because their tensor did not fit the debug buffer."""
+        self._blocks: list[tuple[str, list[tuple[Any, ...]]]] = []
+        self._events: list[tuple[Any, ...]] | None = None
+
+    # ------------------------------------------------------------------ executor side
+
+    def create_event_block(self, name: str) -> None:
+        events: list[tuple[Any, ...]] = []
+        self._blocks.append((name, events))
+        self._events = events
+
+    def _current(self) -> list[tuple[Any, ...]]:
+        if self._events is None:
+            self.create_event_block("Default")
+        assert self._events is not None
+        return self._events
+
+    def add_profile_event(
+        self, name: str, chain_index: int, instruction_id: int, start_time: int, end_time: int
+    ) -> None:
+        events = self._events if self._events is not None else self._current()
+        events.append(
+            (_PROFILE, name, chain_index, instruction_id, -1, None, start_time, end_time, None)
+        )
+
+    def log_evalue(self, value: Any, output: bool = False) -> None:
+        if not self.log_intermediate_outputs:
+            return
+        entry = self._make_value(value, output)
+        if entry is not None:
+            self._current().append(
+                (_DEBUG, None, self.chain_index, self.instruction_id, -1, None, 0, 0, entry)
+            )
+
+    # ------------------------------------------------------------------ delegate side
+
+    def log_profiling_delegate(
+        self,
+        name: str | None,
+        delegate_debug_id: int,
+        start_time: int,
+        end_time: int,
+        metadata: bytes,
+    ) -> None:
+        events = self._events if self._events is not None else self._current()
+        events.append(
+            (
+                _PROFILE,
+                None,
+                self.chain_index,
+                self.instruction_id,
+                delegate_debug_id,
+                name,
+                start_time,
+                end_time,
+                metadata,
+            )
+        )
+
+    def log_intermediate_output_delegate(
+        self, name: str | None, delegate_debug_id: int, output: Any
+    ) -> None:
+        if not self.log_intermediate_outputs:
+            return
+        entry = self._make_value(output, False)
+        if entry is not None:
+            self._current().append(
+                (
+                    _DEBUG,
+                    None,
+                    self.chain_index,
+                    self.instruction_id,
+                    delegate_debug_id,
+                    name,
+                    0,
+                    0,
+                    entry,
+                )
+            )
+
+    # ------------------------------------------------------------------ debug values
+
+    def _store(self, data: bytes) -> int | None:
+        if self.debug_buffer_full:
+            return None
+        offset = self._debug_used + (-self._debug_used % DEBUG_BUFFER_ALIGNMENT)
+        if offset + len(data) > self.debug_buffer_size:
+            self.debug_buffer_full = True
+            warnings.warn(
+                f"ETDumpGen debug buffer full ({self.debug_buffer_size} bytes, "
+                f"{self._debug_used} used; a value needs {len(data)}): later tensors are not "
+                "stored; profiling continues",
+                DebugBufferFullWarning,
+                stacklevel=4,
+            )
+            return None
+        self._debug_buffer[offset : offset + len(data)] = data
+        self._debug_used = offset + len(data)
+        return offset
+
+    def _tensor(self, x: Any) -> tuple[int, list[int], list[int], int] | None:
+        info = _tensor_bytes(x)
+        if info is None:
+            return None
+        code, sizes, data = info
+        offset = self._store(data)
+        if offset is None:
+            return None
+        return code, sizes, _contiguous_strides(sizes), offset
+
+    def _make_value(self, value: Any, output: bool) -> Any:
+        """The codec ``Value`` for a logged value (None: not loggable or not stored)."""
+        from delegate_lens.etdump import Bool, Double, Int, Tensor, TensorList, Value, ValueType
+
+        flag = Bool(True) if output else None
+        if isinstance(value, bool):
+            return Value(ValueType.Bool, bool_value=Bool(value), output=flag)
+        if isinstance(value, int):
+            return Value(ValueType.Int, int_value=Int(value), output=flag)
+        if isinstance(value, float):
+            return Value(ValueType.Double, double_value=Double(value), output=flag)
+        if isinstance(value, list | tuple):
+            if not value:
+                return None
+            parts = [self._tensor(v) for v in value]
+            if any(p is None for p in parts):
+                if self.debug_buffer_full:
+                    self.dropped_debug_values += 1
+                return None
+            tensors = [Tensor(c, s, st, o) for c, s, st, o in parts]  # type: ignore[misc]
+            return Value(ValueType.TensorList, tensor_list=TensorList(tensors), output=flag)
+        if _tensor_bytes_supported(value):
+            part = self._tensor(value)
+            if part is None:
+                self.dropped_debug_values += 1
+                return None
+            code, sizes, strides, offset = part
+            return Value(ValueType.Tensor, tensor=Tensor(code, sizes, strides, offset), output=flag)
+        return None
+
+    # ------------------------------------------------------------------ output
+
+    @property
+    def debug_buffer(self) -> bytes:
+        """The used part of the debug buffer (what :meth:`write` stores)."""
+        return bytes(self._debug_buffer[: self._debug_used])
+
+    def _build(self) -> Any:
+        from delegate_lens.etdump import ETDump, RunData
+        from delegate_lens.etdump.columns import EventColumns
+
+        runs = [
+            RunData.from_columns(name, -1, [], _columns(events, EventColumns))
+            for name, events in self._blocks
+        ]
+        return ETDump(version=0, run_data=runs)
+
+    def get_etdump_data(self) -> bytes:
+        """The ETDump of everything recorded so far (size-prefixed FlatBuffer bytes)."""
+        from delegate_lens.etdump import dumps
+
+        return bytes(dumps(self._build()))
+
+    def write(
+        self,
+        etdump_path: str | os.PathLike[str],
+        debug_buffer_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Write the ETDump (and the used part of the debug buffer) atomically."""
+        _atomic_write(Path(etdump_path), self.get_etdump_data())
+        if debug_buffer_path is not None:
+            _atomic_write(Path(debug_buffer_path), self.debug_buffer)
+
+
+def _tensor_bytes_supported(value: Any) -> bool:
+    if isinstance(value, np.ndarray | np.generic):
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _columns(events: list[tuple[Any, ...]], columns_cls: Any) -> Any:
+    n = len(events)
+    if n == 0:
+        return columns_cls.empty()
+    kind, names, chain, iid, dint, dstr, start, end, extra = zip(*events, strict=True)
+    strings: dict[str, int] = {}
+
+    def codes(values: tuple[Any, ...]) -> np.ndarray[Any, Any]:
+        out = np.full(n, -1, dtype=np.int32)
+        for i, s in enumerate(values):
+            if s is not None:
+                code = strings.get(s)
+                if code is None:
+                    code = strings[s] = len(strings)
+                out[i] = code
+        return out
+
+    name_codes = codes(names)
+    dstr_codes = codes(dstr)
+    kind_arr = np.array(kind, dtype=np.uint8)
+    is_profile = kind_arr == _PROFILE
+    # metadata: profile events logged by a delegate carry bytes (maybe empty); others none
+    lengths = np.full(n, -1, dtype=np.int64)
+    chunks: list[bytes] = []
+    debug_entries: dict[int, Any] = {}
+    for i in range(n):
+        value = extra[i]
+        if value is None:
+            continue
+        if is_profile[i]:
+            lengths[i] = len(value)
+            chunks.append(value)
+        else:
+            debug_entries[i] = value
+    blob = b"".join(chunks)
+    offsets = np.zeros(n, dtype=np.int64)
+    present = lengths >= 0
+    if present.any():
+        sizes = lengths[present]
+        offsets[present] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    chain_arr = np.array(chain, dtype=np.int64)
+    for name, values in (("start_time", start), ("end_time", end)):
+        if min(values) < 0 or max(values) > _U64_MAX:
+            raise EventTracerError(f"a {name} does not fit uint64 ticks")
+    return columns_cls.build(
+        kind_arr,
+        strings=list(strings),
+        blob=blob,
+        debug_entries=debug_entries,
+        name=name_codes,
+        chain_index=chain_arr,
+        instruction_id=np.array(iid, dtype=np.int32),
+        delegate_debug_id_int=np.array(dint, dtype=np.int32),
+        delegate_debug_id_str=dstr_codes,
+        start_time=np.array(start, dtype=np.uint64),
+        end_time=np.array(end, dtype=np.uint64),
+        metadata_offset=offsets,
+        metadata_length=lengths,
+    )
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

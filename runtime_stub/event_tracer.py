@@ -1,0 +1,233 @@
+"""The EventTracer: the interface the runtime and delegate backends log events through.
+
+Backends use the C++ API's names, as functions taking the tracer (which is ``None`` when
+nobody traces; every function is then a no-op that returns at once):
+
+* :func:`event_tracer_start_profiling_delegate` / :func:`event_tracer_end_profiling_delegate`
+  — real-time logging around a backend operation;
+* :func:`event_tracer_log_profiling_delegate` — post-time logging with timestamps the
+  backend kept itself (e.g. read from the device after the run);
+* :func:`event_tracer_log_output_delegate` — an intermediate output of the delegate.
+
+A delegate event is identified by exactly one of ``name`` (a ``str`` identifier) and
+``delegate_debug_id`` (an ``int >= 0``; ``None`` or ``-1`` mean "not given"). The identifier
+must be one the backend put in its Debug Handle Map at preprocess time, so the Inspector can
+link the event back to the operators it covers.
+
+``metadata`` is ``None`` (stored as empty bytes, as the reference runtime does), bytes, or a
+structured value (e.g. a dict) that the backend's ``dl_encode_delegate_metadata`` hook turns
+into bytes.
+
+This module does not import torch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from attrs import define
+
+from delegate_lens.errors import EventTracerError
+
+__all__ = [
+    "UNSET_DELEGATE_DEBUG_ID",
+    "EventTracer",
+    "EventTracerEntry",
+    "event_tracer_end_profiling_delegate",
+    "event_tracer_log_output_delegate",
+    "event_tracer_log_profiling_delegate",
+    "event_tracer_start_profiling_delegate",
+]
+
+UNSET_DELEGATE_DEBUG_ID = -1
+"""``delegate_debug_id`` value meaning "no int identifier" (the C++ ``kUnsetDebugHandle``)."""
+
+
+@define(slots=True)
+class EventTracerEntry:
+    """What :func:`event_tracer_start_profiling_delegate` returns: hand it back to end it."""
+
+    name: str | None
+    delegate_debug_id: int
+    chain_index: int
+    instruction_id: int
+    start_time: int
+
+
+class EventTracer:
+    """Base class of event tracers: receives everything, records nothing.
+
+    The executor calls :meth:`create_event_block`, :meth:`set_chain_debug_handle`,
+    :meth:`add_profile_event` and :meth:`log_evalue`; the backend-facing functions of this
+    module call the ``*_delegate`` methods. Subclasses (:class:`~delegate_lens.runtime.ETDumpGen`)
+    override what they record.
+    """
+
+    def __init__(self, clock: Callable[[], int] | None = None) -> None:
+        self.clock: Callable[[], int] = clock if clock is not None else time.monotonic_ns
+        self.chain_index = 0
+        self.instruction_id = -1
+        self.delegate_backend_id: str | None = None
+        """Backend id of the delegate call running now (set by the runtime)."""
+
+    # -- executor side
+    def create_event_block(self, name: str) -> None:
+        """Start a new block (``RunData``) of events."""
+
+    def set_chain_debug_handle(self, chain_index: int, instruction_id: int) -> None:
+        """Tell the tracer which instruction runs now; delegate events get these ids."""
+        self.chain_index = chain_index
+        self.instruction_id = instruction_id
+
+    def add_profile_event(
+        self, name: str, chain_index: int, instruction_id: int, start_time: int, end_time: int
+    ) -> None:
+        """Record a framework or operator profile event (already timed by the caller)."""
+
+    def log_evalue(self, value: Any, output: bool = False) -> None:
+        """Record a value (intermediate output, or a final output when ``output``)."""
+
+    # -- delegate side (called through the module-level functions)
+    def start_profiling_delegate(
+        self, name: str | None, delegate_debug_id: int
+    ) -> EventTracerEntry:
+        return EventTracerEntry(
+            name, delegate_debug_id, self.chain_index, self.instruction_id, self.clock()
+        )
+
+    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: bytes) -> None:
+        self.log_profiling_delegate(
+            entry.name, entry.delegate_debug_id, entry.start_time, self.clock(), metadata
+        )
+
+    def log_profiling_delegate(
+        self,
+        name: str | None,
+        delegate_debug_id: int,
+        start_time: int,
+        end_time: int,
+        metadata: bytes,
+    ) -> None:
+        """Record one delegate profile event."""
+
+    def log_intermediate_output_delegate(
+        self, name: str | None, delegate_debug_id: int, output: Any
+    ) -> None:
+        """Record one delegate intermediate output."""
+
+    def encode_metadata(self, metadata: Any) -> bytes:
+        """Bytes for ``metadata``: as is, empty for ``None``, else the backend's encoder."""
+        if metadata is None:
+            return b""
+        if isinstance(metadata, bytes | bytearray | memoryview):
+            return bytes(metadata)
+        backend_id = self.delegate_backend_id
+        from delegate_lens.pluginmanager import call_hook
+
+        encoded = call_hook("dl_encode_delegate_metadata", backend_id=backend_id, metadata=metadata)
+        if encoded is None:
+            raise EventTracerError(
+                f"backend {backend_id!r} logged metadata of type {type(metadata).__name__} but "
+                "no plugin's dl_encode_delegate_metadata encodes it (log bytes, or implement "
+                "the hook)"
+            )
+        if not isinstance(encoded, bytes | bytearray):
+            raise EventTracerError(
+                f"dl_encode_delegate_metadata for backend {backend_id!r} returned "
+                f"{type(encoded).__name__}, expected bytes"
+            )
+        return bytes(encoded)
+
+
+def _check_ids(name: Any, delegate_debug_id: Any) -> int:
+    """Exactly one identifier; returns the int id (``-1`` when ``name`` is used)."""
+    has_id = delegate_debug_id is not None and delegate_debug_id != UNSET_DELEGATE_DEBUG_ID
+    if name is not None:
+        if has_id:
+            raise EventTracerError(
+                f"delegate event with both name={name!r} and delegate_debug_id="
+                f"{delegate_debug_id!r}: give exactly one identifier"
+            )
+        if not isinstance(name, str):
+            raise EventTracerError(
+                f"delegate event name must be a str identifier, not {type(name).__name__} "
+                f"({name!r}); pass int identifiers as delegate_debug_id"
+            )
+        return UNSET_DELEGATE_DEBUG_ID
+    if not has_id:
+        raise EventTracerError(
+            "delegate event without an identifier: give name (str) or delegate_debug_id (int)"
+        )
+    if isinstance(delegate_debug_id, bool) or not isinstance(delegate_debug_id, int):
+        raise EventTracerError(
+            f"delegate_debug_id must be an int, not {type(delegate_debug_id).__name__} "
+            f"({delegate_debug_id!r}); pass str identifiers as name"
+        )
+    if delegate_debug_id < 0:
+        raise EventTracerError(f"delegate_debug_id must be >= 0, got {delegate_debug_id}")
+    return int(delegate_debug_id)
+
+
+def event_tracer_start_profiling_delegate(
+    tracer: EventTracer | None, name: str | None, delegate_debug_id: int | None
+) -> EventTracerEntry | None:
+    """Start timing a delegate operation now; returns the entry to end it with.
+
+    Returns ``None`` when ``tracer`` is ``None``.
+    """
+    if tracer is None:
+        return None
+    ddi = _check_ids(name, delegate_debug_id)
+    return tracer.start_profiling_delegate(name, ddi)
+
+
+def event_tracer_end_profiling_delegate(
+    tracer: EventTracer | None, entry: EventTracerEntry | None, metadata: Any = None
+) -> None:
+    """End the operation started with ``entry`` now, attaching ``metadata``."""
+    if tracer is None:
+        return
+    if not isinstance(entry, EventTracerEntry):
+        raise EventTracerError(
+            f"end_profiling_delegate needs the entry start_profiling_delegate returned, "
+            f"got {type(entry).__name__}"
+        )
+    tracer.end_profiling_delegate(entry, tracer.encode_metadata(metadata))
+
+
+def event_tracer_log_profiling_delegate(
+    tracer: EventTracer | None,
+    name: str | None,
+    delegate_debug_id: int | None,
+    start_time: int,
+    end_time: int,
+    metadata: Any = None,
+) -> None:
+    """Log a delegate operation after the fact, with the backend's own timestamps."""
+    if tracer is None:
+        return
+    ddi = _check_ids(name, delegate_debug_id)
+    if not (isinstance(start_time, int) and isinstance(end_time, int)):
+        try:
+            start_time, end_time = int(start_time), int(end_time)
+        except (TypeError, ValueError):
+            raise EventTracerError(
+                f"start_time/end_time must be ints (clock ticks), got {start_time!r}, {end_time!r}"
+            ) from None
+    if not (0 <= start_time < 2**64 and 0 <= end_time < 2**64):
+        raise EventTracerError(
+            f"start_time/end_time must fit uint64 ticks, got {start_time}, {end_time}"
+        )
+    tracer.log_profiling_delegate(name, ddi, start_time, end_time, tracer.encode_metadata(metadata))
+
+
+def event_tracer_log_output_delegate(
+    tracer: EventTracer | None, name: str | None, delegate_debug_id: int | None, output: Any
+) -> None:
+    """Log an intermediate output of the delegate (a tensor, list of tensors, int, float, bool)."""
+    if tracer is None:
+        return
+    ddi = _check_ids(name, delegate_debug_id)
+    tracer.log_intermediate_output_delegate(name, ddi, output)

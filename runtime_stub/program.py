@@ -1,0 +1,355 @@
+"""Load a serialized program and run its methods.
+
+``Program.load(path_or_bytes)`` reads what ``ProgramManager.buffer`` holds (see
+:mod:`delegate_lens.program_format`); ``program.load_method(name, event_tracer)`` prepares
+one method: resolves every operator to its torch kernel and initializes every delegate
+through the ``dl_runtime_backend`` plugin of its backend (``init`` once, here);
+``method.execute(inputs)`` runs the instructions in order and returns the outputs.
+
+With an event tracer (e.g. :class:`~delegate_lens.runtime.ETDumpGen`) the method records
+the reference runtime's events: ``Method::init`` and ``Program::load_method`` at load, and
+per execute ``OPERATOR_CALL`` + ``native_call_<op>.out`` per operator, ``DELEGATE_CALL`` per
+delegate call and ``Method::execute``. Without one, nothing is timed or recorded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from attrs import frozen
+
+from delegate_lens.errors import DelegateLensError, ProgramFormatError, RuntimeBackendError
+from delegate_lens.program_format import (
+    DelegateCallInstruction,
+    ListValue,
+    MethodData,
+    ProgramData,
+    TensorValue,
+    deserialize,
+)
+from delegate_lens.runtime.event_tracer import EventTracer
+from delegate_lens.runtime.kernels import constant_value, kernel_event_name, resolve_op
+
+__all__ = ["BackendExecutionContext", "Method", "Program"]
+
+
+@frozen
+class BackendExecutionContext:
+    """What a backend's ``execute(context, handle, args)`` gets besides its inputs.
+
+    Pass ``context.event_tracer`` to the ``event_tracer_*`` functions (it is ``None`` when
+    the method runs untraced).
+    """
+
+    event_tracer: EventTracer | None
+    instruction_id: int
+    backend_id: str
+    method_name: str
+    delegate_index: int
+
+
+class Program:
+    """A loaded program: its methods and delegates, ready to be run."""
+
+    def __init__(self, data: ProgramData, source: str = "<bytes>") -> None:
+        self.data = data
+        self.source = source
+
+    @classmethod
+    def load(
+        cls, path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview
+    ) -> Program:
+        """Load a program from a file or from the bytes ``ProgramManager.buffer`` holds."""
+        if isinstance(path_or_bytes, bytes | bytearray | memoryview):
+            return cls(deserialize(path_or_bytes))
+        path = Path(path_or_bytes)
+        data = path.read_bytes()
+        try:
+            return cls(deserialize(data), str(path))
+        except ProgramFormatError as exc:
+            raise ProgramFormatError(f"{path}: {exc}") from None
+
+    @property
+    def method_names(self) -> list[str]:
+        return self.data.method_names
+
+    def load_method(self, name: str = "forward", event_tracer: EventTracer | None = None) -> Method:
+        """Prepare method ``name``; with a tracer, its load is recorded (Default block)."""
+        method_data = self.data.method(name)
+        if event_tracer is None:
+            return Method(self, method_data, None)
+        clock = event_tracer.clock
+        t_load = clock()
+        t_init = clock()
+        method = Method(self, method_data, event_tracer)
+        t_init_end = clock()
+        event_tracer.add_profile_event("Method::init", -1, 0, t_init, t_init_end)
+        event_tracer.add_profile_event("Program::load_method", -1, 0, t_load, clock())
+        return method
+
+
+def _runtime_backend(backend_id: str) -> Any:
+    from delegate_lens.pluginmanager import call_hook
+
+    backend = call_hook("dl_runtime_backend", backend_id=backend_id)
+    if backend is None:
+        raise RuntimeBackendError(
+            f"no plugin provides a runtime for backend {backend_id!r} "
+            "(dl_runtime_backend returned nothing; is its plugin installed?)"
+        )
+    if not (
+        callable(getattr(backend, "init", None)) and callable(getattr(backend, "execute", None))
+    ):
+        raise RuntimeBackendError(
+            f"the runtime of backend {backend_id!r} ({type(backend).__name__}) lacks "
+            "init(processed_bytes, compile_specs) / execute(context, handle, args)"
+        )
+    return backend
+
+
+def _compile_specs(specs: Sequence[Any]) -> list[Any]:
+    try:
+        from delegate_lens.backend import CompileSpec
+    except ImportError:  # pragma: no cover - the AOT module is part of the package
+        return list(specs)
+    return [CompileSpec(s.key, s.value) for s in specs]
+
+
+def _to_runtime(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    return value
+
+
+class Method:
+    """One loaded method. ``execute(inputs)`` returns the list of outputs."""
+
+    def __init__(
+        self, program: Program, data: MethodData, event_tracer: EventTracer | None
+    ) -> None:
+        self.program = program
+        self.data = data
+        self.name = data.name
+        self.event_tracer = event_tracer
+        values = data.values
+        runtime = set(data.inputs)
+        for inst in data.instructions:
+            runtime.update(self._flat_outputs(inst.outputs))
+        runtime.update(
+            i for i, v in enumerate(values) if isinstance(v, TensorValue) and v.data is None
+        )
+        base: list[Any] = [constant_value(v) for v in values]
+        dynamic_lists: set[int] = set()
+
+        def resolve_list(vid: int, seen: frozenset[int] = frozenset()) -> bool:
+            """Fill ``base`` for a static list; returns True when the list is dynamic."""
+            if vid in seen:
+                raise ProgramFormatError(f"method {self.name!r}: list value {vid} contains itself")
+            item_ids = values[vid].items  # type: ignore[union-attr]
+            dyn = False
+            for i in item_ids:
+                if isinstance(values[i], ListValue):
+                    dyn |= resolve_list(i, seen | {vid})
+                else:
+                    dyn |= i in runtime
+            if dyn:
+                dynamic_lists.add(vid)
+            else:
+                base[vid] = [base[i] for i in item_ids]
+            return dyn
+
+        for vid, v in enumerate(values):
+            if isinstance(v, ListValue):
+                resolve_list(vid)
+        self._base = base
+        self._input_ids = data.inputs
+        self._output_ids = data.outputs
+        self._steps: list[tuple[Any, ...]] = []
+        self._delegate_handles: dict[int, tuple[Any, Any]] = {}
+        for iid, inst in enumerate(data.instructions):
+            lists = self._lists_needed(inst, values, dynamic_lists)
+            outs = self._flat_outputs(inst.outputs)
+            if isinstance(inst, DelegateCallInstruction):
+                backend, handle = self._init_delegate(inst.delegate_index)
+                context = BackendExecutionContext(
+                    event_tracer,
+                    iid,
+                    program.data.delegates[inst.delegate_index].backend_id,
+                    self.name,
+                    inst.delegate_index,
+                )
+                self._steps.append((1, iid, backend, handle, inst.args, outs, lists, context))
+            else:
+                try:
+                    fn = resolve_op(inst.op)
+                except RuntimeBackendError as exc:
+                    raise RuntimeBackendError(
+                        f"method {self.name!r} instruction {iid}: {exc}"
+                    ) from None
+                self._steps.append(
+                    (
+                        0,
+                        iid,
+                        fn,
+                        kernel_event_name(inst.op),
+                        inst.args,
+                        outs,
+                        lists,
+                        inst.kwargs,
+                        inst.op,
+                    )
+                )
+
+    def _flat_outputs(self, ids: Sequence[int]) -> tuple[int, ...]:
+        out: list[int] = []
+        for vid in ids:
+            value = self.data.values[vid] if vid >= 0 else None
+            if isinstance(value, ListValue):
+                out.extend(value.items)
+            else:
+                out.append(vid)
+        return tuple(out)
+
+    @staticmethod
+    def _lists_needed(
+        inst: Any, values: Sequence[Any], dynamic: set[int]
+    ) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        order: list[int] = []
+
+        def visit(vid: int) -> None:
+            if vid in dynamic and vid not in order:
+                for i in values[vid].items:
+                    visit(i)
+                order.append(vid)
+
+        ids = list(inst.args) + [v for _, v in getattr(inst, "kwargs", ())]
+        for vid in ids:
+            visit(vid)
+        return tuple((vid, values[vid].items) for vid in order)
+
+    def _init_delegate(self, index: int) -> tuple[Any, Any]:
+        if index in self._delegate_handles:
+            return self._delegate_handles[index]
+        delegate = self.program.data.delegates[index]
+        backend = _runtime_backend(delegate.backend_id)
+        try:
+            handle = backend.init(delegate.processed_bytes, _compile_specs(delegate.compile_specs))
+        except DelegateLensError:
+            raise
+        except Exception as exc:
+            raise RuntimeBackendError(
+                f"backend {delegate.backend_id!r} failed to init delegate {index} of method "
+                f"{self.name!r}: {exc}"
+            ) from exc
+        self._delegate_handles[index] = (backend, handle)
+        return backend, handle
+
+    # ------------------------------------------------------------------ execution
+
+    def execute(self, inputs: Sequence[Any]) -> list[Any]:
+        """Run the method on ``inputs`` (tensors, arrays or scalars); returns the outputs."""
+        if len(inputs) != len(self._input_ids):
+            raise RuntimeBackendError(
+                f"method {self.name!r} takes {len(self._input_ids)} inputs, got {len(inputs)}"
+            )
+        vals = self._base.copy()
+        for vid, value in zip(self._input_ids, inputs):
+            vals[vid] = _to_runtime(value)
+        tracer = self.event_tracer
+        if tracer is None:
+            for step in self._steps:
+                self._run_step(step, vals)
+            return [vals[i] for i in self._output_ids]
+        return self._execute_traced(tracer, vals)
+
+    def _execute_traced(self, tracer: EventTracer, vals: list[Any]) -> list[Any]:
+        tracer.create_event_block("Execute")
+        clock = tracer.clock
+        add = tracer.add_profile_event
+        log_values = bool(getattr(tracer, "log_intermediate_outputs", False))
+        t_exec = clock()
+        for step in self._steps:
+            iid = step[1]
+            if step[0] == 0:
+                if log_values:
+                    tracer.set_chain_debug_handle(0, iid)
+                t_op = clock()
+                t_kernel = clock()
+                self._run_step(step, vals)
+                if log_values:
+                    for vid in step[5]:
+                        if vid >= 0:
+                            tracer.log_evalue(vals[vid])
+                t_kernel_end = clock()
+                add(step[3], 0, iid, t_kernel, t_kernel_end)
+                add("OPERATOR_CALL", 0, iid, t_op, clock())
+            else:
+                tracer.set_chain_debug_handle(0, iid)
+                tracer.delegate_backend_id = step[7].backend_id
+                t_call = clock()
+                try:
+                    self._run_step(step, vals)
+                    if log_values:
+                        for vid in (*step[4], *step[5]):
+                            if vid >= 0:
+                                tracer.log_evalue(vals[vid])
+                finally:
+                    tracer.delegate_backend_id = None
+                add("DELEGATE_CALL", 0, iid, t_call, clock())
+        add("Method::execute", -1, 0, t_exec, clock())
+        outputs = [vals[i] for i in self._output_ids]
+        if log_values:
+            tracer.set_chain_debug_handle(-1, 0)
+            for value in outputs:
+                tracer.log_evalue(value, output=True)
+        return outputs
+
+    def _run_step(self, step: tuple[Any, ...], vals: list[Any]) -> None:
+        for vid, items in step[6]:
+            vals[vid] = [vals[i] for i in items]
+        if step[0] == 0:
+            _, iid, fn, _name, arg_ids, outs, _lists, kwargs, op = step
+            args = [vals[i] for i in arg_ids]
+            try:
+                result = fn(*args, **{k: vals[v] for k, v in kwargs}) if kwargs else fn(*args)
+            except DelegateLensError:
+                raise
+            except Exception as exc:
+                raise RuntimeBackendError(
+                    f"method {self.name!r} instruction {iid} ({op}) failed: {exc}"
+                ) from exc
+            if isinstance(result, tuple | list):
+                if len(outs) == 1 and len(result) != 1:
+                    vals[outs[0]] = result
+                else:
+                    for k, vid in enumerate(outs):
+                        if vid >= 0:
+                            vals[vid] = result[k]
+            else:
+                vals[outs[0]] = result
+            return
+        _, iid, backend, handle, arg_ids, outs, _lists, context = step
+        try:
+            result = backend.execute(context, handle, [vals[i] for i in arg_ids])
+        except DelegateLensError:
+            raise
+        except Exception as exc:
+            raise RuntimeBackendError(
+                f"backend {context.backend_id!r} failed in delegate call (method "
+                f"{self.name!r} instruction {iid}): {exc}"
+            ) from exc
+        if not isinstance(result, tuple | list):
+            result = [result]
+        if len(result) != len(outs):
+            raise RuntimeBackendError(
+                f"backend {context.backend_id!r} returned {len(result)} outputs for method "
+                f"{self.name!r} instruction {iid}, expected {len(outs)}"
+            )
+        for vid, value in zip(outs, result):
+            if vid >= 0:
+                vals[vid] = _to_runtime(value)
