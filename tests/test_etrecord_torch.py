@@ -1,0 +1,139 @@
+"""Deserializing ETRecord programs into torch, only on request."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import VECTORS
+
+from delegate_lens.errors import ETRecordFormatError
+from delegate_lens.etrecord import (
+    ARTIFACT_SUFFIXES,
+    ETRecord,
+    dumps_json,
+    generate_etrecord,
+    parse_etrecord,
+)
+
+pytestmark = pytest.mark.torch
+
+torch = pytest.importorskip("torch")
+
+
+class _Tiny(torch.nn.Module):  # type: ignore[misc, name-defined]
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x: Any) -> Any:
+        return torch.relu(self.lin(x)) * 2
+
+
+def _own_entries() -> tuple[dict[str, bytes], dict[str, int]]:
+    """An ETRecord written with torch's serializer, handles added as our writer does."""
+    from torch._export.serde.serialize import serialize
+
+    program = torch.export.export(_Tiny(), (torch.randn(2, 4),))
+    artifact = serialize(program)
+    document = json.loads(artifact.exported_program)
+    handles: dict[str, int] = {}
+    for index, node in enumerate(document["graph_module"]["graph"]["nodes"], start=1):
+        node.setdefault("metadata", {})["debug_handle"] = str(index)
+        handles[node["name"]] = index
+    entry = "edge_dialect_exported_program/forward"
+    entries = {"ETRECORD_V0": b"", entry: json.dumps(document).encode()}
+    for suffix, data in zip(
+        ARTIFACT_SUFFIXES, (artifact.state_dict, artifact.constants, artifact.example_inputs)
+    ):
+        entries[entry + suffix] = data
+    entries["debug_handle_map"] = dumps_json(
+        {"forward": {i: h for i, h in enumerate(handles.values())}}
+    )
+    entries["delegate_map"] = dumps_json({"forward": {}})
+    return entries, handles
+
+
+def test_our_own_etrecord_deserializes_with_handles_restored(tmp_path: Path) -> None:
+    entries, handles = _own_entries()
+    path = ETRecord.from_entries(entries).save(tmp_path / "own.etrecord")
+    record = parse_etrecord(path)
+    graph = record.graph()
+    assert {n.name: n.debug_handle for n in graph.nodes} == handles
+    assert graph.nodes_by_name["linear"].module_stack[-1].path == "lin"
+    program = record.edge_dialect_program("forward")
+    assert isinstance(program, torch.export.ExportedProgram)
+    assert record.edge_dialect_program("forward") is program  # cached
+    calls = [n for n in program.graph.nodes if n.op == "call_function"]
+    assert {n.name: n.meta["debug_handle"] for n in calls} == handles
+    x = torch.randn(2, 4)
+    assert program.module()(x).shape == (2, 3)
+    assert record.exported_program is None  # not stored
+
+
+def test_reference_aten_program_and_aten_only_edge_program_load() -> None:
+    record = parse_etrecord(VECTORS / "conv_xnnpack" / "etrecord.bin")
+    edge = record.edge_dialect_program()
+    calls = [n for n in edge.graph.nodes if n.op == "call_function"]
+    assert [str(n.target) for n in calls] == [
+        "aten.convolution.default",
+        "aten.relu.default",
+        "aten.convolution.default",
+        "aten.relu.default",
+        "aten.tan.default",
+    ]
+    assert [n.meta["debug_handle"] for n in calls] == [1, 2, 3, 4, 5]
+    aten = record.exported_program
+    assert aten is not None
+    assert len([n for n in aten.graph.nodes if n.op == "call_function"]) == 5
+    assert record.exported_program is aten
+
+
+@pytest.mark.parametrize("name", ["mlp_xnnpack", "gpt_portable"])
+def test_executorch_only_operators_give_a_clear_error(name: str) -> None:
+    record = parse_etrecord(VECTORS / name / "etrecord.bin")
+    with pytest.raises(ETRecordFormatError) as info:
+        record.edge_dialect_program()
+    message = str(info.value)
+    assert "'edge_dialect_exported_program/forward'" in message
+    assert "dim_order_ops." in message and "ExecuTorch" in message
+    assert "\n" not in message
+
+
+def test_generate_etrecord_saves_what_the_writer_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries, _ = _own_entries()
+    calls: list[tuple[Any, ...]] = []
+
+    def build_etrecord(edge: Any, prog: Any, exported_program: Any = None) -> ETRecord:
+        calls.append((edge, prog, exported_program))
+        return ETRecord.from_entries(entries)
+
+    fake = types.ModuleType("delegate_lens.aot.etrecord_writer")
+    fake.build_etrecord = build_etrecord  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "delegate_lens.aot.etrecord_writer", fake)
+    out = generate_etrecord(tmp_path / "g.etrecord", "edge", "prog", exported_program="ep")
+    assert calls == [("edge", "prog", "ep")]
+    assert parse_etrecord(out).entries() == entries
+
+
+def test_generate_etrecord_end_to_end(tmp_path: Path) -> None:
+    import delegate_lens as dl
+
+    exported = torch.export.export(_Tiny(), (torch.randn(2, 4),))
+    edge = dl.to_edge(exported)
+    program = edge.to_program()
+    path = dl.generate_etrecord(tmp_path / "model.etrecord", edge, program)
+    record = dl.parse_etrecord(path)
+    graph = record.graph()
+    handled = [n for n in graph.nodes if n.debug_handle is not None]
+    assert handled and all(n.op_type.startswith("aten.") for n in handled)
+    all_handles = {h for hs in record.debug_handle_map["forward"].values() for h in hs}
+    assert all_handles <= set(graph.handles)
+    loaded = record.edge_dialect_program()
+    assert {n.meta.get("debug_handle") for n in loaded.graph.nodes} >= all_handles
