@@ -1,0 +1,352 @@
+"""Ahead of time: debug handles, lowering through plugins, program, ETRecord, delegation info."""
+
+from __future__ import annotations
+
+import operator
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_aot_helpers import (  # noqa: E402
+    RecordingBackend,
+    TagPartitioner,
+    export_mlp,
+    handles_partitioner,
+    op_nodes,
+    registered,
+)
+
+import delegate_lens as dl  # noqa: E402
+from delegate_lens.errors import MappingError, MissingExtraError, PluginError, UsageError  # noqa: E402
+from delegate_lens.program_format import (  # noqa: E402
+    DelegateCallInstruction,
+    OperatorInstruction,
+    deserialize,
+)
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def mlp_ep() -> torch.export.ExportedProgram:
+    return export_mlp()
+
+
+@pytest.fixture(scope="module")
+def edge(mlp_ep: torch.export.ExportedProgram) -> dl.EdgeProgramManager:
+    return dl.to_edge(mlp_ep, generate_etrecord=True)
+
+
+# --------------------------------------------------------------------------- handles
+
+
+def test_every_operator_node_has_a_positive_handle(edge: dl.EdgeProgramManager) -> None:
+    nodes = op_nodes(edge.exported_program())
+    assert nodes
+    for node in nodes:
+        handle = node.meta["debug_handle"]
+        assert isinstance(handle, int) and handle > 0, node.name
+
+
+def test_one_handle_per_source_operator(
+    mlp_ep: torch.export.ExportedProgram, edge: dl.EdgeProgramManager
+) -> None:
+    sources = [n for n in op_nodes(mlp_ep) if n.target is not operator.getitem]
+    nodes = op_nodes(edge.exported_program())
+    handles = sorted({n.meta["debug_handle"] for n in nodes})
+    assert handles == list(range(1, len(sources) + 1))
+    # linear decomposes into permute + addmm (both handle 1): they share it
+    first = [n for n in nodes if n.meta["debug_handle"] == 1]
+    assert {str(n.target) for n in first} == {"aten.permute.default", "aten.addmm.default"}
+    # and the source op types in order: linear, relu, layer_norm, linear, softmax, add
+    by_handle: dict[int, set[str]] = {}
+    for n in nodes:
+        by_handle.setdefault(n.meta["debug_handle"], set()).add(n.target.__name__)
+    assert "native_layer_norm.default" in by_handle[3]
+
+
+def test_stack_traces_and_module_stacks_are_kept(edge: dl.EdgeProgramManager) -> None:
+    for node in op_nodes(edge.exported_program()):
+        if node.target is operator.getitem:
+            continue
+        assert "test_aot_helpers.py" in node.meta["stack_trace"], node.name
+        assert node.meta["nn_module_stack"], node.name
+    ln = next(n for n in op_nodes(edge.exported_program()) if "layer_norm" in n.name)
+    paths = [path for path, _ in ln.meta["nn_module_stack"].values()]
+    assert "ln" in paths
+
+
+def test_to_edge_does_not_touch_the_input(mlp_ep: torch.export.ExportedProgram) -> None:
+    dl.to_edge(mlp_ep)
+    assert all("debug_handle" not in n.meta for n in mlp_ep.graph.nodes)
+
+
+def test_methods_dict(mlp_ep: torch.export.ExportedProgram) -> None:
+    m = dl.to_edge({"forward": mlp_ep, "other": mlp_ep})
+    assert m.methods == ["forward", "other"]
+    assert m.exported_program("other") is not m.exported_program("forward")
+    with pytest.raises(UsageError, match="nope"):
+        m.exported_program("nope")
+    with pytest.raises(UsageError, match="ExportedProgram"):
+        dl.to_edge({"forward": 3})  # type: ignore[dict-item]
+    with pytest.raises(UsageError):
+        dl.to_edge("not a program")
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def _lower(
+    edge: dl.EdgeProgramManager, groups: dict[str, list[int]], backend: RecordingBackend
+) -> dl.EdgeProgramManager:
+    with registered(backend):
+        return edge.to_backend(handles_partitioner(groups, backend.backend_id))
+
+
+def test_lowering_replaces_partition_and_keeps_results(
+    mlp_ep: torch.export.ExportedProgram, edge: dl.EdgeProgramManager
+) -> None:
+    backend = RecordingBackend("TestBackend", "str")
+    lowered = _lower(edge, {"a": [1, 2], "b": [4]}, backend)
+    # the partitions given to preprocess carry exactly their handles
+    assert [c["handles"] for c in backend.calls] == [{1, 2}, {4}]
+    modules = lowered.lowered_modules()
+    assert [m.backend_id for m in modules] == ["TestBackend", "TestBackend"]
+    assert [m.debug_handles for m in modules] == [(1, 2), (4,)]
+    assert modules[0].processed_bytes.startswith(b"TestBackend:")
+    outer = lowered.exported_program()
+    remaining = {n.meta.get("debug_handle") for n in op_nodes(outer)} - {None}
+    assert remaining == {3, 5, 6}
+    # l1's and l2's weights moved into the partitions
+    assert (
+        "l1.weight" not in outer.state_dict and "l1.weight" in modules[0].original_module.state_dict
+    )
+    assert "ln.weight" in outer.state_dict
+    x = torch.randn(2, 4)
+    for got, want in zip(outer.module()(x), mlp_ep.module()(x)):
+        torch.testing.assert_close(got, want)
+    # the unlowered edge program is left alone
+    assert len(op_nodes(edge.exported_program())) > len(op_nodes(outer))
+
+
+def test_no_plugin_for_backend(edge: dl.EdgeProgramManager) -> None:
+    with registered(), pytest.raises(PluginError, match="'NoSuchBackend'"):
+        edge.to_backend(handles_partitioner({"a": [2]}, "NoSuchBackend"))
+
+
+def test_validator_rejects_handles_outside_the_partition(edge: dl.EdgeProgramManager) -> None:
+    backend = RecordingBackend("Sloppy", "bad")
+    with pytest.raises(MappingError) as info:
+        _lower(edge, {"a": [2, 3]}, backend)
+    message = str(info.value)
+    assert "'Sloppy'" in message and "'bogus'" in message and "1003" in message
+
+
+def test_preprocess_returning_junk_is_a_plugin_error(edge: dl.EdgeProgramManager) -> None:
+    class Junk:
+        @dl.hookimpl
+        def dl_preprocess(self, backend_id: str) -> object:
+            return "not a result" if backend_id == "Junk" else None
+
+    with registered(Junk()), pytest.raises(PluginError, match="'Junk'.*PreprocessResult"):
+        edge.to_backend(handles_partitioner({"a": [2]}, "Junk"))
+
+
+def test_backend_details_plugin(edge: dl.EdgeProgramManager) -> None:
+    from delegate_lens.backend import backend_plugin
+
+    class Doubler(dl.BackendDetails):
+        @staticmethod
+        def preprocess(edge_program, compile_specs):  # type: ignore[no-untyped-def]
+            b = dl.DelegateMappingBuilder(generated_identifiers=True)
+            for node in edge_program.graph.nodes:
+                if node.op == "call_function":
+                    b.insert_delegate_mapping_entry(nodes=node)
+            return dl.PreprocessResult(
+                b"".join(s.value for s in compile_specs), b.get_delegate_mapping()
+            )
+
+    spec = dl.CompileSpec("k", b"v1")
+    part = TagPartitioner(lambda n: "t" if n.meta.get("debug_handle") == 2 else None, "Doubler")
+
+    class WithSpecs(TagPartitioner):
+        def partition(self, exported_program):  # type: ignore[no-untyped-def]
+            result = super().partition(exported_program)
+            return dl.PartitionResult(
+                result.tagged_exported_program,
+                {t: dl.DelegationSpec("Doubler", [spec]) for t in result.partition_tags},
+            )
+
+    with registered(backend_plugin(Doubler)):
+        lowered = edge.to_backend(WithSpecs(part.choose, part.backends))
+    (module,) = lowered.lowered_modules()
+    assert module.processed_bytes == b"v1" and module.compile_specs == [spec]
+    assert module.debug_handle_map == {0: (2,)}
+
+
+def test_partition_that_would_make_a_cycle_is_refused(edge: dl.EdgeProgramManager) -> None:
+    # handles 1 and 3 with 2 (relu) outside: 3 depends on 2, which depends on 1
+    backend = RecordingBackend("B")
+    with pytest.raises(UsageError, match="cycle"):
+        _lower(edge, {"a": [1, 3]}, backend)
+
+
+def test_unknown_tag_is_refused(edge: dl.EdgeProgramManager) -> None:
+    class Forgetful(dl.Partitioner):
+        def partition(self, exported_program):  # type: ignore[no-untyped-def]
+            op_nodes(exported_program)[0].meta["delegation_tag"] = "lost"
+            return dl.PartitionResult(exported_program, {})
+
+    with registered(), pytest.raises(UsageError, match="lost"):
+        edge.to_backend(Forgetful())
+
+
+def test_to_edge_transform_and_lower_keeps_requested_ops(
+    mlp_ep: torch.export.ExportedProgram,
+) -> None:
+    class KeepLinear(TagPartitioner):
+        def ops_to_not_decompose(self, ep):  # type: ignore[no-untyped-def]
+            return [torch.ops.aten.linear.default], None
+
+    part = KeepLinear(lambda n: n.name if "linear" in str(n.target) else None, "B")
+    backend = RecordingBackend("B")
+    with registered(backend):
+        lowered = dl.to_edge_transform_and_lower(mlp_ep, partitioner=[part])
+    assert len(lowered.lowered_modules()) == 2
+    targets = [str(n.target) for c in backend.calls for n in op_nodes(c["program"])]
+    assert targets == ["aten.linear.default", "aten.linear.default"]
+
+
+# --------------------------------------------------------------------------- program
+
+
+def test_program_instructions_and_maps(
+    mlp_ep: torch.export.ExportedProgram, edge: dl.EdgeProgramManager, tmp_path: Path
+) -> None:
+    backend = RecordingBackend("TestBackend", "fuse", seed=3)
+    lowered = _lower(edge, {"a": [1, 2]}, backend)
+    pm = lowered.to_program()
+    method = pm.program.method("forward")
+    kinds = [type(i).__name__ for i in method.instructions]
+    assert kinds[0] == "DelegateCallInstruction"
+    assert all(k == "OperatorInstruction" for k in kinds[1:])
+    assert pm.debug_handle_map["forward"][0] == (1, 2)
+    assert pm.delegate_map["forward"] == {
+        0: {"name": "TestBackend", "delegate_map": lowered.lowered_modules()[0].debug_handle_map}
+    }
+    assert pm.instruction_id_to_num_outs_map == {"forward": {0: 1}}
+    for index, inst in enumerate(method.instructions[1:], start=1):
+        assert isinstance(inst, OperatorInstruction)
+        assert pm.debug_handle_map["forward"][index] == inst.debug_handles
+    # the buffer is the program; save is atomic and complete
+    loaded = deserialize(pm.buffer)
+    assert loaded == pm.program
+    path = pm.save(tmp_path / "model.dlpg")
+    assert path.read_bytes() == pm.buffer
+    assert [p.name for p in tmp_path.iterdir()] == ["model.dlpg"]
+    # weights are in the program: constants for l2 and ln, not for l1 (delegated)
+    constants = [v for v in method.values if getattr(v, "data", None) is not None]
+    assert sorted(tuple(v.shape) for v in constants if len(v.shape) == 2) == [(3, 8)]
+    assert isinstance(method.instructions[0], DelegateCallInstruction)
+    assert loaded.delegates[0].backend_id == "TestBackend"
+
+
+def test_unlowered_program_runs_every_operator(edge: dl.EdgeProgramManager) -> None:
+    pm = edge.to_program()
+    method = pm.program.method("forward")
+    assert len(method.instructions) == len(
+        [n for n in op_nodes(edge.exported_program()) if n.target is not operator.getitem]
+    )
+    assert pm.delegate_map == {"forward": {}}
+    assert pm.instruction_id_to_num_outs_map == {"forward": {}}
+    with pytest.raises(UsageError, match="generate_etrecord"):
+        dl.to_edge(export_mlp()).to_program().get_etrecord()
+
+
+# --------------------------------------------------------------------------- ETRecord
+
+
+@pytest.mark.parametrize("mode", ["str", "int", "generated", "none"])
+def test_etrecord_round_trip(edge: dl.EdgeProgramManager, tmp_path: Path, mode: str) -> None:
+    backend = RecordingBackend("TestBackend", mode)
+    lowered = _lower(edge, {"a": [1, 2, 3]}, backend)
+    pm = lowered.to_program()
+    record = pm.get_etrecord()
+    path = record.save(tmp_path / "etrecord.bin")
+    back = dl.parse_etrecord(path)
+    assert back.methods == ("forward",)
+    assert back.debug_handle_map == pm.debug_handle_map
+    expected_map = lowered.lowered_modules()[0].debug_handle_map or {}
+    assert back.delegate_map == {
+        "forward": {0: {"name": "TestBackend", "delegate_map": expected_map}}
+    }
+    assert back.instruction_id_to_num_outs_map == {"forward": {0: 2}}  # relu and ln out
+    graph = back.graph("forward")
+    edge_nodes = [n for n in op_nodes(edge.exported_program()) if n.target is not operator.getitem]
+    assert [(n.name, n.debug_handle) for n in graph.nodes if n.debug_handle is not None] == [
+        (n.name, n.meta["debug_handle"]) for n in edge_nodes
+    ]
+    addmm = next(n for n in graph.nodes if n.op_type == "aten.addmm.default")
+    assert addmm.debug_handle == 1 and "test_aot_helpers.py" in (addmm.stack_trace or "")
+    assert [f.path for f in addmm.module_stack] == ["", "l1"]
+    assert back.export_graph_id == id(edge.source_programs["forward"].graph)
+
+
+def test_etrecord_programs_deserialize_with_handles(
+    edge: dl.EdgeProgramManager, tmp_path: Path
+) -> None:
+    pm = edge.to_program()
+    path = dl.generate_etrecord(tmp_path / "r.bin", edge, pm)
+    record = dl.parse_etrecord(path)
+    program = record.edge_dialect_program("forward")
+    got = {n.name: n.meta.get("debug_handle") for n in op_nodes(program)}
+    want = {n.name: n.meta["debug_handle"] for n in op_nodes(edge.exported_program())}
+    assert {k: v for k, v in got.items() if v is not None} == {
+        k: v for k, v in want.items() if k in got and got[k] is not None
+    }
+    assert set(want) - set(got) <= {n for n in want if n.startswith("getitem")}
+    assert record.exported_program is not None
+
+
+def test_etrecord_with_several_methods(mlp_ep: torch.export.ExportedProgram) -> None:
+    edge = dl.to_edge({"forward": mlp_ep, "encode": mlp_ep}, generate_etrecord=True)
+    backend = RecordingBackend("B", "int")
+    with registered(backend):
+        lowered = edge.to_backend({"encode": handles_partitioner({"a": [5, 6]}, "B")})
+    record = lowered.to_program().get_etrecord()
+    assert set(record.methods) == {"forward", "encode"}
+    assert record.delegate_map["forward"] == {}
+    assert len(record.delegate_map["encode"]) == 1
+    assert not record.has_exported_program  # two source programs: none is "the" one
+
+
+# --------------------------------------------------------------------------- delegation info
+
+
+def test_delegation_info(edge: dl.EdgeProgramManager, capsys: pytest.CaptureFixture[str]) -> None:
+    lowered = _lower(edge, {"a": [1, 2], "b": [4]}, RecordingBackend("TestBackend"))
+    info = dl.get_delegation_info(lowered.exported_program().graph_module)
+    assert info.num_delegated_subgraphs == 2
+    # handles 1 (permute, addmm), 2 (relu), 4 (permute, addmm) inside; 3 (layer norm), 5, 6 out
+    assert info.num_delegated_nodes == 5
+    assert info.num_non_delegated_nodes == 3
+    assert info.delegation_by_operator["aten.addmm.default"].delegated == 2
+    assert info.rows()[-1] == ("Total", 5, 3)
+    frame = info.get_operator_delegation_dataframe()
+    assert list(frame.columns)[0] == "op_type" and frame.iloc[-1]["op_type"] == "Total"
+    dl.print_delegated_graph(lowered)
+    out = capsys.readouterr().out
+    assert "delegate 'TestBackend'" in out and "    addmm" in out
+
+
+def test_delegation_dataframe_without_pandas(
+    edge: dl.EdgeProgramManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = dl.get_delegation_info(edge.exported_program())
+    assert info.num_delegated_subgraphs == 0
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(MissingExtraError, match="pandas"):
+        info.get_operator_delegation_dataframe()
