@@ -151,7 +151,7 @@ def test_preprocess_returning_junk_is_a_plugin_error(edge: dl.EdgeProgramManager
         def dl_preprocess(self, backend_id: str) -> object:
             return "not a result" if backend_id == "Junk" else None
 
-    with registered(Junk()), pytest.raises(PluginError, match="'Junk'.*PreprocessResult"):
+    with registered(Junk()), pytest.raises(PluginError, match=r"'Junk'.*PreprocessResult"):
         edge.to_backend(handles_partitioner({"a": [2]}, "Junk"))
 
 
@@ -336,7 +336,7 @@ def test_delegation_info(edge: dl.EdgeProgramManager, capsys: pytest.CaptureFixt
     assert info.delegation_by_operator["aten.addmm.default"].delegated == 2
     assert info.rows()[-1] == ("Total", 5, 3)
     frame = info.get_operator_delegation_dataframe()
-    assert list(frame.columns)[0] == "op_type" and frame.iloc[-1]["op_type"] == "Total"
+    assert next(iter(frame.columns)) == "op_type" and frame.iloc[-1]["op_type"] == "Total"
     dl.print_delegated_graph(lowered)
     out = capsys.readouterr().out
     assert "delegate 'TestBackend'" in out and "    addmm" in out
