@@ -1,0 +1,136 @@
+"""How fast ETRecord metadata is read without torch (issue 4: gpt_portable in <= 0.1 s).
+
+"Metadata" is what the Inspector needs: open the archive, the debug handle / delegate /
+num-outs maps, and one method's graph (nodes, handles, op types, stack traces, module
+stacks). Three measurements, medians over repeated runs:
+
+* fresh process: a new interpreter per run, timing ``import delegate_lens.etrecord`` plus
+  the read inside it (interpreter start-up excluded, reported separately);
+* cold object: in one process, a fresh ETRecord per run (file in the OS page cache);
+* for contrast, with ``--torch``: deserializing the ATen program into torch (what a reader
+  that needs torch pays), in a fresh process including ``import torch``.
+
+Usage: python benchmarks/bench_etrecord.py [--vector gpt_portable] [--runs 21] [--torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT.parent / "shared" / "vectors"
+
+_READ = """
+import time, sys
+t0 = time.perf_counter()
+from delegate_lens.etrecord import parse_etrecord
+t1 = time.perf_counter()
+record = parse_etrecord(sys.argv[1])
+graph = record.graph("forward")
+n = len(graph.nodes); h = graph.handles
+dm = record.debug_handle_map; de = record.delegate_map; no = record.instruction_id_to_num_outs_map
+for node in graph.nodes:
+    node.module_hierarchy
+t2 = time.perf_counter()
+assert "torch" not in sys.modules
+print(t1 - t0, t2 - t1, t2 - t0, n)
+"""
+
+_TORCH = """
+import time, sys
+t0 = time.perf_counter()
+from delegate_lens.etrecord import parse_etrecord
+record = parse_etrecord(sys.argv[1])
+program = record.exported_program
+t1 = time.perf_counter()
+print(t1 - t0)
+"""
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({model or 'unknown CPU'}), "
+        f"Python {platform.python_version()}"
+    )
+
+
+def _fresh(code: str, path: Path) -> tuple[list[float], float]:
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    return [float(x) for x in out.split()], time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vector", default="gpt_portable")
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--torch", action="store_true", help="also time torch deserialization")
+    args = parser.parse_args()
+    path = VECTORS / args.vector / "etrecord.bin"
+
+    from delegate_lens.etrecord import parse_etrecord
+
+    print(f"machine: {machine()}")
+    print(f"file:    {path} ({path.stat().st_size:,} bytes)")
+
+    imports, reads, totals, walls = [], [], [], []
+    nodes = 0
+    for _ in range(args.runs):
+        (imp, read, total, n), wall = _fresh(_READ, path)
+        imports.append(imp)
+        reads.append(read)
+        totals.append(total)
+        walls.append(wall)
+        nodes = int(n)
+    print(f"\nfresh process, {args.runs} runs ({nodes} nodes), medians:")
+    print(f"  import delegate_lens.etrecord   {statistics.median(imports) * 1e3:8.1f} ms")
+    print(f"  read metadata                   {statistics.median(reads) * 1e3:8.1f} ms")
+    print(
+        f"  import + read                   {statistics.median(totals) * 1e3:8.1f} ms  (bar: 100 ms)"
+    )
+    print(f"  whole process incl. start-up    {statistics.median(walls) * 1e3:8.1f} ms")
+
+    cold = []
+    for _ in range(max(args.runs, 50)):
+        start = time.perf_counter()
+        record = parse_etrecord(path)
+        graph = record.graph("forward")
+        _ = (
+            record.debug_handle_map,
+            record.delegate_map,
+            [n.module_hierarchy for n in graph.nodes],
+        )
+        cold.append(time.perf_counter() - start)
+    print(f"\ncold ETRecord object in one process, {len(cold)} runs:")
+    print(f"  median {statistics.median(cold) * 1e3:.2f} ms, min {min(cold) * 1e3:.2f} ms")
+
+    if args.torch:
+        runs = max(3, args.runs // 4)
+        times = []
+        for _ in range(runs):
+            (seconds,), _wall = _fresh(_TORCH, path)
+            times.append(seconds)
+        print(f"\nfor contrast: exported_program into torch (import torch included), {runs} runs:")
+        print(f"  median {statistics.median(times) * 1e3:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
