@@ -56,21 +56,27 @@ class Buffer:
         return view
 
     def read(self, pos: I64, dtype: Any) -> npt.NDArray[Any]:
-        """Values of ``dtype`` (little-endian) at ``pos`` (caller has checked the bounds)."""
+        """Values of ``dtype`` (little-endian) at ``pos`` (caller has checked the bounds).
+
+        Positions are grouped by their residue modulo the item size, so every group is
+        one gather from an aligned view of the buffer (no per-byte gathers).
+        """
         dt = np.dtype(dtype).newbyteorder("<")
         k = dt.itemsize
         if len(pos) == 0:
             return np.zeros(0, dtype=dt)
         if k == 1:
             return self.u8[pos].view(dt)
-        shift = int(pos[0]) % k
-        if (shift == 0 or self.n >= shift + k) and bool(np.all((pos - shift) % k == 0)):
-            return self._view(dt, shift)[(pos - shift) // k]
+        shift = k.bit_length() - 1
+        residue = pos & (k - 1)
+        first = int(residue[0])
+        if not (residue != first).any():
+            return self._view(dt, first)[pos >> shift]
         out = np.empty(len(pos), dtype=dt)
-        steps = np.arange(k, dtype=np.int64)
-        for lo in range(0, len(pos), _CHUNK):
-            chunk = pos[lo : lo + _CHUNK]
-            out[lo : lo + _CHUNK] = self.u8[chunk[:, None] + steps].view(dt).ravel()
+        counts = np.bincount(residue, minlength=k)
+        for r in np.flatnonzero(counts).tolist():
+            sel = residue == r
+            out[sel] = self._view(dt, r)[pos[sel] >> shift]
         return out
 
     def read_checked(self, pos: I64, dtype: Any, what: str) -> npt.NDArray[Any]:
@@ -110,8 +116,40 @@ class Buffer:
         return bytes(self.u8[start : start + length])
 
 
+def factorize(
+    values: npt.NDArray[Any], limit: int = 1 << 16
+) -> tuple[npt.NDArray[Any], I64] | None:
+    """(distinct values sorted, index of each value in them), fast when there are few.
+
+    Starts from a sample and grows the set with the values it misses; returns None when
+    there are more than ``limit`` distinct values (callers then take a general path).
+    """
+    n = len(values)
+    if n == 0:
+        return values[:0], np.zeros(0, dtype=np.int64)
+    distinct = np.unique(values[:: max(1, n // 512)])
+    for _ in range(4):
+        if len(distinct) == 1:
+            miss = values != distinct[0]
+            index = np.zeros(n, dtype=np.int64)
+        else:
+            index = np.searchsorted(distinct, values)
+            np.minimum(index, len(distinct) - 1, out=index)
+            miss = distinct[index] != values
+        if not miss.any():
+            return distinct, index
+        distinct = np.union1d(distinct, values[miss])
+        if len(distinct) > limit:
+            return None
+    return None
+
+
 class Tables:
-    """Many tables of one type at once: their vtables are read and checked up front."""
+    """Many tables of one type at once: their vtables are read and checked up front.
+
+    Tables usually share a handful of vtables, so vtables are read once per distinct
+    vtable and the per-table values are small lookups.
+    """
 
     def __init__(self, buf: Buffer, pos: I64, what: str) -> None:
         self.buf = buf
@@ -119,29 +157,37 @@ class Tables:
         self.what = what
         soffset = buf.read_checked(pos, np.int32, what).astype(np.int64)
         vt = pos - soffset
+        found = factorize(vt)
+        if found is None:
+            self.vt, self.index = vt, None
+        else:
+            self.vt, self.index = found
+        vt = self.vt
         buf.check(vt, 4, f"vtable of {what}")
-        self.vt = vt
         self.vt_size = buf.read(vt, np.uint16).astype(np.int64)
         self.table_size = buf.read(vt + 2, np.uint16).astype(np.int64)
-        if len(pos):
-            if int(self.vt_size.min()) < 4 or bool(np.any(self.vt_size & 1)):
-                bad = int(np.argmax((self.vt_size < 4) | (self.vt_size & 1 == 1)))
+        if len(vt):
+            bad_size = (self.vt_size < 4) | (self.vt_size & 1 == 1)
+            if bad_size.any():
+                bad = int(np.argmax(bad_size))
                 raise buf.fail(f"vtable of {what} has a bad size", int(vt[bad]))
             buf.check(vt, self.vt_size, f"vtable of {what}")
-            buf.check(pos, np.maximum(self.table_size, 4), what)
-        self._max_slots = int((self.vt_size.min() - 4) // 2) if len(pos) else 0
+            buf.check(pos, np.maximum(self._per_table(self.table_size), 4), what)
+        self._max_slots = int((self.vt_size.min() - 4) // 2) if len(vt) else 0
+
+    def _per_table(self, per_vtable: I64) -> I64:
+        return per_vtable if self.index is None else per_vtable[self.index]
 
     def __len__(self) -> int:
         return len(self.pos)
 
     def field(self, slot: int, size: int, name: str) -> I64:
         """Absolute positions of field ``slot`` (-1 where absent), checked to lie in the table."""
-        n = len(self.pos)
         entry = 4 + 2 * slot
         if slot < self._max_slots:
             voff = self.buf.read(self.vt + entry, np.uint16).astype(np.int64)
         else:
-            voff = np.zeros(n, dtype=np.int64)
+            voff = np.zeros(len(self.vt), dtype=np.int64)
             has = self.vt_size >= entry + 2
             if has.any():
                 voff[has] = self.buf.read(self.vt[has] + entry, np.uint16)
@@ -149,9 +195,15 @@ class Tables:
         outside = present & ((voff < 4) | (voff + size > self.table_size))
         if outside.any():
             bad = int(np.argmax(outside))
-            raise self.buf.fail(
-                f"field {name} of {self.what} lies outside its table", int(self.pos[bad])
-            )
+            where = int(self.vt[bad]) if self.index is not None else int(self.pos[bad])
+            raise self.buf.fail(f"field {name} of {self.what} lies outside its table", where)
+        if self.index is not None:
+            if not present.any():
+                return np.full(len(self.pos), -1, dtype=np.int64)
+            if present.all():
+                return self.pos + voff[self.index]
+            voff = voff[self.index]
+            present = voff != 0
         return np.where(present, self.pos + voff, -1)
 
     def scalar(self, slot: int, dtype: Any, default: int | float, name: str) -> npt.NDArray[Any]:

@@ -4,10 +4,11 @@ The reference writer stores every event name separately (482,002 copies of a few
 names in the big vector). Decoding each one in Python would dominate loading, so the
 strings are grouped by content with numpy first and only one string per group is decoded:
 
-1. a key of (length, first 8 bytes, last 8 bytes) groups candidates (``np.unique``);
-2. every member is then compared byte for byte with its group's first member (the middle
-   bytes of long strings in bounded chunks), so grouping is exact; members that differ
-   (key collisions) are decoded one by one.
+1. strings are bucketed by their number of 4-byte words; each bucket is read as a matrix
+   (one gather per chunk of rows) and a key mixing each row's words and the length
+   groups candidates;
+2. every member is then compared word for word with its group's representative, so the
+   grouping is exact; members that differ (key collisions) are decoded one by one.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
-from delegate_lens.etdump.buffer import Buffer
+from delegate_lens.etdump.buffer import Buffer, factorize
 
 __all__ = ["StringTable"]
 
 I64 = npt.NDArray[np.int64]
-_CHUNK = 1 << 16
-_STEPS = np.arange(8, dtype=np.int64)
-_K1 = np.uint64(0x9E3779B97F4A7C15)
-_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_CHUNK = 1 << 15
 _K3 = np.uint64(0x165667B19E3779F9)
+_MULT = (np.random.default_rng(20240601).integers(1, 1 << 62, 64, dtype=np.uint64) * 2 + 1).astype(
+    np.uint64
+)
 
 
 class StringTable:
@@ -70,60 +71,68 @@ class StringTable:
 
     def _group(self, pos: I64, start: I64, length: I64) -> npt.NDArray[np.int32]:
         n = len(pos)
-        first = np.empty(n, dtype=np.uint64)
-        last = np.empty(n, dtype=np.uint64)
-        u8 = self.buf.u8
-        top = self.buf.n - 1
-        for lo in range(0, n, _CHUNK):
-            s = start[lo : lo + _CHUNK, None]
-            ln = length[lo : lo + _CHUNK, None]
-            keep = ln > _STEPS
-            head = np.where(keep, u8[np.minimum(s + _STEPS, top)], 0)
-            tail_idx = s + ln - 8 + _STEPS
-            tail = np.where(keep[:, ::-1], u8[np.clip(tail_idx, 0, top)], 0)
-            first[lo : lo + _CHUNK] = np.ascontiguousarray(head, dtype=np.uint8).view("<u8")[:, 0]
-            last[lo : lo + _CHUNK] = np.ascontiguousarray(tail, dtype=np.uint8).view("<u8")[:, 0]
-        key = first * _K1 ^ last * _K2 ^ length.astype(np.uint64) * _K3
-        _, rep_index, inverse = np.unique(key, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        rep = rep_index[inverse]
-        same = (length == length[rep]) & (first == first[rep]) & (last == last[rep])
-        long_ = np.flatnonzero(same & (length > 16) & (rep != np.arange(n)))
-        if len(long_):
-            same[long_] = self._middle_equal(start[long_], start[rep[long_]], length[long_])
+        codes = np.empty(n, dtype=np.int32)
+        residue = int(start[0]) & 3
+        if not ((start & 3) != residue).any():
+            view: npt.NDArray[Any] = self.buf._view(np.dtype("<u4"), residue)
+            unit, first, cap = 4, (start - residue) >> 2, 32
+        else:
+            view, unit, first, cap = self.buf.u8, 1, start, 64
+        nwords = (length + unit - 1) // unit
+        # rows that are too long, or whose last word runs past the buffer: one by one
+        slow = (nwords > cap) | (first + nwords > len(view))
+        for i in np.flatnonzero(slow).tolist():
+            codes[i] = self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
+        rows = np.flatnonzero(~slow)
+        if not len(rows):
+            return codes
+        # equal strings have equal word counts: group per word count, no masking needed
+        rows = rows[np.argsort(nwords[rows], kind="stable")]
+        counts = nwords[rows]
+        cuts = np.flatnonzero(np.diff(counts)) + 1
+        for bucket in np.split(rows, cuts):
+            width = int(nwords[bucket[0]])
+            if width == 0:
+                codes[bucket] = self._code("")
+                continue
+            steps = np.arange(width, dtype=np.int64)
+            for lo in range(0, len(bucket), _CHUNK):
+                chunk = bucket[lo : lo + _CHUNK]
+                m = view[first[chunk][:, None] + steps]
+                codes[chunk] = self._rows(m, chunk, pos, start, length)
+        return codes
+
+    def _rows(
+        self, m: npt.NDArray[Any], chunk: I64, pos: I64, start: I64, length: I64
+    ) -> npt.NDArray[np.int32]:
+        """Codes for strings whose words (all the same count) are the rows of ``m``."""
+        ln = length[chunk]
+        wide = m.astype(np.uint64)
+        wide *= _MULT[: m.shape[1]]
+        key = wide.sum(axis=1, dtype=np.uint64)
+        key ^= ln.astype(np.uint64) * _K3
+        found = factorize(key)
+        if found is None:
+            _, inverse = np.unique(key, return_inverse=True)
+            inverse = inverse.reshape(-1).astype(np.int64)
+            n_groups = int(inverse.max()) + 1
+        else:
+            inverse, n_groups = found[1], len(found[0])
+        rep = np.zeros(n_groups, dtype=np.int64)
+        rep[inverse] = np.arange(len(chunk), dtype=np.int64)
+        same = (m == m[rep][inverse]).all(axis=1) & (ln == ln[rep][inverse])
         group_codes = np.array(
             [
-                self._code(self._decode(int(start[r]), int(length[r]), int(pos[r])))
-                for r in rep_index
+                self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
+                for i in chunk[rep].tolist()
             ],
             dtype=np.int32,
         )
-        codes = group_codes[inverse]
-        for i in np.flatnonzero(~same):
-            codes[i] = self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
-        return codes
-
-    def _middle_equal(self, a: I64, b: I64, length: I64) -> npt.NDArray[np.bool_]:
-        """Bytes 8 .. length-8 of strings at ``a`` equal those at ``b`` (lengths > 16)."""
-        u8 = self.buf.u8
-        result = np.ones(len(a), dtype=bool)
-        mid = length - 16
-        budget = 1 << 22
-        lo = 0
-        while lo < len(a):
-            cum = np.cumsum(mid[lo:])
-            hi = lo + max(1, int(np.searchsorted(cum, budget)))
-            counts = mid[lo:hi]
-            idx = _ragged(counts)
-            ia: Any = np.repeat(a[lo:hi] + 8, counts) + idx
-            ib: Any = np.repeat(b[lo:hi] + 8, counts) + idx
-            diff = u8[ia] != u8[ib]
-            owner = np.repeat(np.arange(hi - lo), counts)
-            bad = np.zeros(hi - lo, dtype=bool)
-            bad[owner[diff]] = True
-            result[lo:hi] = ~bad
-            lo = hi
-        return result
+        out = group_codes[inverse]
+        for k in np.flatnonzero(~same).tolist():
+            i = int(chunk[k])
+            out[k] = self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
+        return out
 
 
 def _ragged(counts: I64) -> I64:
