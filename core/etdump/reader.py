@@ -36,6 +36,7 @@ from delegate_lens.etdump.strings import StringTable
 __all__ = ["FILE_IDENTIFIER", "load", "loads"]
 
 FILE_IDENTIFIER = b"ED00"
+_EVENT_CHUNK = 1 << 16
 I64 = npt.NDArray[np.int64]
 
 
@@ -173,6 +174,34 @@ class _Decoder:
         return out
 
     def _events(self, event_pos: I64) -> dict[str, npt.NDArray[Any]]:
+        """All event columns, decoded chunk by chunk (bounded temporary memory)."""
+        n = len(event_pos)
+        self._debug_entries: dict[int, Value] = {}
+        parts: dict[str, list[npt.NDArray[Any] | None]] = {name: [] for name in _SPECS}
+        for lo in range(0, n, _EVENT_CHUNK):
+            chunk = self._events_chunk(event_pos[lo : lo + _EVENT_CHUNK], lo)
+            for name in _SPECS:
+                parts[name].append(chunk.get(name))
+        cols: dict[str, npt.NDArray[Any]] = {}
+        for name, (dtype, default) in _SPECS.items():
+            pieces = parts.pop(name)
+            if all(piece is None for piece in pieces):
+                # a column that holds only its default costs no memory (read-only view)
+                arr = np.broadcast_to(np.array(default, dtype=dtype), (n,))
+            else:
+                arr = np.empty(n, dtype=dtype)
+                at = 0
+                for k, piece in enumerate(pieces):
+                    size = min(_EVENT_CHUNK, n - at)
+                    arr[at : at + size] = default if piece is None else piece
+                    pieces[k] = None
+                    at += size
+            arr.flags.writeable = False
+            cols[name] = arr
+        return cols
+
+    def _events_chunk(self, event_pos: I64, base: int) -> dict[str, npt.NDArray[Any]]:
+        """Columns of some events; a column left out holds only its default."""
         buf = self.buf
         n = len(event_pos)
         events = buf.tables(event_pos, "Event")
@@ -196,8 +225,11 @@ class _Decoder:
         def fill(
             name: str, dtype: Any, default: int, where: npt.NDArray[np.bool_], values: Any
         ) -> None:
+            values = np.asarray(values)
             arr = cols.get(name)
             if arr is None:
+                if not len(values) or not (values != default).any():
+                    return  # all default so far: stays a constant column
                 if where.all():
                     cols[name] = np.asarray(values).astype(dtype, copy=False)
                     return
@@ -279,15 +311,10 @@ class _Decoder:
         fill(
             "name", np.int32, -1, has_d, self.strings.intern(d.offset(5, "name"), "DebugEvent.name")
         )
-        self._debug_entries: dict[int, Value] = {}
         debug_index = np.flatnonzero(has_d)
         for i, pos in zip(debug_index.tolist(), entries.tolist()):
             if pos >= 0:
-                self._debug_entries[i] = _ValueReader(self).value(pos)
-
-        for name, (dtype, default) in _SPECS.items():
-            if name not in cols:
-                cols[name] = np.full(n, default, dtype=dtype)
+                self._debug_entries[base + i] = _ValueReader(self).value(pos)
         return cols
 
 
