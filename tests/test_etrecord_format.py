@@ -25,6 +25,7 @@ from delegate_lens.etrecord import (
     parse_etrecord,
 )
 from delegate_lens.etrecord.graph import split_module_stack
+from delegate_lens.etrecord.maps import canonical_identifier
 
 MLP = VECTORS / "mlp_xnnpack" / "etrecord.bin"
 SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
@@ -151,7 +152,8 @@ handle_lists = st.lists(st.integers(min_value=0, max_value=2**31), min_size=1, m
 handles_as_written = st.one_of(st.integers(min_value=0, max_value=2**31), handle_lists)
 identifiers = st.one_of(
     st.integers(min_value=0, max_value=2**31 - 1),
-    st.text(min_size=1, max_size=12).filter(lambda s: str(s) != s.strip() or not s.isdigit()),
+    # str identifiers that do not read as int ones (JSON cannot tell "5" from 5)
+    st.text(min_size=1, max_size=12).filter(lambda s: canonical_identifier(s) == s),
 )
 methods_st = st.sampled_from(["forward", "decode", "prefill"])
 
@@ -230,6 +232,8 @@ def test_int_and_str_identifier_lookup_rules() -> None:
     }
     with pytest.raises(TypeError):
         record.delegate_handles("forward", 3, True)
+    keys = ("0", "12", "-1", "007", "1.0", "\u0661", " 3")
+    assert [canonical_identifier(k) for k in keys] == [0, 12, "-1", "007", "1.0", "\u0661", " 3"]
 
 
 # ---------------------------------------------------------------- graph reading

@@ -60,11 +60,10 @@ def _identifier_text(identifier: int | str) -> str:
 
 
 def canonical_identifier(key: str) -> int | str:
-    """The identifier a JSON key most likely was: canonical decimal text -> int, else str."""
-    if key.isascii() and (key.isdigit() or (key[:1] == "-" and key[1:].isdigit())):
-        value = int(key)
-        if str(value) == key:
-            return value
+    """The identifier a JSON key most likely was: canonical non-negative decimal text (as
+    ``str(int)`` writes it) -> int, anything else -> str."""
+    if key.isascii() and key.isdigit() and str(int(key)) == key:
+        return int(key)
     return key
 
 
