@@ -1,1 +1,64 @@
-"""Built-in Inspector exporters on ``dl_exporters`` (filled in by the Inspector work, issue 6)."""
+"""Built-in Inspector exporters on ``dl_exporters``: ``table``, ``json``, ``tsv``, ``csv``
+and ``chrome-trace``.
+
+Each writes an :class:`~delegate_lens.inspector.Inspector`'s data to a text stream; the
+heavy modules are imported only when an exporter runs. No torch.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from delegate_lens.exporters import Exporter
+from delegate_lens.hookspecs import hookimpl
+
+__all__ = ["BUILTIN_EXPORTERS", "dl_exporters"]
+
+
+def _table(inspector: Any, stream: IO[str]) -> None:
+    from delegate_lens.inspector.tabular import write_table
+
+    write_table(inspector, stream)
+
+
+def _json(inspector: Any, stream: IO[str]) -> None:
+    from delegate_lens.inspector.jsonout import write_json
+
+    write_json(inspector, stream)
+
+
+def _tsv(inspector: Any, stream: IO[str]) -> None:
+    from delegate_lens.inspector.tabular import write_tsv
+
+    write_tsv(inspector, stream)
+
+
+def _csv(inspector: Any, stream: IO[str]) -> None:
+    from delegate_lens.inspector.tabular import write_csv
+
+    write_csv(inspector, stream)
+
+
+def _chrome_trace(inspector: Any, stream: IO[str]) -> None:
+    from delegate_lens.inspector.trace import write_chrome_trace
+
+    write_chrome_trace(inspector, stream)
+
+
+BUILTIN_EXPORTERS: tuple[Exporter, ...] = (
+    Exporter("table", "aligned text table, one line per event (the default)", _table),
+    Exporter("json", "every block and event with samples, links and debug data (JSON)", _json),
+    Exporter("tsv", "the printed table as tab-separated values (as the reference)", _tsv),
+    Exporter("csv", "every event with ids, handles, module paths and statistics", _csv),
+    Exporter(
+        "chrome-trace",
+        "Trace Event JSON timeline for Perfetto UI / chrome://tracing, one track per run",
+        _chrome_trace,
+    ),
+)
+
+
+@hookimpl
+def dl_exporters() -> list[Exporter]:
+    """The built-in exporters."""
+    return list(BUILTIN_EXPORTERS)

@@ -1,17 +1,124 @@
-"""`delegate-lens inspect`: placeholder until its issue lands (replace this module)."""
+"""`delegate-lens inspect`: the Inspector's tables of an ETDump (+ ETRecord) in any format.
+
+Formats come from the ``dl_exporters`` hook (built-ins: table, json, tsv, csv,
+chrome-trace; plugins may add more). ``-o`` writes atomically (temporary file, then
+rename); without it the output goes to stdout. Warnings print as one ``warning:`` line each.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import contextlib
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
 
 from delegate_lens.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("inspect", help="(not built yet)")
+    parser = subparsers.add_parser(
+        "inspect",
+        help="link an ETDump's events to operators (table, json, csv, tsv, chrome-trace)",
+        description=(
+            "Join an ETDump (runtime events) with an ETRecord (graph and debug maps) and "
+            "write the Inspector's tables."
+        ),
+    )
+    parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
+    parser.add_argument("--etrecord", metavar="R", help="ETRecord file of the same model")
+    parser.add_argument(
+        "--debug-buffer", metavar="B", help="debug buffer holding the debug events' tensors"
+    )
+    parser.add_argument(
+        "--format",
+        "-f",
+        default="table",
+        metavar="NAME",
+        help="output format (default: table; see 'delegate-lens plugins' for all)",
+    )
+    parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    parser.add_argument(
+        "--source-time-scale",
+        default="ns",
+        metavar="UNIT",
+        help="unit of the runtime's clock: ns, us, ms, s or cycles (default ns)",
+    )
+    parser.add_argument(
+        "--target-time-scale",
+        default="ms",
+        metavar="UNIT",
+        help="unit of the reported times (default ms)",
+    )
     parser.set_defaults(func=_run)
 
 
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: IO[str] | None = None,
+        line: str | None = None,
+    ) -> None:
+        text = str(message).strip().splitlines()
+        print(f"warning: {text[0] if text else category.__name__}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        yield
+
+
 def _run(args: argparse.Namespace) -> int:
-    raise UsageError("'inspect' is not built yet")
+    from delegate_lens.exporters import get_exporters
+    from delegate_lens.inspector.timescale import TimeScale
+
+    exporters = get_exporters()
+    exporter = exporters.get(args.format)
+    if exporter is None:
+        raise UsageError(
+            f"unknown format {args.format!r} (formats: {', '.join(sorted(exporters))})"
+        )
+    source = TimeScale.coerce(args.source_time_scale)
+    target = TimeScale.coerce(args.target_time_scale)
+    with _one_line_warnings():
+        from delegate_lens.inspector import Inspector
+
+        inspector = Inspector(
+            etdump_path=args.etdump,
+            etrecord=args.etrecord,
+            debug_buffer_path=args.debug_buffer,
+            source_time_scale=source,
+            target_time_scale=target,
+        )
+        if args.output:
+            _write_atomic(Path(args.output), exporter, inspector)
+        elif exporter.binary:
+            exporter.write(inspector, sys.stdout.buffer)
+        else:
+            exporter.write(inspector, sys.stdout)
+    return 0
+
+
+def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        if exporter.binary:
+            with os.fdopen(fd, "wb") as binary:
+                exporter.write(inspector, binary)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
+                exporter.write(inspector, text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

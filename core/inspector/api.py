@@ -134,8 +134,9 @@ class Inspector:
         ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
             return self._delegate_times(links[row].delegate_backend_name, key, start, end)
 
+        converted_start: dict[int, npt.NDArray[np.float64]] = {}
         samples, ticks, exact, stats = compute_samples(
-            fc, block, keys, self._factor, delegate_times, label
+            fc, block, keys, self._factor, delegate_times, label, converted_start
         )
         table = BlockTable(
             index=index,
@@ -147,9 +148,15 @@ class Inspector:
             ticks=ticks,
             exact=exact,
             stats=stats,
+            converted_start=converted_start,
         )
         self._attach_debug_data(table)
         return table
+
+    @property
+    def time_factor(self) -> float:
+        """The divisor from source ticks to target units (ns -> ms: 1e6)."""
+        return self._factor
 
     def _delegate_times(
         self,
@@ -233,8 +240,8 @@ class Inspector:
         if cached is not None:
             return cached
         result: tuple[list[bytes], Any] = ([], [])
-        if table.block.has_perf[row]:
-            events = table.block.events[:, row]
+        events = table.block.events[:, row]
+        if table.block.has_perf[row] and (self._fc.metadata_length[events] > 0).any():
             raws = [self._fc.metadata(int(e)) or b"" for e in events]
             if any(raws):
                 result = (raws, self._parse_metadata(table, row, raws))

@@ -35,15 +35,16 @@ class FileColumns:
     """Every event of a file in one set of arrays (``run`` = index of the run in the file)."""
 
     run: IntArray
-    local: IntArray  # index of the event within its run
+    run_start: IntArray  # per run: global index of its first event
     kind: npt.NDArray[np.uint8]
-    name: IntArray  # code into strings, -1 absent ("" counts as absent)
+    name: npt.NDArray[np.integer[Any]]  # code into strings, -1 absent ("" counts as absent)
     chain_index: IntArray
-    instruction_id: IntArray
-    did_int: IntArray
-    did_str: IntArray  # code into strings, -1 absent
+    instruction_id: npt.NDArray[np.int32]
+    did_int: npt.NDArray[np.int32]
+    did_str: npt.NDArray[np.integer[Any]]  # code into strings, -1 absent
     start_time: npt.NDArray[np.uint64]
     end_time: npt.NDArray[np.uint64]
+    metadata_length: IntArray  # -1 absent
     strings: list[str]
     run_columns: list[EventColumns]
     run_names: list[str | None]
@@ -56,77 +57,119 @@ class FileColumns:
     def string(self, code: int) -> str | None:
         return None if code < 0 else self.strings[code]
 
+    def _locate(self, event: int) -> tuple[EventColumns, int]:
+        run = int(self.run[event])
+        return self.run_columns[run], event - int(self.run_start[run])
+
     def metadata(self, event: int) -> bytes | None:
-        return self.run_columns[int(self.run[event])].metadata(int(self.local[event]))
+        columns, local = self._locate(event)
+        return columns.metadata(local)
 
     def debug_entry(self, event: int) -> Any:
-        return self.run_columns[int(self.run[event])].debug_entries.get(int(self.local[event]))
+        columns, local = self._locate(event)
+        return columns.debug_entries.get(local)
 
 
-def _remap(codes: npt.NDArray[Any], table: npt.NDArray[np.int64]) -> IntArray:
-    codes = codes.astype(np.int64)
-    return np.where(codes < 0, -1, table[np.maximum(codes, 0)]) if len(table) else codes
+def _joined(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any] | None:
+    """The one array that ``arrays`` are consecutive views of, end to end (no copy), or
+    None. Decoders that slice one file-wide column per run give exactly that."""
+    if not arrays:
+        return None
+    base = arrays[0].base
+    if not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype != arrays[0].dtype:
+        return None
+    if not base.flags.c_contiguous or sum(len(a) for a in arrays) != len(base):
+        return None
+    for a in arrays:
+        if a.base is not base:
+            return None
+    # views of one base, lengths summing to it: check that they lie end to end, in order
+    pointer = base.__array_interface__["data"][0]
+    step = base.itemsize
+    for a in arrays:
+        if a.__array_interface__["data"][0] != pointer or a.strides != (step,):
+            return None
+        pointer += len(a) * step
+    return base
+
+
+def _cat(arrays: Sequence[npt.NDArray[Any]], dtype: Any) -> npt.NDArray[Any]:
+    if not arrays:
+        return np.zeros(0, dtype=dtype)
+    joined = _joined(arrays)
+    if joined is None:
+        joined = np.concatenate(arrays)
+    return joined.astype(dtype, copy=False)
+
+
+def _string_table(strings: list[str], index: dict[str, int], merged: list[str]) -> IntArray:
+    """Codes of one run's string table in the file's merged table ("" -> -1)."""
+    table = np.empty(len(strings), dtype=np.int64)
+    for i, text in enumerate(strings):
+        if text == "":
+            table[i] = -1
+            continue
+        code = index.get(text)
+        if code is None:
+            code = index[text] = len(merged)
+            merged.append(text)
+        table[i] = code
+    return table
+
+
+def _codes(cols: list[EventColumns], attr: str, tables: dict[int, IntArray]) -> IntArray:
+    """A string column of every run as codes into the merged table."""
+    if len(tables) == 1:
+        raw = _cat([getattr(c, attr) for c in cols], np.int32)
+        table = next(iter(tables.values()))
+        if np.array_equal(table, np.arange(len(table))):
+            return raw
+        return np.where(raw < 0, -1, table[np.maximum(raw, 0)]) if len(table) else raw
+    parts = []
+    for c in cols:
+        raw = getattr(c, attr).astype(np.int64)
+        table = tables[id(c.strings)]
+        parts.append(np.where(raw < 0, -1, table[np.maximum(raw, 0)]) if len(table) else raw)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 def concat_runs(etdump: ETDump) -> FileColumns:
-    """One :class:`FileColumns` for every run of ``etdump``."""
+    """One :class:`FileColumns` for every run of ``etdump`` (no copies when the decoder's
+    per-run columns are views of file-wide arrays)."""
     runs = etdump.run_data
     cols = [run.columns for run in runs]
     strings: list[str] = []
     index: dict[str, int] = {}
-    tables: dict[int, npt.NDArray[np.int64]] = {}
+    tables: dict[int, IntArray] = {}
     for c in cols:
-        if id(c.strings) in tables:
-            continue
-        table = np.empty(len(c.strings), dtype=np.int64)
-        for i, text in enumerate(c.strings):
-            if text == "":
-                table[i] = -1
-                continue
-            code = index.get(text)
-            if code is None:
-                code = index[text] = len(strings)
-                strings.append(text)
-            table[i] = code
-        tables[id(c.strings)] = table
+        if id(c.strings) not in tables:
+            tables[id(c.strings)] = _string_table(c.strings, index, strings)
 
     lengths = np.array([len(c) for c in cols], dtype=np.int64)
-
-    def cat(name: str, dtype: Any) -> Any:
-        if not cols:
-            return np.zeros(0, dtype=dtype)
-        return np.concatenate([getattr(c, name) for c in cols]).astype(dtype, copy=False)
-
-    name = np.concatenate(
-        [_remap(c.name, tables[id(c.strings)]) for c in cols] or [np.zeros(0, np.int64)]
-    )
-    did_str = np.concatenate(
-        [_remap(c.delegate_debug_id_str, tables[id(c.strings)]) for c in cols]
-        or [np.zeros(0, np.int64)]
-    )
+    total = int(lengths.sum())
     run = np.repeat(np.arange(len(cols), dtype=np.int64), lengths)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(cols) else lengths
-    local = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
-    kind = cat("kind", np.uint8)
-    is_output = np.zeros(len(kind), dtype=bool)
-    offset = 0
-    for c in cols:
+    starts = np.zeros(len(cols), dtype=np.int64)
+    if len(cols) > 1:
+        starts[1:] = np.cumsum(lengths)[:-1]
+    kind = _cat([c.kind for c in cols], np.uint8)
+    is_output = np.zeros(total, dtype=bool)
+    for c, offset in zip(cols, starts.tolist()):
         for i, entry in c.debug_entries.items():
             out = getattr(entry, "output", None)
             if out is not None and out.bool_val:
                 is_output[offset + i] = True
-        offset += len(c)
     return FileColumns(
         run=run,
-        local=local,
+        run_start=starts,
         kind=kind,
-        name=name,
-        chain_index=cat("chain_index", np.int64),
-        instruction_id=cat("instruction_id", np.int64),
-        did_int=cat("delegate_debug_id_int", np.int64),
-        did_str=did_str,
-        start_time=cat("start_time", np.uint64),
-        end_time=cat("end_time", np.uint64),
+        name=_codes(cols, "name", tables),
+        chain_index=_cat([c.chain_index for c in cols], np.int64),
+        instruction_id=_cat([c.instruction_id for c in cols], np.int32),
+        did_int=_cat([c.delegate_debug_id_int for c in cols], np.int32),
+        did_str=_codes(cols, "delegate_debug_id_str", tables),
+        start_time=_cat([c.start_time for c in cols], np.uint64),
+        end_time=_cat([c.end_time for c in cols], np.uint64),
+        metadata_length=_cat([c.metadata_length for c in cols], np.int64),
         strings=strings,
         run_columns=cols,
         run_names=[run.name for run in runs],
@@ -135,27 +178,28 @@ def concat_runs(etdump: ETDump) -> FileColumns:
     )
 
 
-def _dense(values: IntArray) -> tuple[IntArray, int]:
+def _dense(values: npt.NDArray[np.integer[Any]]) -> tuple[npt.NDArray[np.integer[Any]], int]:
     """Small non-negative codes for ``values`` (offset when the range is small, else unique)."""
     if len(values) == 0:
         return values, 1
     lo, hi = int(values.min()), int(values.max())
     if hi - lo < 1 << 20:
-        return values - lo, hi - lo + 1
+        return (values - lo if lo else values), hi - lo + 1
     uniq, inv = np.unique(values, return_inverse=True)
     return inv.astype(np.int64), len(uniq)
 
 
-def _combine(parts: Sequence[IntArray]) -> IntArray:
+def _combine(parts: Sequence[npt.NDArray[np.integer[Any]]]) -> IntArray:
     """One int64 code per row for a tuple of columns (mixed radix, or unique rows)."""
     dense = [_dense(p) for p in parts]
     total = 1
     for _codes, size in dense:
         total *= size
     if total < 1 << 62:
-        code = np.zeros(len(parts[0]), dtype=np.int64)
-        for codes, size in dense:
-            code = code * size + codes
+        code = dense[0][0].astype(np.int64)
+        for codes, size in dense[1:]:
+            code *= size
+            code += codes
         return code
     stacked = np.stack([codes for codes, _size in dense], axis=1)
     _uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
@@ -204,15 +248,15 @@ def build_blocks(fc: FileColumns) -> Grouping:
     if len(relevant) == 0:
         return Grouping(fc, [], empty, empty)
 
-    key = _combine(
-        [
-            fc.run[relevant],
-            fc.chain_index[relevant],
-            fc.instruction_id[relevant],
-            fc.did_int[relevant],
-            fc.did_str[relevant],
-        ]
-    )
+    columns: list[npt.NDArray[np.integer[Any]]] = [
+        fc.run,
+        fc.chain_index,
+        fc.instruction_id,
+        fc.did_int,
+        fc.did_str,
+    ]
+    # no allocation events (the usual case): skip the gather
+    key = _combine(columns if len(relevant) == n else [c[relevant] for c in columns])
     _uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     group = np.full(n, -1, dtype=np.int64)

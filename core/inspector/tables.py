@@ -44,6 +44,8 @@ class BlockTable:
     exact: npt.NDArray[np.bool_]  # rows whose samples are ticks / factor
     stats: FloatArray  # (6, rows): p10, p50, p90, avg, min, max (NaN without samples)
     debug_data: dict[int, list[Any]] = field(factory=dict)  # row -> inflated values
+    converted_start: dict[int, FloatArray] = field(factory=dict)
+    """Delegate rows whose clock went through a converter: start times (target scale)."""
 
     @property
     def name(self) -> str:
@@ -81,6 +83,7 @@ def compute_samples(
     factor: float,
     delegate_times: DelegateTimes,
     where: str,
+    converted_start: dict[int, FloatArray] | None = None,
 ) -> tuple[FloatArray, npt.NDArray[np.uint64] | None, npt.NDArray[np.bool_], FloatArray]:
     """Samples ``(rows, runs)``, exact ticks, the exact-row mask and the statistics.
 
@@ -111,6 +114,8 @@ def compute_samples(
             e = end.astype(np.float64) / factor
         else:
             s, e = converted
+            if converted_start is not None:
+                converted_start[int(j)] = np.asarray(s, dtype=np.float64)
         samples[j] = elapsed_float(s, e, f"{where}, row {keys[j].name!r}")
     stats = np.full((6, m), np.nan, dtype=np.float64)
     if perf.any():

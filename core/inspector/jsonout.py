@@ -1,0 +1,146 @@
+"""The ``json`` export (a contract): ``{"blocks": [{"name", "bundled_input_index", "events":
+[...]}]}`` with one object per row.
+
+Samples of ordinary rows are whole ticks divided by a power of ten (ns -> ms: 1e6): they
+are written as the exact decimal ``ticks / 10**k``, which parses to the very float the
+Inspector holds, with numpy (digits made column-wise, padded with spaces, which JSON allows
+between tokens) instead of one Python ``repr`` per sample. Other numbers use ``repr``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from delegate_lens.inspector.debugdata import value_to_json
+from delegate_lens.inspector.timescale import decimal_places
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.api import Inspector
+    from delegate_lens.inspector.tables import BlockTable
+
+__all__ = ["format_decimals", "write_json"]
+
+_EXACT_LIMIT = 1 << 53  # ticks beyond this are not exact as float64
+
+
+def format_decimals(ticks: npt.NDArray[np.uint64], places: int) -> list[str]:
+    """Each row of ``ticks`` as ``"a, b, ..."`` with ``a = tick / 10**places`` written
+    exactly (fixed point, right-aligned with spaces)."""
+    rows, cols = ticks.shape
+    if rows == 0 or cols == 0:
+        return [""] * rows
+    scale = np.uint64(10**places)
+    whole = ticks // scale
+    frac = ticks % scale
+    width = max(1, len(str(int(whole.max()))))
+    frac_width = places if places > 0 else 1
+    cell = width + 1 + frac_width + 2  # digits '.' fraction ', '
+    chars = np.full((rows, cols, cell), ord(" "), dtype=np.uint8)
+    rest = whole.copy()
+    for pos in range(width - 1, -1, -1):
+        digit = (rest % np.uint64(10)).astype(np.uint8) + ord("0")
+        if pos == width - 1:
+            chars[:, :, pos] = digit
+        else:
+            chars[:, :, pos] = np.where(rest > 0, digit, ord(" "))
+        rest //= np.uint64(10)
+    chars[:, :, width] = ord(".")
+    if places > 0:
+        rest = frac.copy()
+        for pos in range(width + places, width, -1):
+            chars[:, :, pos] = (rest % np.uint64(10)).astype(np.uint8) + ord("0")
+            rest //= np.uint64(10)
+    else:
+        chars[:, :, width + 1] = ord("0")
+    chars[:, :, cell - 2] = ord(",")
+    flat = chars.reshape(rows, cols * cell)
+    return [flat[r, : cols * cell - 2].tobytes().decode("ascii") for r in range(rows)]
+
+
+def _num(value: float) -> str:
+    return "null" if math.isnan(value) or math.isinf(value) else repr(float(value))
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value_to_json(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=_default, allow_nan=False)
+
+
+def _raw_texts(inspector: Inspector, table: BlockTable) -> dict[int, str]:
+    """Row -> the text inside ``"raw": [...]`` for every row with samples."""
+    out: dict[int, str] = {}
+    places = decimal_places(inspector.time_factor)
+    exact_rows = np.flatnonzero(table.exact)
+    if places is not None and table.ticks is not None and len(exact_rows):
+        ticks = table.ticks[exact_rows]
+        if int(ticks.max(initial=0)) < _EXACT_LIMIT:
+            for row, text in zip(exact_rows, format_decimals(ticks, places)):
+                out[int(row)] = text
+    for row in np.flatnonzero(table.block.has_perf):
+        if int(row) not in out:
+            out[int(row)] = ", ".join(_num(v) for v in table.samples[row].tolist())
+    return out
+
+
+def write_json(inspector: Inspector, stream: IO[str]) -> None:
+    """Write the contract JSON (see the module docstring)."""
+    source = _dumps(inspector.source_time_scale.value)
+    target = _dumps(inspector.target_time_scale.value)
+    stream.write(f'{{"source_time_scale": {source}, "target_time_scale": {target}, "blocks": [')
+    for b, table in enumerate(inspector.tables):
+        if b:
+            stream.write(", ")
+        head = {
+            "name": table.name,
+            "bundled_input_index": int(table.block.bundled_input_index),
+            "method": table.method,
+            "runs": [int(r) for r in table.block.runs],
+        }
+        stream.write(_dumps(head)[:-1] + ', "events": [')
+        raws = _raw_texts(inspector, table)
+        parts = []
+        for j, key in enumerate(table.keys):
+            link = table.links[j]
+            if j in raws:
+                st = table.stats[:, j]
+                p10, p50, p90, avg, low, high = (_num(v) for v in st.tolist())
+                perf = (
+                    f'{{"raw": [{raws[j]}], "p10": {p10}, "p50": {p50}, "p90": {p90}, '
+                    f'"avg": {avg}, "min": {low}, "max": {high}}}'
+                )
+            else:
+                perf = "null"
+            parsed = inspector.row_metadata(table, j)[1]
+            fields = {
+                "instruction_id": None if key.instruction_id < 0 else key.instruction_id,
+                "op_types": link.op_types,
+                "debug_handles": link.debug_handles,
+                "delegate_debug_identifier": key.identifier,
+                "is_delegated_op": key.identifier is not None,
+                "delegate_backend_name": link.delegate_backend_name,
+                "module_hierarchy": link.module_hierarchy,
+                "stack_traces": link.stack_traces,
+                "debug_data": [value_to_json(v) for v in table.debug_data.get(j, [])],
+                "delegate_debug_metadatas": parsed,
+            }
+            rest = _dumps(fields)[1:]  # drop the opening brace
+            parts.append(f'{{"name": {_dumps(key.name)}, "perf_data": {perf}, {rest}')
+        stream.write(", ".join(parts))
+        stream.write("]}")
+    stream.write("]}\n")
