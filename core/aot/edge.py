@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch.export import ExportedProgram
 
-from delegate_lens.aot.handles import decompose_with_handles
+from delegate_lens.aot.handles import decompose_with_handles, quiet_torch
 from delegate_lens.aot.lowering import LoweredBackendModule, lower_partitions
 from delegate_lens.errors import PluginError, UsageError
 from delegate_lens.partitioner import Partitioner, PartitionResult
@@ -173,7 +173,8 @@ class EdgeProgramManager:
         for name, program in self._edge_programs.items():
             current = program
             for part in per_method[name]:
-                tagged_input = copy.deepcopy(current)
+                with quiet_torch():
+                    tagged_input = copy.deepcopy(current)
                 result = part.partition(tagged_input)
                 if not isinstance(result, PartitionResult):
                     raise PluginError(
@@ -186,7 +187,8 @@ class EdgeProgramManager:
                         f"partitioner {type(part).__name__}: tagged_exported_program is "
                         f"{type(tagged).__name__}, expected an ExportedProgram"
                     )
-                current, _ = lower_partitions(tagged, result.partition_tags, pm)
+                with quiet_torch():
+                    current, _ = lower_partitions(tagged, result.partition_tags, pm)
             new_programs[name] = current
         return EdgeProgramManager(
             new_programs,

@@ -41,9 +41,11 @@ def program_entries(name: str, program: ExportedProgram) -> dict[str, bytes]:
     """The four serializer artifacts of ``program`` under entry ``name`` (handles added)."""
     from torch._export.serde.serialize import serialize
 
+    from delegate_lens.aot.handles import quiet_torch
     from delegate_lens.etrecord import ARTIFACT_SUFFIXES
 
-    artifact = serialize(program)
+    with quiet_torch():
+        artifact = serialize(program)
     handles = {
         node.name: node.meta["debug_handle"]
         for node in program.graph.nodes

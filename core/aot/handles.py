@@ -9,16 +9,26 @@ Handles are numbered ``1, 2, 3, ...`` in order of first appearance in the edge g
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
 from torch.export import ExportedProgram
 
-__all__ = ["assign_debug_handles", "decompose_with_handles", "source_name"]
+__all__ = ["assign_debug_handles", "decompose_with_handles", "quiet_torch", "source_name"]
 
 DEBUG_HANDLE = "debug_handle"
+
+
+@contextlib.contextmanager
+def quiet_torch() -> Iterator[None]:
+    """Hide torch 2.13's FutureWarning about its own pytree internals (retrace, deepcopy)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
+        yield
 
 
 def source_name(node: torch.fx.Node, graph_id: int) -> str | None:
@@ -93,7 +103,8 @@ def decompose_with_handles(
         for node in program.graph.nodes
         if node.op == "call_function" and not _is_getitem(node)
     }
-    edge = program.run_decompositions(_decomp_table(preserve))
+    with quiet_torch():
+        edge = program.run_decompositions(_decomp_table(preserve))
 
     def source_of(node: torch.fx.Node) -> str | None:
         name = source_name(node, graph_id)
