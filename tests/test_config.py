@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from delegate_lens.config import (
     Config,
@@ -141,3 +143,33 @@ def test_config_value_class() -> None:
     assert config.section("missing").values == {}
     with pytest.raises(ConfigError, match=r"^x\.toml: c: expected a table"):
         Config({"c": 5}, "x.toml").section("c")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.dictionaries(
+        st.from_regex(r"[a-z][a-z_0-9]{0,6}", fullmatch=True),
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12),
+        min_size=1,
+        max_size=5,
+    ),
+    separator=st.sampled_from(["; ", "\n", " ;\n"]),
+)
+def test_options_round_trip_any_string(values: dict[str, str], separator: str) -> None:
+    text = separator.join(f"sec.{key} = {_toml_string(value)}" for key, value in values.items())
+    config = load_config(environ={"DELEGATE_LENS_OPTIONS": text})
+    assert dict(config.section("sec").values) == values
+    assert config.origin == "DELEGATE_LENS_OPTIONS"
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string (the test's own writer, so the parser is checked independently)."""
+    out = []
+    for char in value:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from delegate_lens import hookimpl
 from delegate_lens.errors import PluginError
@@ -122,3 +124,36 @@ def test_a_plugin_clashing_with_a_builtin_is_named() -> None:
     pm.register(Offers(Exporter(name, "mine", _write_names)), name="mine")
     with pytest.raises(PluginError, match=rf"'{name}' is given by two plugins: 'delegate_lens"):
         get_exporters(pm)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    offers=st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f"]), max_size=3), max_size=4
+    )
+)
+def test_registry_is_all_names_in_order_or_the_first_clash(offers: list[list[str]]) -> None:
+    plugins = [
+        (f"p{i}", Offers(*(Exporter(name, f"{name} of p{i}", _write_names) for name in names)))
+        for i, names in enumerate(offers)
+    ]
+    pm = _pm(*plugins)
+    owners: dict[str, str] = {}
+    clash = None
+    for i, names in enumerate(offers):
+        for name in names:
+            if name in owners and clash is None:
+                clash = (name, owners[name], f"p{i}")
+            owners.setdefault(name, f"p{i}")
+    if clash is None:
+        found = get_exporters(pm)
+        assert list(found) == list(owners)
+        assert all(found[name].description == f"{name} of {owners[name]}" for name in found)
+    else:
+        name, first, second = clash
+        with pytest.raises(PluginError) as info:
+            get_exporters(pm)
+        assert str(info.value) == (
+            f"exporter name {name!r} is given by two plugins: "
+            f"{first!r} (registered) and {second!r} (registered)"
+        )
