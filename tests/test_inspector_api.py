@@ -1,0 +1,173 @@
+"""Inspector API on the shared vectors: mismatched inputs, debug buffer problems, tables,
+find_total_for_module, get_op_list, to_dataframe, and the torch-free import."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from delegate_lens.errors import ETDumpFormatError, MissingExtraError
+from delegate_lens.inspector import Inspector, InspectorWarning
+
+
+@pytest.fixture(scope="module")
+def mlp(vectors_dir: Path) -> Inspector:
+    v = vectors_dir / "mlp_xnnpack"
+    return Inspector(
+        etdump_path=v / "etdump.etdp",
+        etrecord=str(v / "etrecord.bin"),
+        debug_buffer_path=v / "debug.bin",
+    )
+
+
+@pytest.fixture(scope="module")
+def gpt(vectors_dir: Path) -> Inspector:
+    v = vectors_dir / "gpt_portable"
+    return Inspector(etdump_path=v / "etdump.etdp", etrecord=str(v / "etrecord.bin"))
+
+
+def test_etrecord_of_another_model_warns_and_still_gives_the_table(vectors_dir: Path) -> None:
+    v = vectors_dir / "mlp_xnnpack"
+    with pytest.warns(InspectorWarning, match=r"does not match the ETDump.*instruction 0") as rec:
+        inspector = Inspector(
+            etdump_path=v / "etdump.etdp",
+            etrecord=str(vectors_dir / "gpt_portable" / "etrecord.bin"),
+            debug_buffer_path=v / "debug.bin",
+        )
+    message = str(rec[0].message)
+    assert "native_call__to_dim_order_copy.out" in message and "aten.embedding.default" in message
+    assert "instruction 1" in message  # a delegate call where gpt has an operator
+    execute = inspector.event_blocks[1]
+    assert [e.name for e in execute.events][:2] == [
+        "native_call__to_dim_order_copy.out",
+        "OPERATOR_CALL",
+    ]
+    assert all(e.op_types == [] for e in execute.events)  # nothing linked to the wrong ops
+    out = io.StringIO()
+    inspector.print_data_tabular(file=out)
+    assert "DELEGATE_CALL" in out.getvalue()
+
+
+def test_truncated_debug_buffer_warns_and_marks_values_unavailable(
+    vectors_dir: Path, tmp_path: Path
+) -> None:
+    v = vectors_dir / "mlp_xnnpack"
+    short = tmp_path / "debug.bin"
+    short.write_bytes((v / "debug.bin").read_bytes()[:200])  # offsets go up to 1,000s
+    with pytest.warns(InspectorWarning, match=r"beyond the debug buffer \(200 bytes\)"):
+        inspector = Inspector(
+            etdump_path=v / "etdump.etdp", etrecord=str(v / "etrecord.bin"), debug_buffer_path=short
+        )
+    call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
+    assert len(call.debug_data) == 3
+    assert call.debug_data[0] is not None  # offset 64, 128 bytes: inside
+    assert call.debug_data[2] is None  # offset 256: beyond 200 bytes
+
+
+def test_missing_debug_buffer_warns_once(vectors_dir: Path) -> None:
+    v = vectors_dir / "mlp_xnnpack"
+    with pytest.warns(InspectorWarning, match="none was given"):
+        inspector = Inspector(etdump_path=v / "etdump.etdp")
+    call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
+    assert call.debug_data == [None, None, None]  # a 0-d tensor has one element too
+
+
+def test_no_etrecord_gives_unlinked_rows(vectors_dir: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inspector = Inspector(etdump_path=vectors_dir / "conv_xnnpack" / "etdump.etdp")
+    rows = inspector.event_blocks[1].events
+    assert all(e.op_types == [] and e.delegate_backend_name is None for e in rows)
+    assert rows[0].is_delegated_op and rows[0].name == "Transpose (ND, X32) #1"
+    with pytest.warns(InspectorWarning, match="needs an ETRecord"):
+        assert inspector.get_exported_program() is None
+
+
+def test_bad_etdump_bytes_are_our_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.etdp"
+    bad.write_bytes(b"\x10\x00\x00\x00not an etdump at all")
+    with pytest.raises(ETDumpFormatError):
+        Inspector(etdump_path=bad)
+
+
+def test_find_total_for_module(gpt: Inspector) -> None:
+    total = gpt.find_total_for_module("blocks.0.ln1")
+    layer_norm = [
+        e
+        for e in gpt.event_blocks[1].events
+        if e.name == "native_call_native_layer_norm.out"
+        and any("L__self__blocks.0.ln1" in (h or {}) for h in e.module_hierarchy.values())
+    ]
+    assert len(layer_norm) == 1 and layer_norm[0].perf_data is not None
+    assert total == pytest.approx(layer_norm[0].perf_data.avg)
+    # by module key, OPERATOR_CALL rows not counted twice
+    assert gpt.find_total_for_module("L__self__blocks.0.ln1") == pytest.approx(total)
+    assert gpt.find_total_for_module("no_such_module") == 0.0
+
+
+def test_get_op_list(mlp: Inspector) -> None:
+    ops = mlp.get_op_list("Execute")
+    assert [e.name for e in ops["aten.add.Tensor"]] == [
+        "native_call__to_dim_order_copy.out",
+        "DELEGATE_CALL",
+    ]
+    assert [e.name for e in ops["aten.linear.default"]] == ["DELEGATE_CALL"]
+    without = mlp.get_op_list(mlp.event_blocks[1], show_delegated_ops=False)
+    assert set(without) == {"dim_order_ops._to_dim_order_copy.default", "aten.add.Tensor"}
+    with pytest.raises(Exception, match="no event block named"):
+        mlp.get_op_list("Nope")
+
+
+def test_print_tsv_and_dataframe(mlp: Inspector, tmp_path: Path) -> None:
+    out = io.StringIO()
+    mlp.print_data_tabular(file=out)
+    text = out.getvalue()
+    assert "OPERATOR_CALL" not in text and "Fully Connected (NC, F32) GEMM #1" in text
+    assert text.splitlines()[0].split()[:4] == ["event_block_name", "event_name", "p10", "(ms)"]
+    path = tmp_path / "table.tsv"
+    mlp.save_data_to_tsv(path)
+    lines = path.read_text().splitlines()
+    assert lines[0].split("\t")[1:4] == ["event_block_name", "event_name", "p10 (ms)"]
+    assert len(lines) == 1 + 2 + 6  # header, Default rows, Execute rows without OPERATOR_CALL
+    assert not list(tmp_path.glob(".*tmp"))
+    df = mlp.to_dataframe()
+    assert list(df["event_name"])[:3] == [
+        "Method::init",
+        "Program::load_method",
+        "native_call__to_dim_order_copy.out",
+    ]
+    assert "p50 (ms)" in df.columns and len(df) == 9
+
+
+def test_to_dataframe_without_pandas_names_the_extra(
+    mlp: Inspector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(MissingExtraError, match=r"delegate-lens\[pandas\]"):
+        mlp.to_dataframe()
+
+
+def test_events_are_made_lazily_and_cached(mlp: Inspector) -> None:
+    block = mlp.event_blocks[1]
+    assert block.events[0] is block.events[0]
+    assert block.events[-1].name == "Method::execute"
+    assert [e.name for e in block.events[1:3]] == [
+        "OPERATOR_CALL",
+        "Fully Connected (NC, F32) GEMM #1",
+    ]
+
+
+def test_importing_the_inspector_imports_no_torch() -> None:
+    code = (
+        "import sys\n"
+        "import delegate_lens\n"
+        "from delegate_lens import Inspector, TimeScale, EventBlock\n"
+        "import delegate_lens.builtins.exporters, delegate_lens.cli.inspect_cmd\n"
+        "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
