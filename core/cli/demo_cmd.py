@@ -1,4 +1,8 @@
-"""`delegate-lens demo`: placeholder until its issue lands (replace this module)."""
+"""`delegate-lens demo`: the whole pipeline on an embedded model, no files needed.
+
+export -> lower to the demo backend -> program + ETRecord -> N traced runs ->
+``OUT/{program.dlp, etrecord.bin, etdump.etdp, debug.bin}`` -> the Inspector's table.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,62 @@ from typing import Any
 
 from delegate_lens.errors import UsageError
 
+_MODELS = ("mlp", "convnet", "gpt")
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("demo", help="(not built yet)")
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole pipeline on a small embedded model with the demo backend",
+        description=(
+            "Export a small model, lower it to the demo backend (DemoBackend), write the "
+            "program and its ETRecord, run it N times with ETDump tracing and print the "
+            "Inspector's table of the runs."
+        ),
+    )
+    parser.add_argument("--model", choices=_MODELS, default="mlp", help="model (default: mlp)")
+    parser.add_argument(
+        "--runs", type=int, default=10, metavar="N", help="traced runs (default: 10)"
+    )
+    parser.add_argument(
+        "--out",
+        default="delegate-lens-demo",
+        metavar="DIR",
+        help="output folder (default: ./delegate-lens-demo)",
+    )
+    parser.add_argument(
+        "--identifiers",
+        choices=("int", "str"),
+        default="int",
+        help="delegate debug identifiers: generated ints (default) or readable strings",
+    )
+    parser.add_argument(
+        "--debug-buffer-size",
+        type=int,
+        default=4 << 20,
+        metavar="BYTES",
+        help="debug buffer for intermediate outputs (default: 4 MiB; 0 = none)",
+    )
+    parser.add_argument(
+        "--no-table", action="store_true", help="do not print the Inspector's table"
+    )
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise UsageError("'demo' is not built yet")
+    if args.runs < 1:
+        raise UsageError(f"--runs must be at least 1, got {args.runs}")
+    if args.debug_buffer_size < 0:
+        raise UsageError(f"--debug-buffer-size must be >= 0, got {args.debug_buffer_size}")
+    from delegate_lens.backends_demo.demo import run_demo
+
+    result = run_demo(
+        model=args.model,
+        runs=args.runs,
+        out_dir=args.out,
+        identifiers=args.identifiers,
+        debug_buffer_size=args.debug_buffer_size,
+        show_table=not args.no_table,
+    )
+    print(f"done in {result.seconds:.1f} s; files in {result.out_dir}/")
+    return 0

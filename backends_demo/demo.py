@@ -1,0 +1,140 @@
+"""The whole pipeline on an embedded model: what ``delegate-lens demo`` runs.
+
+export -> lower to ``DemoBackend`` -> program + ETRecord -> N traced runs -> ETDump and
+debug buffer -> the Inspector's table. Written against public API only, so it is also a
+template for scripting the same flow with another backend.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from attrs import frozen
+
+__all__ = ["DEMO_FILES", "DemoResult", "run_demo"]
+
+DEMO_FILES = {
+    "program": "program.dlp",
+    "etrecord": "etrecord.bin",
+    "etdump": "etdump.etdp",
+    "debug_buffer": "debug.bin",
+}
+"""What the demo writes into its output folder (``program.dlp`` is delegate-lens's program
+format, not an ExecuTorch ``.pte``)."""
+
+
+@frozen
+class DemoResult:
+    out_dir: Path
+    paths: dict[str, Path]
+    runs: int
+    max_abs_error: float
+    delegated_nodes: int
+    non_delegated_nodes: int
+    delegate_calls: int
+    instructions: int
+    seconds: float
+
+
+def run_demo(
+    model: str = "mlp",
+    runs: int = 10,
+    out_dir: str | Path = "delegate-lens-demo",
+    identifiers: str = "int",
+    debug_buffer_size: int = 4 << 20,
+    echo: Callable[[str], None] = print,
+    table_file: TextIO | None = None,
+    show_table: bool = True,
+) -> DemoResult:
+    """Run the demo; ``echo`` receives one line per step. Returns where the files are."""
+    import torch
+
+    import delegate_lens as dl
+    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+    from delegate_lens.runtime import ETDumpGen, Program
+
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {key: out / name for key, name in DEMO_FILES.items()}
+
+    module, inputs = make_model(model)
+    echo(f"[1/6] export      {model}: {type(module).__name__} with torch.export")
+    exported = torch.export.export(module, inputs)
+
+    specs = [dl.CompileSpec("identifiers", identifiers.encode())]
+    edge = dl.to_edge_transform_and_lower(
+        exported, partitioner=[DemoPartitioner(specs)], generate_etrecord=True
+    )
+    info = dl.get_delegation_info(edge.exported_program().graph_module)
+    echo(
+        f"[2/6] lower       to DemoBackend ({identifiers} identifiers): "
+        f"{info.num_delegated_subgraphs} delegate(s), {info.num_delegated_nodes} nodes delegated, "
+        f"{info.num_non_delegated_nodes} portable"
+    )
+
+    manager = edge.to_program()
+    manager.save(paths["program"])
+    n_instructions = sum(len(m.instructions) for m in manager.program.methods)
+    echo(
+        f"[3/6] program     {paths['program']} ({paths['program'].stat().st_size:,} bytes, "
+        f"{n_instructions} instructions, {len(manager.program.delegates)} delegate blob(s))"
+    )
+    manager.get_etrecord().save(paths["etrecord"])
+    echo(f"[4/6] etrecord    {paths['etrecord']} ({paths['etrecord'].stat().st_size:,} bytes)")
+
+    program = Program.load(paths["program"])
+    tracer = ETDumpGen(debug_buffer_size=debug_buffer_size)
+    method = program.load_method("forward", event_tracer=tracer)
+    with torch.no_grad():
+        expected = module(*inputs)
+        outputs: list[Any] = []
+        for _ in range(runs):
+            outputs = method.execute(list(inputs))
+    error = float((outputs[0] - expected).abs().max())
+    tracer.write(paths["etdump"], paths["debug_buffer"])
+    echo(
+        f"[5/6] run         {runs} traced run(s); max |runtime - eager| = {error:.2e}; "
+        f"{paths['etdump']} ({paths['etdump'].stat().st_size:,} bytes), "
+        f"{paths['debug_buffer']} ({paths['debug_buffer'].stat().st_size:,} bytes)"
+    )
+    if tracer.debug_buffer_full:
+        echo(
+            f"      note: the debug buffer filled up; {tracer.dropped_debug_values} "
+            "intermediate value(s) were not stored"
+        )
+    if show_table:
+        _inspect(paths, echo, table_file)
+    return DemoResult(
+        out,
+        paths,
+        runs,
+        error,
+        info.num_delegated_nodes,
+        info.num_non_delegated_nodes,
+        info.num_delegated_subgraphs,
+        n_instructions,
+        time.perf_counter() - t0,
+    )
+
+
+def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO | None) -> None:
+    try:
+        from delegate_lens import Inspector
+    except (ImportError, AttributeError):
+        echo("[6/6] inspect     (the Inspector is not available in this build)")
+        return
+    echo(
+        f"[6/6] inspect     delegate-lens inspect {paths['etdump']} --etrecord {paths['etrecord']} "
+        f"--debug-buffer {paths['debug_buffer']}"
+    )
+    inspector = Inspector(
+        etdump_path=str(paths["etdump"]),
+        etrecord=str(paths["etrecord"]),
+        debug_buffer_path=str(paths["debug_buffer"]),
+    )
+    inspector.print_data_tabular(file=file)
