@@ -106,6 +106,8 @@ class _Decoder:
     def __init__(self, buf: Buffer) -> None:
         self.buf = buf
         self.strings = StringTable(buf)
+        self.entry_budget = buf.n
+        self.value_cache: dict[int, Value] = {}
 
     def decode(self, root: int) -> ETDump:
         buf = self.buf
@@ -326,14 +328,29 @@ class _ValueReader:
 
     def __init__(self, decoder: _Decoder) -> None:
         self.buf = decoder.buf
+        self.decoder = decoder
 
-    def _table(self, pos: int, what: str) -> Tables:
-        return self.buf.tables(np.array([pos], dtype=np.int64), what)
+    def _spend(self, nbytes: int, pos: int) -> None:
+        """Debug entries of a valid buffer do not overlap: their vectors fit in the buffer."""
+        self.decoder.entry_budget -= nbytes
+        if self.decoder.entry_budget < 0:
+            raise self.buf.fail("debug entries reference more data than the buffer holds", pos)
 
     def _sub(self, t: Tables, slot: int, name: str) -> int:
         return _one(t.offset(slot, name))
 
     def value(self, pos: int) -> Value:
+        """The Value at ``pos`` (decoded once per position; tables cost budget)."""
+        cached = self.decoder.value_cache.get(pos)
+        if cached is None:
+            cached = self.decoder.value_cache[pos] = self._value(pos)
+        return cached
+
+    def _table(self, pos: int, what: str) -> Tables:
+        self._spend(4, pos)
+        return self.buf.tables(np.array([pos], dtype=np.int64), what)
+
+    def _value(self, pos: int) -> Value:
         t = self._table(pos, "Value")
         val = _one(t.scalar(0, np.int8, 0, "val"))
         tensor_pos = self._sub(t, 1, "tensor")
@@ -349,6 +366,7 @@ class _ValueReader:
                 start, count = self.buf.vectors(
                     np.array([vec], dtype=np.int64), 4, "TensorList.tensors"
                 )
+                self._spend(4 * int(count[0]), vec)
                 for tp in self.buf.uoffset_targets(
                     self.buf.expand(start, count, 4), "tensors entry"
                 ).tolist():
@@ -378,6 +396,7 @@ class _ValueReader:
                 dims[key] = []
                 continue
             start, count = self.buf.vectors(np.array([vec], dtype=np.int64), 8, f"Tensor.{key}")
+            self._spend(8 * int(count[0]), vec)
             dims[key] = self.buf.read(self.buf.expand(start, count, 8), np.int64).tolist()
         offset = _one(t.scalar(3, np.int64, 0, "offset"))
         return Tensor(

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump.buffer import Buffer, factorize
 
 __all__ = ["StringTable"]
@@ -81,8 +80,8 @@ class StringTable:
         nwords = (length + unit - 1) // unit
         # rows that are too long, or whose last word runs past the buffer: one by one
         slow = (nwords > cap) | (first + nwords > len(view))
-        for i in np.flatnonzero(slow).tolist():
-            codes[i] = self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
+        if slow.any():
+            self._slow(np.flatnonzero(slow), codes, pos, start, length)
         rows = np.flatnonzero(~slow)
         if not len(rows):
             return codes
@@ -101,6 +100,30 @@ class StringTable:
                 m = view[first[chunk][:, None] + steps]
                 codes[chunk] = self._rows(m, chunk, pos, start, length)
         return codes
+
+    def _slow(
+        self, rows: I64, codes: npt.NDArray[np.int32], pos: I64, start: I64, length: I64
+    ) -> None:
+        """Long strings: decode each distinct one once, after checking they cannot overlap.
+
+        In a valid buffer distinct strings do not overlap, so their lengths add up to at
+        most the buffer size; a crafted buffer pointing many offsets into one huge region
+        is rejected here instead of being decoded over and over.
+        """
+        distinct, first_row, inverse = np.unique(pos[rows], return_index=True, return_inverse=True)
+        total = int(length[rows][first_row].sum())
+        if total > self.buf.n:
+            raise self.buf.fail(
+                f"strings overlap: {len(distinct)} strings claim {total} bytes", int(distinct[0])
+            )
+        decoded = np.array(
+            [
+                self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
+                for i in rows[first_row].tolist()
+            ],
+            dtype=np.int32,
+        )
+        codes[rows] = decoded[inverse.reshape(-1)]
 
     def _rows(
         self, m: npt.NDArray[Any], chunk: I64, pos: I64, start: I64, length: I64
@@ -133,17 +156,3 @@ class StringTable:
             i = int(chunk[k])
             out[k] = self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
         return out
-
-
-def _ragged(counts: I64) -> I64:
-    """0..c-1 for each count c, concatenated."""
-    total = int(counts.sum())
-    ends = np.cumsum(counts)
-    return np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
-
-
-def check_utf8(data: bytes, where: int) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ETDumpFormatError(f"string is not valid UTF-8 at byte offset {where}") from exc
