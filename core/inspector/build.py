@@ -70,9 +70,15 @@ class FileColumns:
         return columns.debug_entries.get(local)
 
 
-def _joined(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any] | None:
+def _joined(
+    arrays: Sequence[npt.NDArray[Any]], check_layout: bool = True
+) -> npt.NDArray[Any] | None:
     """The one array that ``arrays`` are consecutive views of, end to end (no copy), or
-    None. Decoders that slice one file-wide column per run give exactly that."""
+    None. Decoders that slice one file-wide column per run give exactly that.
+
+    ``check_layout=False`` checks the shared base and the total length only (used for
+    the other columns once one column's layout was checked view by view).
+    """
     if not arrays:
         return None
     base = arrays[0].base
@@ -83,9 +89,14 @@ def _joined(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any] | None:
     for a in arrays:
         if a.base is not base:
             return None
-    # views of one base, lengths summing to it: check that they lie end to end, in order
-    pointer = base.__array_interface__["data"][0]
     step = base.itemsize
+    pointer = base.__array_interface__["data"][0]
+    if arrays[0].__array_interface__["data"][0] != pointer:
+        return None
+    if not check_layout:
+        last = arrays[-1]
+        end = last.__array_interface__["data"][0] + len(last) * step
+        return base if end == pointer + len(base) * step else None
     for a in arrays:
         if a.__array_interface__["data"][0] != pointer or a.strides != (step,):
             return None
@@ -93,10 +104,12 @@ def _joined(arrays: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any] | None:
     return base
 
 
-def _cat(arrays: Sequence[npt.NDArray[Any]], dtype: Any) -> npt.NDArray[Any]:
+def _cat(
+    arrays: Sequence[npt.NDArray[Any]], dtype: Any, check_layout: bool = False
+) -> npt.NDArray[Any]:
     if not arrays:
         return np.zeros(0, dtype=dtype)
-    joined = _joined(arrays)
+    joined = _joined(arrays, check_layout)
     if joined is None:
         joined = np.concatenate(arrays)
     return joined.astype(dtype, copy=False)
@@ -117,10 +130,12 @@ def _string_table(strings: list[str], index: dict[str, int], merged: list[str]) 
     return table
 
 
-def _codes(cols: list[EventColumns], attr: str, tables: dict[int, IntArray]) -> IntArray:
+def _codes(
+    cols: list[EventColumns], attr: str, tables: dict[int, IntArray], quick: bool = False
+) -> IntArray:
     """A string column of every run as codes into the merged table."""
     if len(tables) == 1:
-        raw = _cat([getattr(c, attr) for c in cols], np.int32)
+        raw = _cat([getattr(c, attr) for c in cols], np.int32, check_layout=not quick)
         table = next(iter(tables.values()))
         if np.array_equal(table, np.arange(len(table))):
             return raw
@@ -151,7 +166,17 @@ def concat_runs(etdump: ETDump) -> FileColumns:
     starts = np.zeros(len(cols), dtype=np.int64)
     if len(cols) > 1:
         starts[1:] = np.cumsum(lengths)[:-1]
-    kind = _cat([c.kind for c in cols], np.uint8)
+    times = [c.start_time for c in cols]
+    start_time = _joined(times)  # checked view by view
+    # once one column is known to be sliced end to end, the others are sliced alike
+    quick = start_time is not None
+    if start_time is None:
+        start_time = _cat(times, np.uint64)
+
+    def column(attr: str, dtype: Any) -> Any:
+        return _cat([getattr(c, attr) for c in cols], dtype, check_layout=not quick)
+
+    kind = column("kind", np.uint8)
     is_output = np.zeros(total, dtype=bool)
     for c, offset in zip(cols, starts.tolist()):
         for i, entry in c.debug_entries.items():
@@ -162,14 +187,14 @@ def concat_runs(etdump: ETDump) -> FileColumns:
         run=run,
         run_start=starts,
         kind=kind,
-        name=_codes(cols, "name", tables),
-        chain_index=_cat([c.chain_index for c in cols], np.int64),
-        instruction_id=_cat([c.instruction_id for c in cols], np.int32),
-        did_int=_cat([c.delegate_debug_id_int for c in cols], np.int32),
-        did_str=_codes(cols, "delegate_debug_id_str", tables),
-        start_time=_cat([c.start_time for c in cols], np.uint64),
-        end_time=_cat([c.end_time for c in cols], np.uint64),
-        metadata_length=_cat([c.metadata_length for c in cols], np.int64),
+        name=_codes(cols, "name", tables, quick),
+        chain_index=column("chain_index", np.int64),
+        instruction_id=column("instruction_id", np.int32),
+        did_int=column("delegate_debug_id_int", np.int32),
+        did_str=_codes(cols, "delegate_debug_id_str", tables, quick),
+        start_time=start_time.astype(np.uint64, copy=False),
+        end_time=column("end_time", np.uint64),
+        metadata_length=column("metadata_length", np.int64),
         strings=strings,
         run_columns=cols,
         run_names=[run.name for run in runs],
