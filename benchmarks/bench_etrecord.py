@@ -63,10 +63,46 @@ def machine() -> str:
                 break
     except OSError:
         pass
+    try:
+        load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    except OSError:
+        load = "load unknown"
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({model or 'unknown CPU'}), "
-        f"Python {platform.python_version()}"
+        f"Python {platform.python_version()}, {load}"
     )
+
+
+def synthetic(count: int) -> bytes:
+    """An ETRecord archive whose one method has ``count`` nodes shaped like real ones."""
+    import json
+
+    from delegate_lens.etrecord import ETRecord, dumps_json
+
+    nodes = [
+        {
+            "name": f"aten_add_tensor_{i}",
+            "target": "executorch.exir.dialects.edge.ops.aten.add.Tensor",
+            "inputs": [],
+            "outputs": [],
+            "metadata": {
+                "stack_trace": f'File "model.py", line {i % 500}, in forward\n    x = x + 1',
+                "nn_module_stack": f"L__self__,,M;L__self___l{i % 50},l{i % 50},torch.nn.Linear",
+                "debug_handle": str(i // 2 + 1),
+            },
+        }
+        for i in range(count)
+    ]
+    entry = "edge_dialect_exported_program/forward"
+    entries = {
+        "ETRECORD_V0": b"",
+        entry: json.dumps({"graph_module": {"graph": {"nodes": nodes}}}).encode(),
+    }
+    for suffix in ("_state_dict", "_constants", "_example_inputs"):
+        entries[entry + suffix] = b""
+    entries["debug_handle_map"] = dumps_json({"forward": {i: i + 1 for i in range(count // 2)}})
+    entries["delegate_map"] = dumps_json({"forward": {}})
+    return ETRecord.from_entries(entries).to_bytes()
 
 
 def _fresh(code: str, path: Path) -> tuple[list[float], float]:
@@ -82,6 +118,13 @@ def main() -> int:
     parser.add_argument("--vector", default="gpt_portable")
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--torch", action="store_true", help="also time torch deserialization")
+    parser.add_argument(
+        "--synthetic",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="also time a synthetic graph of N nodes (0: skip)",
+    )
     args = parser.parse_args()
     path = VECTORS / args.vector / "etrecord.bin"
 
@@ -120,6 +163,18 @@ def main() -> int:
         cold.append(time.perf_counter() - start)
     print(f"\ncold ETRecord object in one process, {len(cold)} runs:")
     print(f"  median {statistics.median(cold) * 1e3:.2f} ms, min {min(cold) * 1e3:.2f} ms")
+
+    if args.synthetic:
+        data = synthetic(args.synthetic)
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            record = parse_etrecord(data)
+            graph = record.graph("forward")
+            times.append(time.perf_counter() - start)
+            del record, graph
+        print(f"\nsynthetic graph, {args.synthetic:,} nodes ({len(data) / 1e6:.1f} MB), 5 runs:")
+        print(f"  median {statistics.median(times) * 1e3:.0f} ms")
 
     if args.torch:
         runs = max(3, args.runs // 4)

@@ -174,6 +174,8 @@ class GraphInfo:
 def _debug_handle(raw: object, where: str) -> int | None:
     if raw is None:
         return None
+    if type(raw) is str and raw.isdigit() and raw.isascii():  # the usual case, fast
+        return int(raw)
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
     if isinstance(raw, str):
