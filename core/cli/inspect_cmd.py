@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,17 +106,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        if exporter.binary:
-            with os.fdopen(fd, "wb") as binary:
-                exporter.write(inspector, binary)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
-                exporter.write(inspector, text)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    from delegate_lens.inspector.tabular import write_atomic
+
+    write_atomic(target, lambda stream: exporter.write(inspector, stream), binary=exporter.binary)

@@ -28,13 +28,27 @@ _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[str]], None]) -> Path:
-    """Write a text file through a temporary file in the same folder, then rename it."""
+def _default_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], None], *, binary: bool = False
+) -> Path:
+    """Write a file through a temporary file in the same folder, then rename it (the file
+    gets the usual permissions; nothing is left behind on failure)."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
-            write(stream)
+        os.fchmod(fd, _default_mode())
+        if binary:
+            with os.fdopen(fd, "wb") as stream:
+                write(stream)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
+                write(text)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

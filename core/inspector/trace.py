@@ -3,13 +3,15 @@
 One track (``tid``) per run of the ETDump, in file order. Each profile event of the run is
 a complete (``"X"``) slice; slices nest by time: ``Method::execute`` holds the
 ``OPERATOR_CALL`` / ``DELEGATE_CALL`` slices, which hold the kernel (``native_call_*``) and
-the events the delegate logged. Viewers need proper nesting on a track, so a child that
-sticks out of its parent (a delegate clock that is not quite the runtime's) is clipped to
-the parent and gets ``"clipped": true`` in its args. Each slice's args hold the instruction
+the events the delegate logged. Viewers need proper nesting on a track, so a kernel or
+delegate event that sticks out of its instruction's call (a delegate clock that is not
+quite the runtime's), or any slice that overlaps the end of the slice it starts in, is
+clipped and gets ``"clipped": true`` in its args. Each slice's args hold the instruction
 id, op types, debug handles, module paths, backend and the (parsed) delegate metadata.
 
-Times are written in microseconds from the first event of the file (cycles are written as
-if they were microseconds).
+Times are microseconds from the first event of the file (cycles are written as if they
+were microseconds). The slices of a block are computed with numpy for all its runs at once;
+the text is written run by run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.tables import BlockTable
 
-__all__ = ["build_trace", "write_chrome_trace"]
+__all__ = ["write_chrome_trace"]
 
 _PID = 1
 
@@ -36,7 +38,7 @@ def _level(name: str, delegated: bool) -> int:
         return 0
     if name in ("OPERATOR_CALL", "DELEGATE_CALL"):
         return 1
-    return 2 if not delegated else 3
+    return 3 if delegated else 2
 
 
 def _module_paths(hierarchy: dict[str, Any]) -> list[str]:
@@ -49,26 +51,36 @@ def _module_paths(hierarchy: dict[str, Any]) -> list[str]:
     return paths
 
 
-def _sample_metadata(parsed: Any, raws: list[bytes], k: int, n: int) -> Any:
-    if isinstance(parsed, list) and len(parsed) == n and parsed is not raws:
-        return _jsonable(parsed[k])
-    if isinstance(parsed, dict):
-        return {
-            str(key): _jsonable(v[k] if isinstance(v, list) and len(v) == n else v)
-            for key, v in parsed.items()
-        }
-    return raws[k].hex() if raws and raws[k] else None
-
-
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, (bytes, bytearray)):
+    if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
     return value
 
 
-def _row_args(inspector: Inspector, table: BlockTable, j: int) -> dict[str, Any]:
+def _sample_metadata(parsed: Any, raws: list[bytes], n: int) -> list[str | None]:
+    """JSON text of each sample's metadata (None: nothing to show)."""
+    out: list[str | None] = []
+    for k in range(n):
+        if isinstance(parsed, list) and len(parsed) == n and parsed is not raws:
+            value: Any = parsed[k]
+        elif isinstance(parsed, dict):
+            value = {
+                key: (v[k] if isinstance(v, list) and len(v) == n else v)
+                for key, v in parsed.items()
+            }
+        else:
+            value = raws[k].hex() if raws[k] else None
+        out.append(None if value is None else json.dumps(_jsonable(value), default=str))
+    return out
+
+
+def _static_args(table: BlockTable, j: int) -> str:
     key = table.keys[j]
     link = table.links[j]
     args: dict[str, Any] = {"block": table.index}
@@ -85,147 +97,133 @@ def _row_args(inspector: Inspector, table: BlockTable, j: int) -> dict[str, Any]
         args["module"] = paths
     if link.delegate_backend_name:
         args["backend"] = link.delegate_backend_name
-    return args
+    return json.dumps(args)[1:-1]
 
 
-def build_trace(inspector: Inspector) -> dict[str, Any]:
-    """The trace as a dict (``{"traceEvents": [...], ...}``)."""
+class _BlockSlices:
+    """Every slice of one block, for all its runs: ``start``/``end`` are ``(runs, rows)``
+    integer ticks of the runtime's clock (rows: the block's rows with samples)."""
+
+    def __init__(self, inspector: Inspector, table: BlockTable, ticks_per_target: float) -> None:
+        fc = inspector.file_columns
+        block = table.block
+        self.rows = [int(j) for j in np.flatnonzero(block.has_perf)]
+        k = table.n_runs
+        r = len(self.rows)
+        start = np.zeros((k, r), dtype=np.int64)
+        end = np.zeros((k, r), dtype=np.int64)
+        for c, j in enumerate(self.rows):
+            if j in table.converted_start:
+                start[:, c] = np.rint(table.converted_start[j] * ticks_per_target)
+            else:
+                start[:, c] = fc.start_time[block.events[:, j]].astype(np.int64)
+            end[:, c] = start[:, c] + np.rint(table.samples[j] * ticks_per_target).astype(np.int64)
+        keys = [table.keys[j] for j in self.rows]
+        level = np.array([_level(key.name, key.identifier is not None) for key in keys])
+        # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
+        calls: dict[tuple[bool, int], int] = {}
+        for c, key in enumerate(keys):
+            if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
+                calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
+        clipped = np.zeros((k, r), dtype=bool)
+        for c, key in enumerate(keys):
+            if level[c] < 2:
+                continue
+            p = calls.get((key.identifier is not None, key.instruction_id))
+            if p is None:
+                continue
+            s = np.clip(start[:, c], start[:, p], end[:, p])
+            e = np.clip(end[:, c], s, end[:, p])
+            clipped[:, c] = (s != start[:, c]) | (e != end[:, c])
+            start[:, c] = s
+            end[:, c] = e
+        # same start: outer levels first; within a level zero-length slices first (siblings
+        # rather than children of a longer slice starting at the same instant), then longest
+        lv = np.broadcast_to(level, (k, r))
+        self.order = np.lexsort((-end, end > start, lv, start), axis=-1)
+        self.start = start
+        self.end = end
+        self.clipped = clipped
+        self.names = [json.dumps(key.name) for key in keys]
+        self.cats = ['"delegate"' if key.identifier is not None else '"runtime"' for key in keys]
+        self.args = [_static_args(table, j) for j in self.rows]
+        self.metadata: list[list[str | None] | None] = []
+        for j in self.rows:
+            raws, parsed = inspector.row_metadata(table, j)
+            self.metadata.append(_sample_metadata(parsed, raws, k) if raws else None)
+
+
+def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
+    """Write the Trace Event JSON (see the module docstring)."""
     fc = inspector.file_columns
     source = inspector.source_time_scale
     target = inspector.target_time_scale
     ups = 1_000_000 if source is TimeScale.CYCLES else units_per_second(source)
-
-    def to_us(ticks: int) -> float:
-        # divide by an integer where possible: exact thousandths print short (2.784, not
-        # 2.7840000000000003)
-        return ticks / (ups // 1_000_000) if ups >= 1_000_000 else ticks * (1_000_000 / ups)
-
     ticks_per_target = (
         1.0 if source is TimeScale.CYCLES else units_per_second(source) / units_per_second(target)
     )
-    # run -> list of [start, end, level, name, args, iid, delegated]
-    tracks: dict[int, list[list[Any]]] = {}
-    for table in inspector.tables:
-        block = table.block
-        n = table.n_runs
-        rows = np.flatnonzero(block.has_perf)
-        static = {int(j): _row_args(inspector, table, int(j)) for j in rows}
-        metadata = {int(j): inspector.row_metadata(table, int(j)) for j in rows}
-        for j in rows.tolist():
-            key = table.keys[j]
-            events = block.events[:, j]
-            if j in table.converted_start:
-                starts = np.rint(table.converted_start[j] * ticks_per_target).astype(np.int64)
-            else:
-                starts = fc.start_time[events].astype(np.int64)
-            durations = np.rint(table.samples[j] * ticks_per_target).astype(np.int64)
-            delegated = key.identifier is not None
-            level = _level(key.name, delegated)
-            raws, parsed = metadata[j]
-            for k in range(n):
-                args = dict(static[j])
-                args["run"] = int(block.runs[k])
-                if raws:
-                    args["metadata"] = _sample_metadata(parsed, raws, k, n)
-                start = int(starts[k])
-                tracks.setdefault(int(block.runs[k]), []).append(
-                    [
-                        start,
-                        start + int(durations[k]),
-                        level,
-                        key.name,
-                        args,
-                        key.instruction_id,
-                        delegated,
-                    ]
-                )
-    origin = min((s[0] for slices in tracks.values() for s in slices), default=0)
-    trace_events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": _PID, "args": {"name": "delegate-lens"}}
-    ]
-    for run in sorted(tracks):
-        name = fc.run_names[run] or ""
-        trace_events.append(
+    divisor = ups // 1_000_000 if ups >= 1_000_000 else 0
+    multiplier = 1_000_000 / ups
+
+    def us(ticks: int) -> str:
+        # divide by an integer where possible: exact thousandths print short
+        return repr(ticks / divisor if divisor else ticks * multiplier)
+
+    blocks = [_BlockSlices(inspector, t, ticks_per_target) for t in inspector.tables]
+    where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
+    for b, table in enumerate(inspector.tables):
+        for pos, run in enumerate(table.block.runs.tolist()):
+            where[run] = (b, pos)
+    origin = min((int(s.start.min()) for s in blocks if s.start.size), default=0)
+
+    stream.write('{"displayTimeUnit": "ns", "otherData": ')
+    stream.write(
+        json.dumps(
             {
-                "name": "thread_name",
-                "ph": "M",
-                "pid": _PID,
-                "tid": run,
-                "args": {"name": f"run {run}: {name}"},
+                "producer": "delegate-lens",
+                "source_time_scale": source.value,
+                "target_time_scale": target.value,
             }
         )
-        trace_events.append(
-            {
-                "name": "thread_sort_index",
-                "ph": "M",
-                "pid": _PID,
-                "tid": run,
-                "args": {"sort_index": run},
-            }
+    )
+    stream.write(', "traceEvents": [\n')
+    stream.write(
+        f'{{"name": "process_name", "ph": "M", "pid": {_PID}, "args": {{"name": "delegate-lens"}}}}'
+    )
+    for run in sorted(where):
+        b, pos = where[run]
+        sl = blocks[b]
+        name = json.dumps(f"run {run}: {fc.run_names[run] or ''}")
+        stream.write(
+            f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": {run}, '
+            f'"args": {{"name": {name}}}}}'
+            f',\n{{"name": "thread_sort_index", "ph": "M", "pid": {_PID}, "tid": {run}, '
+            f'"args": {{"sort_index": {run}}}}}'
         )
-        for start, end, _lvl, slice_name, args in _nest(tracks[run]):
-            trace_events.append(
-                {
-                    "name": slice_name,
-                    "cat": "delegate" if "delegate_debug_identifier" in args else "runtime",
-                    "ph": "X",
-                    "pid": _PID,
-                    "tid": run,
-                    "ts": to_us(start - origin),
-                    "dur": to_us(end - start),
-                    "args": args,
-                }
+        starts = sl.start[pos].tolist()
+        ends = sl.end[pos].tolist()
+        clipped = sl.clipped[pos].tolist()
+        stack: list[int] = []  # end ticks of the open slices
+        parts = []
+        for c in sl.order[pos].tolist():
+            s, e = starts[c], ends[c]
+            while stack and stack[-1] <= s and not (stack[-1] == s == e):
+                stack.pop()
+            clip = clipped[c]
+            if stack and e > stack[-1]:
+                e = stack[-1]
+                clip = True
+            stack.append(e)
+            extra = f', "run": {run}'
+            meta = sl.metadata[c]
+            if meta is not None and meta[pos] is not None:
+                extra += f', "metadata": {meta[pos]}'
+            if clip:
+                extra += ', "clipped": true'
+            parts.append(
+                f',\n{{"name": {sl.names[c]}, "cat": {sl.cats[c]}, "ph": "X", "pid": {_PID}, '
+                f'"tid": {run}, "ts": {us(s - origin)}, "dur": {us(e - s)}, '
+                f'"args": {{{sl.args[c]}{extra}}}}}'
             )
-    return {
-        "traceEvents": trace_events,
-        "displayTimeUnit": "ns",
-        "otherData": {
-            "producer": "delegate-lens",
-            "source_time_scale": source.value,
-            "target_time_scale": target.value,
-        },
-    }
-
-
-def _nest(slices: list[list[Any]]) -> list[tuple[int, int, int, str, dict[str, Any]]]:
-    """Clip slices so that they nest properly: first into the call of their instruction
-    (kernel -> OPERATOR_CALL, delegate event -> DELEGATE_CALL), then by time."""
-    calls: dict[tuple[str, int], list[Any]] = {}
-    for s in slices:
-        if s[3] in ("OPERATOR_CALL", "DELEGATE_CALL"):
-            calls.setdefault(("op" if s[3] == "OPERATOR_CALL" else "del", s[5]), s)
-    for s in slices:
-        if s[2] < 2:
-            continue
-        parent = calls.get(("del" if s[6] else "op", s[5]))
-        if parent is None:
-            continue
-        start = min(max(s[0], parent[0]), parent[1])
-        end = min(max(s[1], start), parent[1])
-        if (start, end) != (s[0], s[1]):
-            s[4]["clipped"] = True
-            s[0], s[1] = start, end
-    # same start: outer levels first; within a level, zero-length slices first (siblings
-    # rather than children of a longer slice starting at the same instant), then longest
-    ordered = sorted(slices, key=lambda s: (s[0], s[2], s[1] > s[0], -s[1]))
-    stack: list[list[Any]] = []
-    out = []
-    for s in ordered:
-        while (
-            stack
-            and stack[-1][1] <= s[0]
-            and not (stack[-1][1] == s[0] == s[1] and stack[-1][0] < s[0])
-        ):
-            stack.pop()
-        if stack and s[1] > stack[-1][1]:
-            s[1] = stack[-1][1]
-            s[4]["clipped"] = True
-        stack.append(s)
-        out.append((s[0], s[1], s[2], s[3], s[4]))
-    return out
-
-
-def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
-    """Write the Trace Event JSON."""
-    json.dump(build_trace(inspector), stream, separators=(",", ":"))
-    stream.write("\n")
+        stream.write("".join(parts))
+    stream.write("\n]}\n")
