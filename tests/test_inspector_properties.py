@@ -1,0 +1,185 @@
+"""Property tests: the columnar grouping equals a plain-Python model of the spec, exact
+decimal JSON numbers, and the zero-copy column join."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from delegate_lens.etdump import (
+    Bool,
+    DebugEvent,
+    ETDump,
+    Event,
+    Int,
+    ProfileEvent,
+    RunData,
+    Value,
+    ValueType,
+    dumps,
+)
+from delegate_lens.inspector import Inspector
+from delegate_lens.inspector.build import _joined
+from delegate_lens.inspector.jsonout import format_decimals
+
+# one event: ("p", name, chain, iid, did_int, did_str) or ("d", chain, iid, value, output)
+profile_shape = st.tuples(
+    st.just("p"),
+    st.sampled_from(["OPERATOR_CALL", "native_call_add.out", "Method::execute", None, ""]),
+    st.sampled_from([-1, 0, 1]),
+    st.sampled_from([-1, 0, 1, 2]),
+    st.sampled_from([-1, 3]),
+    st.sampled_from([None, "", "conv"]),
+)
+debug_shape = st.tuples(
+    st.just("d"),
+    st.sampled_from([0, 1, 2**64 - 1]),
+    st.sampled_from([-1, 0, 1, 2]),
+    st.integers(-5, 5),
+    st.booleans(),
+)
+template = st.lists(st.one_of(profile_shape, profile_shape, debug_shape), max_size=10)
+
+
+@st.composite
+def etdumps(draw: Any) -> list[tuple[str, int, list[tuple[Any, ...]], list[tuple[int, int]]]]:
+    templates = draw(st.lists(template, min_size=1, max_size=3))
+    runs = []
+    for _ in range(draw(st.integers(1, 6))):
+        shape = templates[draw(st.integers(0, len(templates) - 1))]
+        name = draw(st.sampled_from(["Execute", "Execute", "Default"]))
+        bundled = draw(st.sampled_from([-1, -1, 0]))
+        times = [
+            (s, s + draw(st.integers(0, 5000)))
+            for s in draw(st.lists(st.integers(0, 10**9), min_size=len(shape), max_size=len(shape)))
+        ]
+        runs.append((name, bundled, shape, times))
+    return runs
+
+
+def _to_etdump(runs: list[tuple[str, int, list[tuple[Any, ...]], list[tuple[int, int]]]]) -> bytes:
+    data = []
+    for name, bundled, shape, times in runs:
+        events = []
+        for ev, (start, end) in zip(shape, times):
+            if ev[0] == "p":
+                _, ename, chain, iid, did_int, did_str = ev
+                events.append(
+                    Event(
+                        profile_event=ProfileEvent(
+                            name=ename,
+                            chain_index=chain,
+                            instruction_id=iid,
+                            delegate_debug_id_int=did_int,
+                            delegate_debug_id_str=did_str,
+                            start_time=start,
+                            end_time=end,
+                        )
+                    )
+                )
+            else:
+                _, chain, iid, value, output = ev
+                entry = Value(
+                    val=ValueType.Int, int_value=Int(value), output=Bool(True) if output else None
+                )
+                events.append(
+                    Event(
+                        debug_event=DebugEvent(
+                            chain_index=chain, instruction_id=iid, debug_entry=entry
+                        )
+                    )
+                )
+        data.append(RunData(name=name, bundled_input_index=bundled, events=events))
+    return dumps(ETDump(run_data=data))
+
+
+def _model(runs: list[tuple[str, int, list[tuple[Any, ...]], list[tuple[int, int]]]]) -> list[Any]:
+    """The spec, literally: group by instruction signature in first-appearance order, a row
+    per profile event (or one per debug-only group), merge runs by signature."""
+    blocks: dict[Any, list[Any]] = {}
+    for name, bundled, shape, times in runs:
+        groups: dict[Any, dict[str, list[Any]]] = {}
+        for ev, (start, end) in zip(shape, times):
+            if ev[0] == "p":
+                _, ename, chain, iid, did_int, did_str = ev
+                key = (chain, iid, did_int, did_str or None)
+                groups.setdefault(key, {"p": [], "d": []})["p"].append((ename or None, start, end))
+            else:
+                _, chain, iid, value, output = ev
+                chain = -1 if chain == 2**64 - 1 else chain
+                key = (chain, iid, -1, None)
+                group = groups.setdefault(key, {"p": [], "d": []})
+                if not output:
+                    group["d"].append(value)
+        rows = []
+        for (_chain, iid, did_int, did_str), group in groups.items():
+            identifier = did_int if did_int != -1 else did_str
+            for ename, start, end in group["p"]:
+                rows.append((True, ename, iid, identifier, (start, end), group["d"]))
+            if not group["p"] and group["d"]:
+                rows.append((False, None, iid, identifier, None, group["d"]))
+        if not rows:
+            continue
+        signature = (name, bundled, tuple(r[:4] for r in rows))
+        blocks.setdefault(signature, []).append(rows)
+    out = []
+    for (name, bundled, _sig), instances in blocks.items():
+        events = []
+        for j, row in enumerate(instances[0]):
+            has_perf, ename, iid, identifier, _times, debug = row
+            shown = str(identifier) if identifier is not None else (ename or "")
+            samples = None
+            if has_perf:
+                samples = []
+                for rows in instances:
+                    start, end = rows[j][4]
+                    if identifier is None:
+                        samples.append((end - start) / 1e6)
+                    else:
+                        samples.append(end / 1e6 - start / 1e6)
+            events.append((shown, iid if iid >= 0 else None, identifier, samples, debug))
+        out.append((name, bundled, len(instances), events))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(etdumps())
+def test_grouping_matches_the_spec_model(runs: Any) -> None:
+    inspector = Inspector(etdump_data=_to_etdump(runs))
+    got = []
+    for block in inspector.event_blocks:
+        events = [
+            (
+                e.name,
+                e.instruction_id,
+                e.delegate_debug_identifier,
+                e.perf_data.raw if e.perf_data else None,
+                e.debug_data,
+            )
+            for e in block.events
+        ]
+        got.append((block.name, block.bundled_input_index, len(block.run_indices), events))
+    assert got == _model(runs)
+
+
+@given(
+    st.lists(st.integers(0, 2**53 - 1), min_size=1, max_size=30),
+    st.integers(0, 9),
+)
+def test_decimal_formatting_is_exact(ticks: list[int], places: int) -> None:
+    arr = np.array([ticks], dtype=np.uint64)
+    (text,) = format_decimals(arr, places)
+    assert json.loads(f"[{text}]") == [float(t) / 10**places for t in ticks]
+
+
+def test_join_only_accepts_consecutive_views() -> None:
+    base = np.arange(10, dtype=np.int64)
+    views = [base[0:3], base[3:7], base[7:10]]
+    assert _joined(views) is base
+    assert _joined([base[3:7], base[0:3], base[7:10]]) is None  # out of order
+    assert _joined([base[0:3], base[3:7]]) is None  # not the whole base
+    assert _joined([base[0:3], np.arange(7)]) is None  # another array
