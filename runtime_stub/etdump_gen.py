@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from delegate_lens.errors import EventTracerError
-from delegate_lens.runtime.event_tracer import EventTracer
+from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
 
@@ -72,6 +72,35 @@ _SCALAR_TYPE: dict[str, int] = {
 }
 
 
+class _Deferred:
+    """Structured metadata kept as logged; encoded once when the ETDump is built."""
+
+    __slots__ = ("backend_id", "value")
+
+    def __init__(self, backend_id: str | None, value: Any) -> None:
+        self.backend_id = backend_id
+        self.value = value
+
+    def key(self) -> Any:
+        """A hashable key for caching the encoding (None when the value is not hashable)."""
+        value = self.value
+        frozen: Any = tuple(value.items()) if isinstance(value, dict) else value
+        try:
+            hash(frozen)
+        except TypeError:
+            return None
+        return (self.backend_id, type(value), frozen)
+
+    def encode(self, cache: dict[Any, bytes]) -> bytes:
+        key = self.key()
+        if key is not None and key in cache:
+            return cache[key]
+        data = encode_metadata(self.backend_id, self.value)
+        if key is not None:
+            cache[key] = data
+        return data
+
+
 class DebugBufferFullWarning(UserWarning):
     """The debug buffer of an ETDumpGen is full: later tensors are not stored."""
 
@@ -83,27 +112,57 @@ def _contiguous_strides(sizes: list[int]) -> list[int]:
     return strides
 
 
-def _tensor_bytes(x: Any) -> tuple[int, list[int], bytes] | None:
-    """(scalar type, sizes, C-contiguous bytes) of a torch tensor or numpy array, else None."""
+def _tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
+    """(scalar type, sizes, C-contiguous uint8 array) of a torch tensor or numpy array.
+
+    ``None`` for anything else. The array may share memory with ``x`` (it is copied into
+    the debug buffer right away).
+    """
     if isinstance(x, np.ndarray | np.generic):
         arr = np.ascontiguousarray(x)
         code = _SCALAR_TYPE.get(arr.dtype.name)
         if code is None:
             raise EventTracerError(f"cannot log an array of dtype {arr.dtype}")
-        return code, list(arr.shape), arr.tobytes()
+        return code, list(arr.shape), arr.reshape(-1).view(np.uint8)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         t = x.detach()
         if t.device.type != "cpu":
             t = t.cpu()
-        name = str(t.dtype).removeprefix("torch.")
-        code = _SCALAR_TYPE.get(name)
+        code = _TORCH_SCALAR_TYPE.get(t.dtype)
         if code is None:
-            raise EventTracerError(f"cannot log a tensor of dtype {t.dtype}")
-        sizes = list(t.shape)
-        data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-        return code, sizes, data
+            name = str(t.dtype).removeprefix("torch.")
+            code = _SCALAR_TYPE.get(name)
+            if code is None:
+                raise EventTracerError(f"cannot log a tensor of dtype {t.dtype}")
+            _TORCH_SCALAR_TYPE[t.dtype] = code
+        return code, list(t.shape), t.contiguous().reshape(-1).view(torch.uint8).numpy()
     return None
+
+
+_TORCH_SCALAR_TYPE: dict[Any, int] = {}
+
+# debug records, kept as tuples while running and made codec Values when building
+_REC_TENSOR, _REC_LIST, _REC_INT, _REC_BOOL, _REC_DOUBLE = range(5)
+
+
+def _record_to_value(record: tuple[Any, ...]) -> Any:
+    from delegate_lens.etdump import Bool, Double, Int, Tensor, TensorList, Value, ValueType
+
+    kind, payload, output = record
+    flag = Bool(True) if output else None
+    if kind == _REC_TENSOR:
+        code, sizes, offset = payload
+        tensor = Tensor(code, sizes, _contiguous_strides(sizes), offset)
+        return Value(ValueType.Tensor, tensor=tensor, output=flag)
+    if kind == _REC_LIST:
+        tensors = [Tensor(c, s, _contiguous_strides(s), o) for c, s, o in payload]
+        return Value(ValueType.TensorList, tensor_list=TensorList(tensors), output=flag)
+    if kind == _REC_INT:
+        return Value(ValueType.Int, int_value=Int(payload), output=flag)
+    if kind == _REC_BOOL:
+        return Value(ValueType.Bool, bool_value=Bool(payload), output=flag)
+    return Value(ValueType.Double, double_value=Double(payload), output=flag)
 
 
 class ETDumpGen(EventTracer):
@@ -134,6 +193,7 @@ class ETDumpGen(EventTracer):
         """Debug events dropped because their tensor did not fit the debug buffer."""
         self._blocks: list[tuple[str, list[tuple[Any, ...]]]] = []
         self._events: list[tuple[Any, ...]] | None = None
+        self._encoders_checked: set[str | None] = set()
 
     # ------------------------------------------------------------------ executor side
 
@@ -167,14 +227,58 @@ class ETDumpGen(EventTracer):
 
     # ------------------------------------------------------------------ delegate side
 
+    def _metadata(self, metadata: Any) -> Any:
+        """Bytes to store, or a :class:`_Deferred` structured value encoded at build time."""
+        if metadata is None:
+            return b""
+        if isinstance(metadata, bytes | bytearray | memoryview):
+            return bytes(metadata)
+        backend_id = self.delegate_backend_id
+        if backend_id not in self._encoders_checked:  # fail at the first log, not at write
+            encode_metadata(backend_id, metadata)
+            self._encoders_checked.add(backend_id)
+        if isinstance(metadata, dict):
+            metadata = dict(metadata)  # a snapshot: later edits by the backend do not leak in
+        elif isinstance(metadata, list):
+            metadata = list(metadata)
+        return _Deferred(backend_id, metadata)
+
+    def start_profiling_delegate(
+        self, name: str | None, delegate_debug_id: int
+    ) -> EventTracerEntry:
+        return EventTracerEntry(
+            name, delegate_debug_id, self.chain_index, self.instruction_id, self.clock()
+        )
+
+    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: Any) -> None:
+        end_time = self.clock()
+        if type(metadata) is not bytes:
+            metadata = self._metadata(metadata)
+        events = self._events if self._events is not None else self._current()
+        events.append(
+            (
+                _PROFILE,
+                None,
+                entry.chain_index,
+                entry.instruction_id,
+                entry.delegate_debug_id,
+                entry.name,
+                entry.start_time,
+                end_time,
+                metadata,
+            )
+        )
+
     def log_profiling_delegate(
         self,
         name: str | None,
         delegate_debug_id: int,
         start_time: int,
         end_time: int,
-        metadata: bytes,
+        metadata: Any,
     ) -> None:
+        if type(metadata) is not bytes:
+            metadata = self._metadata(metadata)
         events = self._events if self._events is not None else self._current()
         events.append(
             (
@@ -213,7 +317,7 @@ class ETDumpGen(EventTracer):
 
     # ------------------------------------------------------------------ debug values
 
-    def _store(self, data: bytes) -> int | None:
+    def _store(self, data: Any) -> int | None:
         if self.debug_buffer_full:
             return None
         offset = self._debug_used + (-self._debug_used % DEBUG_BUFFER_ALIGNMENT)
@@ -227,11 +331,11 @@ class ETDumpGen(EventTracer):
                 stacklevel=4,
             )
             return None
-        self._debug_buffer[offset : offset + len(data)] = data
+        self._debug_buffer[offset : offset + len(data)] = memoryview(data)
         self._debug_used = offset + len(data)
         return offset
 
-    def _tensor(self, x: Any) -> tuple[int, list[int], list[int], int] | None:
+    def _tensor(self, x: Any) -> tuple[int, list[int], int] | None:
         info = _tensor_bytes(x)
         if info is None:
             return None
@@ -239,36 +343,30 @@ class ETDumpGen(EventTracer):
         offset = self._store(data)
         if offset is None:
             return None
-        return code, sizes, _contiguous_strides(sizes), offset
+        return code, sizes, offset
 
-    def _make_value(self, value: Any, output: bool) -> Any:
-        """The codec ``Value`` for a logged value (None: not loggable or not stored)."""
-        from delegate_lens.etdump import Bool, Double, Int, Tensor, TensorList, Value, ValueType
-
-        flag = Bool(True) if output else None
+    def _make_value(self, value: Any, output: bool) -> tuple[Any, ...] | None:
+        """A debug record for a logged value (None: not loggable, or not stored)."""
         if isinstance(value, bool):
-            return Value(ValueType.Bool, bool_value=Bool(value), output=flag)
+            return (_REC_BOOL, value, output)
         if isinstance(value, int):
-            return Value(ValueType.Int, int_value=Int(value), output=flag)
+            return (_REC_INT, value, output)
         if isinstance(value, float):
-            return Value(ValueType.Double, double_value=Double(value), output=flag)
+            return (_REC_DOUBLE, value, output)
         if isinstance(value, list | tuple):
-            if not value:
+            if not value or not all(_tensor_bytes_supported(v) for v in value):
                 return None
             parts = [self._tensor(v) for v in value]
             if any(p is None for p in parts):
-                if self.debug_buffer_full:
-                    self.dropped_debug_values += 1
+                self.dropped_debug_values += 1
                 return None
-            tensors = [Tensor(c, s, st, o) for c, s, st, o in parts]  # type: ignore[misc]
-            return Value(ValueType.TensorList, tensor_list=TensorList(tensors), output=flag)
+            return (_REC_LIST, parts, output)
         if _tensor_bytes_supported(value):
             part = self._tensor(value)
             if part is None:
                 self.dropped_debug_values += 1
                 return None
-            code, sizes, strides, offset = part
-            return Value(ValueType.Tensor, tensor=Tensor(code, sizes, strides, offset), output=flag)
+            return (_REC_TENSOR, part, output)
         return None
 
     # ------------------------------------------------------------------ output
@@ -337,15 +435,18 @@ def _columns(events: list[tuple[Any, ...]], columns_cls: Any) -> Any:
     lengths = np.full(n, -1, dtype=np.int64)
     chunks: list[bytes] = []
     debug_entries: dict[int, Any] = {}
+    cache: dict[Any, bytes] = {}
     for i in range(n):
         value = extra[i]
         if value is None:
             continue
         if is_profile[i]:
+            if type(value) is _Deferred:
+                value = value.encode(cache)
             lengths[i] = len(value)
             chunks.append(value)
         else:
-            debug_entries[i] = value
+            debug_entries[i] = _record_to_value(value)
     blob = b"".join(chunks)
     offsets = np.zeros(n, dtype=np.int64)
     present = lengths >= 0

@@ -35,6 +35,7 @@ __all__ = [
     "UNSET_DELEGATE_DEBUG_ID",
     "EventTracer",
     "EventTracerEntry",
+    "encode_metadata",
     "event_tracer_end_profiling_delegate",
     "event_tracer_log_output_delegate",
     "event_tracer_log_profiling_delegate",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 UNSET_DELEGATE_DEBUG_ID = -1
+_U64_MAX = (1 << 64) - 1
 """``delegate_debug_id`` value meaning "no int identifier" (the C++ ``kUnsetDebugHandle``)."""
 
 
@@ -97,7 +99,7 @@ class EventTracer:
             name, delegate_debug_id, self.chain_index, self.instruction_id, self.clock()
         )
 
-    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: bytes) -> None:
+    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: Any) -> None:
         self.log_profiling_delegate(
             entry.name, entry.delegate_debug_id, entry.start_time, self.clock(), metadata
         )
@@ -108,9 +110,13 @@ class EventTracer:
         delegate_debug_id: int,
         start_time: int,
         end_time: int,
-        metadata: bytes,
+        metadata: Any,
     ) -> None:
-        """Record one delegate profile event."""
+        """Record one delegate profile event.
+
+        ``metadata`` is what the backend passed (``None``, bytes or a structured value);
+        :meth:`encode_metadata` turns it into the bytes to store.
+        """
 
     def log_intermediate_output_delegate(
         self, name: str | None, delegate_debug_id: int, output: Any
@@ -118,31 +124,43 @@ class EventTracer:
         """Record one delegate intermediate output."""
 
     def encode_metadata(self, metadata: Any) -> bytes:
-        """Bytes for ``metadata``: as is, empty for ``None``, else the backend's encoder."""
-        if metadata is None:
-            return b""
-        if isinstance(metadata, bytes | bytearray | memoryview):
-            return bytes(metadata)
-        backend_id = self.delegate_backend_id
-        from delegate_lens.pluginmanager import call_hook
+        """Bytes for ``metadata`` logged by the delegate running now (see :func:`encode_metadata`)."""
+        return encode_metadata(self.delegate_backend_id, metadata)
 
-        encoded = call_hook("dl_encode_delegate_metadata", backend_id=backend_id, metadata=metadata)
-        if encoded is None:
-            raise EventTracerError(
-                f"backend {backend_id!r} logged metadata of type {type(metadata).__name__} but "
-                "no plugin's dl_encode_delegate_metadata encodes it (log bytes, or implement "
-                "the hook)"
-            )
-        if not isinstance(encoded, bytes | bytearray):
-            raise EventTracerError(
-                f"dl_encode_delegate_metadata for backend {backend_id!r} returned "
-                f"{type(encoded).__name__}, expected bytes"
-            )
-        return bytes(encoded)
+
+def encode_metadata(backend_id: str | None, metadata: Any) -> bytes:
+    """Bytes for ``metadata``: as is, empty for ``None``, else the backend's encoder.
+
+    A structured value goes through the ``dl_encode_delegate_metadata`` hook for
+    ``backend_id``; no plugin answering is an :class:`EventTracerError` naming the backend.
+    """
+    if metadata is None:
+        return b""
+    if isinstance(metadata, bytes | bytearray | memoryview):
+        return bytes(metadata)
+    from delegate_lens.pluginmanager import call_hook
+
+    encoded = call_hook("dl_encode_delegate_metadata", backend_id=backend_id, metadata=metadata)
+    if encoded is None:
+        raise EventTracerError(
+            f"backend {backend_id!r} logged metadata of type {type(metadata).__name__} but "
+            "no plugin's dl_encode_delegate_metadata encodes it (log bytes, or implement "
+            "the hook)"
+        )
+    if not isinstance(encoded, bytes | bytearray):
+        raise EventTracerError(
+            f"dl_encode_delegate_metadata for backend {backend_id!r} returned "
+            f"{type(encoded).__name__}, expected bytes"
+        )
+    return bytes(encoded)
 
 
 def _check_ids(name: Any, delegate_debug_id: Any) -> int:
     """Exactly one identifier; returns the int id (``-1`` when ``name`` is used)."""
+    if (delegate_debug_id is None or delegate_debug_id == UNSET_DELEGATE_DEBUG_ID) and type(
+        name
+    ) is str:
+        return UNSET_DELEGATE_DEBUG_ID  # the common case, decided fast
     has_id = delegate_debug_id is not None and delegate_debug_id != UNSET_DELEGATE_DEBUG_ID
     if name is not None:
         if has_id:
@@ -179,8 +197,9 @@ def event_tracer_start_profiling_delegate(
     """
     if tracer is None:
         return None
-    ddi = _check_ids(name, delegate_debug_id)
-    return tracer.start_profiling_delegate(name, ddi)
+    if name is None and type(delegate_debug_id) is int and delegate_debug_id >= 0:
+        return tracer.start_profiling_delegate(None, delegate_debug_id)
+    return tracer.start_profiling_delegate(name, _check_ids(name, delegate_debug_id))
 
 
 def event_tracer_end_profiling_delegate(
@@ -189,12 +208,12 @@ def event_tracer_end_profiling_delegate(
     """End the operation started with ``entry`` now, attaching ``metadata``."""
     if tracer is None:
         return
-    if not isinstance(entry, EventTracerEntry):
+    if type(entry) is not EventTracerEntry and not isinstance(entry, EventTracerEntry):
         raise EventTracerError(
             f"end_profiling_delegate needs the entry start_profiling_delegate returned, "
             f"got {type(entry).__name__}"
         )
-    tracer.end_profiling_delegate(entry, tracer.encode_metadata(metadata))
+    tracer.end_profiling_delegate(entry, metadata)
 
 
 def event_tracer_log_profiling_delegate(
@@ -208,19 +227,22 @@ def event_tracer_log_profiling_delegate(
     """Log a delegate operation after the fact, with the backend's own timestamps."""
     if tracer is None:
         return
-    ddi = _check_ids(name, delegate_debug_id)
-    if not (isinstance(start_time, int) and isinstance(end_time, int)):
+    if name is None and type(delegate_debug_id) is int and delegate_debug_id >= 0:
+        ddi = delegate_debug_id
+    else:
+        ddi = _check_ids(name, delegate_debug_id)
+    if type(start_time) is not int or type(end_time) is not int:
         try:
             start_time, end_time = int(start_time), int(end_time)
         except (TypeError, ValueError):
             raise EventTracerError(
                 f"start_time/end_time must be ints (clock ticks), got {start_time!r}, {end_time!r}"
             ) from None
-    if not (0 <= start_time < 2**64 and 0 <= end_time < 2**64):
+    if start_time < 0 or end_time < 0 or start_time > _U64_MAX or end_time > _U64_MAX:
         raise EventTracerError(
             f"start_time/end_time must fit uint64 ticks, got {start_time}, {end_time}"
         )
-    tracer.log_profiling_delegate(name, ddi, start_time, end_time, tracer.encode_metadata(metadata))
+    tracer.log_profiling_delegate(name, ddi, start_time, end_time, metadata)
 
 
 def event_tracer_log_output_delegate(

@@ -304,3 +304,32 @@ def test_tracer_modules_import_no_torch() -> None:
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_structured_metadata_is_a_snapshot_encoded_once_per_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    import delegate_lens.pluginmanager as pmod
+
+    calls = []
+
+    def fake(hook: str, backend_id: str, metadata: object) -> bytes:
+        calls.append(metadata)
+        return json.dumps(metadata).encode()
+
+    monkeypatch.setattr(pmod, "call_hook", fake)
+    gen = ETDumpGen(clock=counter_clock())
+    gen.delegate_backend_id = "B"
+    meta = {"flops": 1}
+    for _ in range(5):
+        entry = event_tracer_start_profiling_delegate(gen, None, 1)
+        event_tracer_end_profiling_delegate(gen, entry, meta)
+    meta["flops"] = 2  # edited after logging: must not change what was logged
+    event_tracer_log_profiling_delegate(gen, None, 2, 0, 1, meta)
+    [(_, events)] = events_of(gen)
+    stored = [bytes(e["profile_event"]["delegate_debug_metadata"]) for e in events]
+    assert stored == [b'{"flops": 1}'] * 5 + [b'{"flops": 2}']
+    # one check at the first log, then one encoding per distinct value at build time
+    assert len(calls) == 3
