@@ -30,7 +30,7 @@ class Summary:
     runs: list[tuple[str | None, int, int]]  # (run name, how many runs, events in them)
     events: int
     by_kind: dict[str, int]
-    by_name: list[NameStats]  # most frequent first
+    by_name: list[NameStats]  # most frequent first; unnamed delegate events by identifier
     start: int | None  # earliest start_time of a profile event
     end: int | None  # latest end_time of a profile event
     wrapped: int  # profile events whose end_time < start_time (32-bit clock wrap)
@@ -64,6 +64,20 @@ def _merged(etdump: ETDump) -> tuple[dict[str, Any], list[str]]:
     return merged, strings
 
 
+def _labels(cols: dict[str, Any], strings: list[str]) -> Any:
+    """Name codes per event; unnamed delegate events are labelled by their identifier."""
+    labels = cols["name"].astype(np.int64)
+    by_str = (labels < 0) & (cols["delegate_debug_id_str"] >= 0)
+    labels[by_str] = cols["delegate_debug_id_str"][by_str]
+    by_int = (labels < 0) & (cols["delegate_debug_id_int"] != -1)
+    if by_int.any():
+        ids, inverse = np.unique(cols["delegate_debug_id_int"][by_int], return_inverse=True)
+        base = len(strings)
+        strings.extend(f"(delegate id {int(k)})" for k in ids)
+        labels[by_int] = base + inverse.reshape(-1)
+    return labels
+
+
 def summarize(etdump: ETDump) -> Summary:
     cols, strings = _merged(etdump)
     runs: Counter[str | None] = Counter()
@@ -83,7 +97,7 @@ def summarize(etdump: ETDump) -> Summary:
     wrapped = end < start
     duration[wrapped] = (end[wrapped].astype(np.float64) + 2.0**32) - start[wrapped]
     by_name: list[NameStats] = []
-    names = cols["name"]
+    names = _labels(cols, strings)
     if len(names):
         counts = np.bincount(names + 1, minlength=len(strings) + 1)
         totals = np.bincount(names[prof] + 1, weights=duration, minlength=len(strings) + 1)

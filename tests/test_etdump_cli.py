@@ -1,0 +1,140 @@
+"""`delegate-lens etdump to-json / from-json / summary`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import VECTOR_NAMES, VECTORS
+
+from delegate_lens.cli import main
+from delegate_lens.etdump import load
+
+
+@pytest.mark.parametrize("name", VECTOR_NAMES)
+def test_to_json_prints_the_reference_view(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["etdump", "to-json", str(VECTORS / name / "etdump.etdp")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((VECTORS / name / "etdump.json").read_text())
+
+
+@pytest.mark.parametrize("name", VECTOR_NAMES)
+def test_from_json_then_to_json_round_trip(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference = VECTORS / name / "etdump.json"
+    out = tmp_path / "back.etdp"
+    assert main(["etdump", "from-json", str(reference), "-o", str(out)]) == 0
+    assert load(out) == load(VECTORS / name / "etdump.etdp")
+    capsys.readouterr()
+    assert main(["etdump", "to-json", "--compact", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(reference.read_text())
+
+
+def test_console_script_round_trip(tmp_path: Path) -> None:
+    src = VECTORS / "mlp_xnnpack" / "etdump.etdp"
+    view = subprocess.run(
+        [sys.executable, "-m", "delegate_lens", "etdump", "to-json", str(src)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (tmp_path / "v.json").write_text(view)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "delegate_lens",
+            "etdump",
+            "from-json",
+            str(tmp_path / "v.json"),
+            "-o",
+            str(tmp_path / "v.etdp"),
+        ],
+        check=True,
+    )
+    assert load(tmp_path / "v.etdp") == load(src)
+
+
+def test_summary_of_the_big_vector(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["etdump", "summary", str(VECTORS / "gpt_portable_big" / "etdump.etdp")]) == 0
+    out = capsys.readouterr().out
+    assert "2001 runs" in out and "482,002 events" in out
+    assert "Execute" in out and "x2000" in out
+    assert "OPERATOR_CALL" in out and "240,000" in out
+    assert "allocators: none" in out
+    assert "time span:" in out
+
+
+def test_summary_names_delegate_events_by_their_identifier(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["etdump", "summary", str(VECTORS / "mlp_xnnpack" / "etdump.etdp")]) == 0
+    out = capsys.readouterr().out
+    assert "debug" in out and "25" in out
+    assert "Fully Connected (NC, F32) GEMM #1" in out
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "delegate_lens", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_bad_etdump_is_one_line_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.etdp"
+    bad.write_bytes(b"\x10\x00\x00\x00garbage-not-an-etdump")
+    for action in ("to-json", "summary"):
+        proc = _run_cli("etdump", action, str(bad))
+        assert proc.returncode == 2
+        assert proc.stdout == ""
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ")
+        assert str(bad) in lines[0] and "byte offset" in lines[0]
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    proc = _run_cli("etdump", "summary", str(tmp_path / "nope.etdp"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "nope.etdp" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{not json", ["not valid JSON", "line 1"]),
+        (
+            '{"run_data": [{"events": [{"profile_event": {"start_time": -1}}]}]}',
+            ["run_data[0].events[0].profile_event.start_time"],
+        ),
+        ('{"run_data": [{"events": [{"profile_event": {"nme": "x"}}]}]}', ["unknown field 'nme'"]),
+        (
+            '{"run_data": [{"events": [{"debug_event": {"debug_entry": {"val": "Tensorr"}}}]}]}',
+            ["unknown ValueType"],
+        ),
+        ('{"run_data": [{"events": [{"profile_event": {}, "debug_event": {}}]}]}', ["only one"]),
+        (
+            '{"run_data": [{"events": [{"profile_event": {"delegate_debug_metadata": [1, 256]}}]}]}',
+            ["0..255"],
+        ),
+        ("[1, 2]", ["expected an object"]),
+    ],
+)
+def test_bad_json_is_a_format_error_naming_file_and_field(
+    tmp_path: Path, content: str, words: list[str]
+) -> None:
+    src = tmp_path / "in.json"
+    src.write_text(content)
+    out = tmp_path / "out.etdp"
+    proc = _run_cli("etdump", "from-json", str(src), "-o", str(out))
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1 and line.startswith("error: ")
+    assert str(src) in line
+    for word in words:
+        assert word in line
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["in.json"]  # no partial or temporary file
