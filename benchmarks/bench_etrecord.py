@@ -144,9 +144,13 @@ def main() -> int:
         nodes = int(n)
     print(f"\nfresh process, {args.runs} runs ({nodes} nodes), medians:")
     print(f"  import delegate_lens.etrecord   {statistics.median(imports) * 1e3:8.1f} ms")
-    print(f"  read metadata                   {statistics.median(reads) * 1e3:8.1f} ms")
     print(
-        f"  import + read                   {statistics.median(totals) * 1e3:8.1f} ms  (bar: 100 ms)"
+        f"  read metadata                   {statistics.median(reads) * 1e3:8.1f} ms"
+        f"  (min {min(reads) * 1e3:.1f} ms)"
+    )
+    print(
+        f"  import + read                   {statistics.median(totals) * 1e3:8.1f} ms"
+        f"  (min {min(totals) * 1e3:.1f} ms; bar: 100 ms)"
     )
     print(f"  whole process incl. start-up    {statistics.median(walls) * 1e3:8.1f} ms")
 

@@ -12,7 +12,6 @@ import contextlib
 import io
 import os
 import struct
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
@@ -205,6 +204,8 @@ def write_zip_atomic(path: str | os.PathLike[str], entries: Iterable[tuple[str, 
 
     On any failure the temporary file is removed and ``path`` is left as it was.
     """
+    import tempfile  # only writers pay for it
+
     target = Path(os.fspath(path))
     directory = target.parent if str(target.parent) else Path(".")
     fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
