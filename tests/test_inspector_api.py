@@ -171,3 +171,18 @@ def test_importing_the_inspector_imports_no_torch() -> None:
         "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.torch
+def test_get_exported_program_deserializes_on_request(vectors_dir: Path) -> None:
+    v = vectors_dir / "conv_xnnpack"
+    inspector = Inspector(etdump_path=v / "etdump.etdp", etrecord=str(v / "etrecord.bin"))
+    program = inspector.get_exported_program()
+    targets = [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert targets == [
+        "aten.convolution.default",
+        "aten.relu.default",
+        "aten.convolution.default",
+        "aten.relu.default",
+        "aten.tan.default",
+    ]
