@@ -62,8 +62,9 @@ def command(vector: Path, fmt: str) -> list[str]:
     ]
 
 
-def run_once(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one child process, stdout to /dev/null."""
+def run_once(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one child process,
+    stdout to /dev/null."""
     with open(os.devnull, "wb") as devnull:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=devnull, stderr=subprocess.PIPE)
@@ -75,7 +76,7 @@ def run_once(cmd: list[str]) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{stderr}")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
 def breakdown(vector: Path, fmt: str) -> list[tuple[str, float]]:
@@ -112,14 +113,19 @@ def main() -> int:
     print(f"machine: {machine()}")
     print(f"command: {' '.join(cmd)} > /dev/null")
     run_once(cmd)  # warm the page cache
-    walls, rss = [], []
+    walls, cpus, rss = [], [], []
     for _ in range(args.runs):
-        wall, peak = run_once(cmd)
+        wall, cpu, peak = run_once(cmd)
         walls.append(wall)
+        cpus.append(cpu)
         rss.append(peak)
     print(
         f"whole process, {args.runs} runs: median {statistics.median(walls):.3f} s "
         f"(min {min(walls):.3f}, max {max(walls):.3f}); target <= 1.0 s"
+    )
+    print(
+        f"CPU time (user + system): median {statistics.median(cpus):.3f} s "
+        f"(min {min(cpus):.3f}); close to the wall time on an idle machine"
     )
     print(
         f"peak RSS: median {statistics.median(rss):.1f} MB (max {max(rss):.1f} MB); "
