@@ -342,6 +342,26 @@ class RunData:
         """A run whose events are ``columns`` (what writers such as ETDumpGen use)."""
         return cls(name, bundled_input_index, list(allocators), columns=columns)
 
+    @classmethod
+    def _trusted(
+        cls,
+        name: str | None,
+        bundled_input_index: int,
+        allocators: list[Allocator],
+        columns: EventColumns,
+    ) -> RunData:
+        """For decoders: fields already checked, no validation (a run per block adds up)."""
+        self = cls.__new__(cls)
+        for key, value in (
+            ("name", name),
+            ("bundled_input_index", bundled_input_index),
+            ("allocators", allocators),
+            ("_event_list", None),
+            ("_columns", columns),
+        ):
+            object.__setattr__(self, key, value)
+        return self
+
     @property
     def events(self) -> Sequence[Event]:
         """The events, in file order (a list if the run was built from one, else lazy)."""

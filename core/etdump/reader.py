@@ -148,7 +148,7 @@ class _Decoder:
             )
             name_code = int(names[r])
             run_data.append(
-                RunData.from_columns(
+                RunData._trusted(
                     None if name_code < 0 else self.strings.strings[name_code],
                     int(bundled[r]),
                     allocators[r],

@@ -24,10 +24,7 @@ __all__ = ["StringTable"]
 
 I64 = npt.NDArray[np.int64]
 _CHUNK = 1 << 15
-_K3 = np.uint64(0x165667B19E3779F9)
-_MULT = (np.random.default_rng(20240601).integers(1, 1 << 62, 64, dtype=np.uint64) * 2 + 1).astype(
-    np.uint64
-)
+_FMULT = np.random.default_rng(20240601).uniform(0.5, 1.5, 64)
 
 
 class StringTable:
@@ -82,22 +79,17 @@ class StringTable:
         slow = (nwords > cap) | (first + nwords > len(view))
         if slow.any():
             self._slow(np.flatnonzero(slow), codes, pos, start, length)
-        rows = np.flatnonzero(~slow)
-        if not len(rows):
-            return codes
-        # equal strings have equal word counts: group per word count, no masking needed
-        rows = rows[np.argsort(nwords[rows], kind="stable")]
-        counts = nwords[rows]
-        cuts = np.flatnonzero(np.diff(counts)) + 1
-        for bucket in np.split(rows, cuts):
-            width = int(nwords[bucket[0]])
-            if width == 0:
-                codes[bucket] = self._code("")
-                continue
-            steps = np.arange(width, dtype=np.int64)
-            for lo in range(0, len(bucket), _CHUNK):
-                chunk = bucket[lo : lo + _CHUNK]
-                m = view[first[chunk][:, None] + steps]
+        # chunks in file order (nearby memory), then per word count: equal strings have
+        # equal word counts, so rows need no masking
+        for lo in range(0, n, _CHUNK):
+            ok = ~slow[lo : lo + _CHUNK]
+            nw = nwords[lo : lo + _CHUNK]
+            for width in np.flatnonzero(np.bincount(nw[ok], minlength=1)).tolist():
+                chunk = lo + np.flatnonzero(ok & (nw == width))
+                if width == 0:
+                    codes[chunk] = self._code("")
+                    continue
+                m = view[first[chunk][:, None] + np.arange(width, dtype=np.int64)]
                 codes[chunk] = self._rows(m, chunk, pos, start, length)
         return codes
 
@@ -130,10 +122,10 @@ class StringTable:
     ) -> npt.NDArray[np.int32]:
         """Codes for strings whose words (all the same count) are the rows of ``m``."""
         ln = length[chunk]
-        wide = m.astype(np.uint64)
-        wide *= _MULT[: m.shape[1]]
-        key = wide.sum(axis=1, dtype=np.uint64)
-        key ^= ln.astype(np.uint64) * _K3
+        # any key works (equal keys are verified word by word below); a float product is
+        # the cheapest to compute, rounding only splits or merges candidate groups
+        key = m.astype(np.float64) @ _FMULT[: m.shape[1]]
+        key += ln
         found = factorize(key)
         if found is None:
             _, inverse = np.unique(key, return_inverse=True)
