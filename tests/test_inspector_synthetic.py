@@ -398,3 +398,33 @@ def test_bad_arguments() -> None:
         Inspector(etdump_path="x.etdp", etdump_data=data)
     with pytest.raises(UsageError, match="etrecord must be"):
         Inspector(etdump_data=data, etrecord=42)
+
+
+def test_kernel_names_match_their_ops_loosely() -> None:
+    """Kernels named differently from their graph op (et_view for view_copy,
+    _to_dim_order_copy for dim_order_ops._to_dim_order_copy) are not mismatches."""
+    record = make_etrecord(
+        {
+            "forward": {
+                "nodes": [
+                    ("aten_view_copy_default", "aten.view_copy.default", 1),
+                    ("dim_order", "dim_order_ops._to_dim_order_copy.default", 2),
+                ],
+                "handles": {0: 1, 1: 2},
+            }
+        }
+    )
+    run = RunData(
+        name="Execute",
+        events=[
+            prof("native_call_et_view.default", 0, 0, 10),
+            prof("native_call__to_dim_order_copy.out", 1, 20, 30),
+        ],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        events = inspect([run], etrecord=record).event_blocks[0].events
+    assert [e.op_types for e in events] == [
+        ["aten.view_copy.default"],
+        ["dim_order_ops._to_dim_order_copy.default"],
+    ]

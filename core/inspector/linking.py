@@ -91,13 +91,20 @@ def _present(handles: Any) -> int | list[int] | None:
 
 def _op_base(op_type: str) -> str:
     parts = op_type.split(".")
-    return parts[-2] if len(parts) >= 2 else op_type
+    return _loose(parts[-2] if len(parts) >= 2 else op_type)
+
+
+def _loose(op: str) -> str:
+    """An op name without the decorations that differ between a graph node and the kernel
+    the runtime calls for it (``_to_dim_order_copy`` / ``to_dim_order``, ``view_copy`` /
+    ``et_view``)."""
+    return op.lstrip("_").removeprefix("et_").removesuffix("_copy")
 
 
 def _native_op(name: str) -> str | None:
     if not name.startswith("native_call_"):
         return None
-    return name[len("native_call_") :].split(".", 1)[0]
+    return _loose(name[len("native_call_") :].split(".", 1)[0])
 
 
 def _warn(message: str) -> None:
