@@ -186,3 +186,14 @@ def test_get_exported_program_deserializes_on_request(vectors_dir: Path) -> None
         "aten.relu.default",
         "aten.tan.default",
     ]
+
+
+def test_run_output_is_the_first_runs_final_output(mlp: Inspector, vectors_dir: Path) -> None:
+    import numpy as np
+
+    execute = mlp.event_blocks[1]
+    (output,) = execute.run_output
+    buffer = (vectors_dir / "mlp_xnnpack" / "debug.bin").read_bytes()
+    expected = np.frombuffer(buffer, dtype=np.float32, count=16, offset=320).reshape(2, 8)
+    np.testing.assert_array_equal(output, expected)
+    assert mlp.event_blocks[0].run_output == []

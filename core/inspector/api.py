@@ -332,7 +332,17 @@ class Inspector:
             target_time_scale=self.target_time_scale,
             run_indices=[int(r) for r in table.block.runs],
             method=table.method,
+            run_output=self._run_output(int(table.block.runs[0])),
         )
+
+    def _run_output(self, run: int) -> list[Any]:
+        fc = self._fc
+        if not fc.is_output.any():
+            return []
+        lo = int(fc.run_start[run])
+        hi = lo + len(fc.run_columns[run])
+        events = lo + np.flatnonzero(fc.is_output[lo:hi])
+        return [self._debug_buffer.inflate(fc.debug_entry(int(e))) for e in events]
 
     @property
     def etrecord(self) -> Any:

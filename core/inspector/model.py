@@ -136,7 +136,8 @@ class EventBlock:
     """Events of one run signature: every run with the same name, bundled input index and
     sequence of rows is merged here, each row holding one sample per run.
 
-    ``run_indices`` (an addition) lists the merged runs by their position in the ETDump.
+    ``run_indices`` and ``method`` (additions) list the merged runs by their position in
+    the ETDump and name the ETRecord method they were linked to.
     """
 
     name: str
@@ -146,6 +147,8 @@ class EventBlock:
     target_time_scale: TimeScale = TimeScale.MS
     run_indices: list[int] = field(factory=list)
     method: str | None = None
+    run_output: list[DebugValue] = field(factory=list)
+    """The final outputs logged in the block's first run (debug events flagged as output)."""
 
     def __repr__(self) -> str:
         return (
