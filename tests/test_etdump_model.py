@@ -66,13 +66,20 @@ def test_validators_reject_values_that_do_not_fit() -> None:
 
 def test_builder_columns_and_lazy_events() -> None:
     b = EventColumnsBuilder()
-    b.add_profile_event("a", instruction_id=3, delegate_debug_metadata=b"md", start_time=1, end_time=2)
+    b.add_profile_event(
+        "a", instruction_id=3, delegate_debug_metadata=b"md", start_time=1, end_time=2
+    )
     b.add_allocation_event(2, 4096)
     b.add_debug_event(chain_index=2**64 - 1, instruction_id=0, name="a")
     b.add_event_none()
     cols = b.build()
     assert len(cols) == 4
-    assert cols.kind.tolist() == [EventKind.PROFILE, EventKind.ALLOCATION, EventKind.DEBUG, EventKind.NONE]
+    assert cols.kind.tolist() == [
+        EventKind.PROFILE,
+        EventKind.ALLOCATION,
+        EventKind.DEBUG,
+        EventKind.NONE,
+    ]
     assert cols.name.tolist() == [0, -1, 0, -1]
     assert cols.strings == ["a"]
     assert cols.chain_index.tolist() == [0, 0, -1, 0]
