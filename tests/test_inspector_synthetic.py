@@ -428,3 +428,23 @@ def test_kernel_names_match_their_ops_loosely() -> None:
         ["aten.view_copy.default"],
         ["dim_order_ops._to_dim_order_copy.default"],
     ]
+
+
+def test_json_export_stays_strict_json_with_nan_values() -> None:
+    import io
+    import math
+
+    from delegate_lens.inspector.jsonout import write_json
+
+    inspector = inspect(
+        [delegate_run(0)], delegate_metadata_parser=lambda raws: {"ratio": [math.nan] * len(raws)}
+    )
+    out = io.StringIO()
+    write_json(inspector, out)
+
+    def no_constants(name: str) -> Any:
+        raise AssertionError(f"not strict JSON: {name}")
+
+    doc = json.loads(out.getvalue(), parse_constant=no_constants)
+    seven = next(e for e in doc["blocks"][0]["events"] if e["name"] == "7")
+    assert seven["delegate_debug_metadatas"] == {"ratio": [None]}

@@ -92,7 +92,11 @@ class DebugBuffer:
 def value_to_json(value: Any) -> Any:
     """A debug value as JSON: tensors as ``{"dtype", "shape", "values"}``."""
     if isinstance(value, np.ndarray):
-        return {"dtype": str(value.dtype), "shape": list(value.shape), "values": value.tolist()}
+        values = value
+        if value.dtype.kind in "fc" and not np.isfinite(value).all():
+            # JSON has no NaN/inf: those elements become null
+            values = np.where(np.isfinite(value), value, None)
+        return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values.tolist()}
     if isinstance(value, list):
         return [value_to_json(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):

@@ -78,8 +78,22 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN/inf float replaced by None (JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, default=_default, allow_nan=False)
+    try:
+        return json.dumps(value, default=_default, allow_nan=False)
+    except ValueError:  # a NaN or infinity somewhere (e.g. in parsed metadata)
+        return json.dumps(_finite(json.loads(json.dumps(value, default=_default))))
 
 
 def _raw_texts(inspector: Inspector, table: BlockTable) -> dict[int, str]:
