@@ -95,7 +95,8 @@ def value_to_json(value: Any) -> Any:
         values = value
         if value.dtype.kind in "fc" and not np.isfinite(value).all():
             # JSON has no NaN/inf: those elements become null
-            values = np.where(np.isfinite(value), value, None)
+            values = value.astype(object)
+            values[~np.isfinite(value)] = None
         return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values.tolist()}
     if isinstance(value, list):
         return [value_to_json(v) for v in value]
