@@ -151,6 +151,7 @@ class Inspector:
             converted_start=converted_start,
         )
         self._attach_debug_data(table)
+        table.run_output = self._run_output(int(block.runs[0]))
         return table
 
     @property
@@ -332,7 +333,7 @@ class Inspector:
             target_time_scale=self.target_time_scale,
             run_indices=[int(r) for r in table.block.runs],
             method=table.method,
-            run_output=self._run_output(int(table.block.runs[0])),
+            run_output=list(table.run_output),
         )
 
     def _run_output(self, run: int) -> list[Any]:

@@ -44,6 +44,7 @@ class BlockTable:
     exact: npt.NDArray[np.bool_]  # rows whose samples are ticks / factor
     stats: FloatArray  # (6, rows): p10, p50, p90, avg, min, max (NaN without samples)
     debug_data: dict[int, list[Any]] = field(factory=dict)  # row -> inflated values
+    run_output: list[Any] = field(factory=list)  # final outputs of the first run
     converted_start: dict[int, FloatArray] = field(factory=dict)
     """Delegate rows whose clock went through a converter: start times (target scale)."""
 
