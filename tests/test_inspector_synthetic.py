@@ -202,7 +202,9 @@ def test_wrap_around_of_a_32_bit_clock() -> None:
 
 def test_wrap_beyond_32_bits_is_an_error() -> None:
     run = RunData(name="Execute", events=[prof("OPERATOR_CALL", 0, 2**40, 5)])
-    with pytest.raises(InspectorError, match="wrap-around"):
+    with pytest.raises(
+        InspectorError, match=r"block 0 \('Execute'.*row 'OPERATOR_CALL'.*wrap-around"
+    ):
         inspect([run])
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import define, field
 
+from delegate_lens.errors import InspectorError
 from delegate_lens.inspector.build import Block, FileColumns
 from delegate_lens.inspector.linking import RowKey, RowLink
 from delegate_lens.inspector.timescale import elapsed_float, elapsed_ticks
@@ -101,7 +102,15 @@ def compute_samples(
     if exact.any():
         rows = np.flatnonzero(exact)
         sel = ev[rows]
-        t = elapsed_ticks(fc.start_time[sel], fc.end_time[sel], where)
+        try:
+            t = elapsed_ticks(fc.start_time[sel], fc.end_time[sel], where)
+        except InspectorError:
+            for row in rows:  # find the row, for the message
+                one = ev[row]
+                elapsed_ticks(
+                    fc.start_time[one], fc.end_time[one], f"{where}, row {keys[row].name!r}"
+                )
+            raise
         ticks = np.zeros((m, k), dtype=np.uint64)
         ticks[rows] = t
         samples[rows] = t.astype(np.float64) / factor
