@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
         "-f",
         default="table",
         metavar="NAME",
-        help="output format (default: table; see 'delegate-lens plugins' for all)",
+        help="output format: table (default), json, tsv, csv, chrome-trace, or one a plugin adds",
     )
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     parser.add_argument(
