@@ -450,3 +450,15 @@ def test_json_export_stays_strict_json_with_nan_values() -> None:
     doc = json.loads(out.getvalue(), parse_constant=no_constants)
     seven = next(e for e in doc["blocks"][0]["events"] if e["name"] == "7")
     assert seven["delegate_debug_metadatas"] == {"ratio": [None]}
+
+
+def test_a_method_whose_ops_are_a_prefix_of_another_is_told_apart() -> None:
+    methods = {
+        "forward": TWO_METHODS["forward"],  # add, mul
+        "prefix": {"nodes": [("aten_add_tensor", "aten.add.Tensor", 1)], "handles": {0: 1}},
+    }
+    runs = [operator_run(0, ["add"]), operator_run(1000, ["add", "mul"])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        blocks = inspect(runs, etrecord=make_etrecord(methods)).event_blocks
+    assert [b.method for b in blocks] == ["prefix", "forward"]

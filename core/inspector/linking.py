@@ -13,8 +13,9 @@ Choosing the method (the reference only knows ``forward`` and fails otherwise): 
 rows are checked against every method: an instruction id that the method lacks, a
 ``native_call_<op>`` whose op is not among the method's op types at that instruction, an
 operator row at a delegate call or a delegate row at an operator, is a mismatch. The block
-is linked to the one method without mismatches; when several fit (identical methods) or
-none does, a warning says so and the block stays unlinked. With a single-method ETRecord
+is linked to the one method without mismatches (when several fit, to the one whose
+instructions are exactly those the run executed); when several still fit (identical
+methods) or none does, a warning says so and the block stays unlinked. With a single-method ETRecord
 from another model, the mismatching instructions are listed in a warning and left unlinked,
 the others are linked.
 """
@@ -157,6 +158,10 @@ class Linker:
 
     # --- choosing a method --------------------------------------------------------------
 
+    def instructions(self, method: str) -> set[int]:
+        """Instruction ids the ETRecord knows for ``method`` (handle and delegate maps)."""
+        return set(self.debug_handle_map.get(method, {})) | set(self.delegate_map.get(method, {}))
+
     def check(self, method: str, rows: Iterable[RowKey]) -> tuple[dict[int, str], int]:
         """Mismatches ``{instruction_id: reason}`` of ``rows`` against ``method``, and the
         number of instructions that positively match (evidence)."""
@@ -214,6 +219,13 @@ class Linker:
         fitting = [m for m, (mism, _ev) in results.items() if not mism]
         if len(fitting) == 1:
             return fitting[0], set()
+        # a run of a method executes all its instructions: among the methods that fit,
+        # prefer the one whose instructions are exactly those the run executed (a run of a
+        # method with ops [add] also fits a method with ops [add, mul])
+        executed = {r.instruction_id for r in relevant}
+        complete = [m for m in fitting if self.instructions(m) == executed]
+        if len(complete) == 1:
+            return complete[0], set()
         if fitting:
             _warn(
                 f"{block_label} fits several ETRecord methods ({', '.join(map(repr, fitting))}); "
