@@ -157,7 +157,7 @@ class EventColumns:
             kind=kind_arr,
             strings=list(strings),
             blob=blob,
-            debug_entries=dict(debug_entries or {}),
+            debug_entries=_entries(debug_entries),
             **arrays,
         )
 
@@ -421,6 +421,15 @@ class EventColumnsBuilder:
             debug_entries=dict(self._debug),
             **arrays,
         )
+
+
+def _entries(entries: Mapping[int, Value] | None) -> Mapping[int, Value]:
+    """Decoded entries stay lazy; any other mapping is copied into a dict of int keys."""
+    from delegate_lens.etdump.values import DebugEntries
+
+    if isinstance(entries, DebugEntries):
+        return entries
+    return {int(k): v for k, v in (entries or {}).items()}
 
 
 def _as_i64(value: int) -> int:

@@ -15,23 +15,17 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
-from delegate_lens.etdump.buffer import Buffer, Tables
+from delegate_lens.etdump.buffer import Buffer
+from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS
 from delegate_lens.etdump.columns import EventColumns, EventKind
 from delegate_lens.etdump.model import (
     Allocator,
-    Bool,
-    Double,
     ETDump,
-    Float,
-    Int,
     RunData,
-    Tensor,
-    TensorList,
     Value,
-    scalar_type,
-    value_type,
 )
 from delegate_lens.etdump.strings import StringTable
+from delegate_lens.etdump.values import DebugEntries, decode_values
 
 __all__ = ["FILE_IDENTIFIER", "load", "loads"]
 
@@ -106,8 +100,6 @@ class _Decoder:
     def __init__(self, buf: Buffer) -> None:
         self.buf = buf
         self.strings = StringTable(buf)
-        self.entry_budget = buf.n
-        self.value_cache: dict[int, Value] = {}
 
     def decode(self, root: int) -> ETDump:
         buf = self.buf
@@ -133,10 +125,14 @@ class _Decoder:
         event_pos = buf.uoffset_targets(buf.expand(ev_start, ev_count, 4), "events entry")
         cols = self._events(event_pos)
         bounds = np.concatenate([[0], np.cumsum(ev_count)])
-        debug_by_run: list[dict[int, Value]] = [{} for _ in range(len(runs))]
-        for i, value in self._debug_entries.items():
-            r = int(np.searchsorted(bounds, i, side="right")) - 1
-            debug_by_run[r][i - int(bounds[r])] = value
+        # debug entries: every Value of the file decoded together, then split per run
+        entry_events = np.concatenate(self._entry_events) if self._entry_events else None
+        values = None
+        cuts = np.zeros(len(bounds), dtype=np.int64)
+        if entry_events is not None:
+            values = decode_values(buf, np.concatenate(self._entry_pos))
+            cuts = np.searchsorted(entry_events, bounds)
+        no_entries: dict[int, Value] = {}
         run_data = []
         for r in range(len(runs)):
             lo, hi = int(bounds[r]), int(bounds[r + 1])
@@ -144,7 +140,13 @@ class _Decoder:
                 {k: v[lo:hi] for k, v in cols.items()},
                 self.strings.strings,
                 buf.data,
-                debug_by_run[r],
+                no_entries
+                if values is None or cuts[r] == cuts[r + 1]
+                else DebugEntries(
+                    entry_events[cuts[r] : cuts[r + 1]] - lo,  # type: ignore[index]
+                    np.arange(cuts[r], cuts[r + 1], dtype=np.int64),
+                    values,
+                ),
             )
             name_code = int(names[r])
             run_data.append(
@@ -178,7 +180,8 @@ class _Decoder:
     def _events(self, event_pos: I64) -> dict[str, npt.NDArray[Any]]:
         """All event columns, decoded chunk by chunk (bounded temporary memory)."""
         n = len(event_pos)
-        self._debug_entries: dict[int, Value] = {}
+        self._entry_events: list[I64] = []
+        self._entry_pos: list[I64] = []
         parts: dict[str, list[npt.NDArray[Any] | None]] = {name: [] for name in _SPECS}
         for lo in range(0, n, _EVENT_CHUNK):
             chunk = self._events_chunk(event_pos[lo : lo + _EVENT_CHUNK], lo)
@@ -313,92 +316,8 @@ class _Decoder:
         fill(
             "name", np.int32, -1, has_d, self.strings.intern(d.offset(5, "name"), "DebugEvent.name")
         )
-        debug_index = np.flatnonzero(has_d)
-        for i, pos in zip(debug_index.tolist(), entries.tolist()):
-            if pos >= 0:
-                self._debug_entries[base + i] = _ValueReader(self).value(pos)
+        with_entry = entries >= 0
+        if with_entry.any():
+            self._entry_events.append(base + np.flatnonzero(has_d)[with_entry])
+            self._entry_pos.append(entries[with_entry])
         return cols
-
-
-from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS  # noqa: E402
-
-
-class _ValueReader:
-    """Checked reads of one ``Value`` (and its tensors) with plain Python."""
-
-    def __init__(self, decoder: _Decoder) -> None:
-        self.buf = decoder.buf
-        self.decoder = decoder
-
-    def _spend(self, nbytes: int, pos: int) -> None:
-        """Debug entries of a valid buffer do not overlap: their vectors fit in the buffer."""
-        self.decoder.entry_budget -= nbytes
-        if self.decoder.entry_budget < 0:
-            raise self.buf.fail("debug entries reference more data than the buffer holds", pos)
-
-    def _sub(self, t: Tables, slot: int, name: str) -> int:
-        return _one(t.offset(slot, name))
-
-    def value(self, pos: int) -> Value:
-        """The Value at ``pos`` (decoded once per position; tables cost budget)."""
-        cached = self.decoder.value_cache.get(pos)
-        if cached is None:
-            cached = self.decoder.value_cache[pos] = self._value(pos)
-        return cached
-
-    def _table(self, pos: int, what: str) -> Tables:
-        self._spend(4, pos)
-        return self.buf.tables(np.array([pos], dtype=np.int64), what)
-
-    def _value(self, pos: int) -> Value:
-        t = self._table(pos, "Value")
-        val = _one(t.scalar(0, np.int8, 0, "val"))
-        tensor_pos = self._sub(t, 1, "tensor")
-        list_pos = self._sub(t, 2, "tensor_list")
-        subs: dict[str, Any] = {}
-        if tensor_pos >= 0:
-            subs["tensor"] = self.tensor(tensor_pos)
-        if list_pos >= 0:
-            lt = self._table(list_pos, "TensorList")
-            vec = self._sub(lt, 0, "tensors")
-            tensors: list[Tensor] = []
-            if vec >= 0:
-                start, count = self.buf.vectors(
-                    np.array([vec], dtype=np.int64), 4, "TensorList.tensors"
-                )
-                self._spend(4 * int(count[0]), vec)
-                for tp in self.buf.uoffset_targets(
-                    self.buf.expand(start, count, 4), "tensors entry"
-                ).tolist():
-                    tensors.append(self.tensor(tp))
-            subs["tensor_list"] = TensorList(tensors)
-        for slot, key, cls, dtype, default in (
-            (3, "int_value", Int, np.int64, 0),
-            (4, "float_value", Float, np.float32, 0.0),
-            (5, "double_value", Double, np.float64, 0.0),
-            (6, "bool_value", Bool, np.uint8, 0),
-            (7, "output", Bool, np.uint8, 0),
-        ):
-            sub = self._sub(t, slot, key)
-            if sub >= 0:
-                st = self._table(sub, cls.__name__)
-                raw = st.scalar(0, dtype, default, key).tolist()[0]
-                subs[key] = cls(bool(raw)) if cls is Bool else cls(raw)
-        return Value(val=value_type(val), **subs)
-
-    def tensor(self, pos: int) -> Tensor:
-        t = self._table(pos, "Tensor")
-        st = _one(t.scalar(0, np.int8, 0, "scalar_type"))
-        dims: dict[str, list[int]] = {}
-        for slot, key in ((1, "sizes"), (2, "strides")):
-            vec = self._sub(t, slot, key)
-            if vec < 0:
-                dims[key] = []
-                continue
-            start, count = self.buf.vectors(np.array([vec], dtype=np.int64), 8, f"Tensor.{key}")
-            self._spend(8 * int(count[0]), vec)
-            dims[key] = self.buf.read(self.buf.expand(start, count, 8), np.int64).tolist()
-        offset = _one(t.scalar(3, np.int64, 0, "offset"))
-        return Tensor(
-            scalar_type=scalar_type(st), sizes=dims["sizes"], strides=dims["strides"], offset=offset
-        )

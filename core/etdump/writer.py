@@ -3,8 +3,8 @@
 Layout, front to back (every uoffset points forward): header (size prefix, root offset,
 identifier) · all distinct vtables · root table · run_data vector · RunData tables ·
 allocators and events vectors · Allocator tables · Event tables · ProfileEvent,
-AllocationEvent, DebugEvent tables · debug entries (Value/Tensor tables, written per event)
-· metadata vectors · strings (each distinct string once). See :mod:`.layout` for alignment.
+AllocationEvent, DebugEvent tables · debug entries (Value/Tensor/... tables and vectors,
+see :mod:`.valuewriter`) · metadata vectors · strings (each distinct string once). See :mod:`.layout` for alignment.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump.columns import COLUMN_SPECS, EventColumns, EventKind
-from delegate_lens.etdump.layout import Emitter, Output, TableGroup, VTables, pad8
-from delegate_lens.etdump.model import ETDump, RunData, Tensor, Value
+from delegate_lens.etdump.layout import Output, TableGroup, VTables, pad8
+from delegate_lens.etdump.model import ETDump, RunData
 from delegate_lens.etdump.reader import FILE_IDENTIFIER
+from delegate_lens.etdump.values import DebugEntries, ValueColumns
+from delegate_lens.etdump.valuewriter import ValueLayout
 
 __all__ = ["dump", "dumps", "write_atomically"]
 
@@ -149,11 +151,7 @@ def dumps(etdump: ETDump) -> bytes:
     meta_present = cols["metadata_length"] >= 0
     if bool(np.any(meta_present & ~is_p)):
         raise ETDumpFormatError("cannot write: metadata on an event that is not a profile event")
-    debug_entries: list[tuple[int, Value]] = []
-    start = 0
-    for c, count in zip(columns, counts.tolist()):
-        debug_entries.extend((start + i, v) for i, v in sorted(c.debug_entries.items()))
-        start += count
+    entry_event, entry_group, entry_row, value_sources = _debug_entries(columns, counts)
 
     vt = VTables()
     root = TableGroup(vt, 1, [(0, 4, etdump.version != 0), (1, 4, n_runs > 0)])
@@ -191,8 +189,16 @@ def dumps(etdump: ETDump) -> bytes:
     d = {k: v[is_d] for k, v in cols.items() if k != "source"}
     debug_index = np.flatnonzero(is_d)
     has_entry = np.zeros(len(debug_index), dtype=bool)
-    if debug_entries:
-        has_entry[np.searchsorted(debug_index, [i for i, _v in debug_entries])] = True
+    entry_slot = np.searchsorted(debug_index, entry_event)
+    if len(entry_event):
+        ok = entry_slot < len(debug_index)
+        ok[ok] = debug_index[entry_slot[ok]] == entry_event[ok]
+        if not ok.all():
+            raise ETDumpFormatError(
+                "cannot write: a debug entry belongs to an event that is not a debug event"
+            )
+        has_entry[entry_slot] = True
+    value_layouts = [ValueLayout(vt, values) for values in value_sources]
     debug_t = TableGroup(
         vt,
         len(debug_index),
@@ -225,10 +231,12 @@ def dumps(etdump: ETDump) -> bytes:
     at = prof_t.place(at)
     at = alloc_ev_t.place(at)
     at = debug_t.place(at)
-    emitter = Emitter(at)
-    entry_pos = np.array([_write_value(emitter, v) for _i, v in debug_entries], dtype=np.int64)
-    entry_blob = emitter.finish() if debug_entries else b""
-    at += len(entry_blob)
+    for layout in value_layouts:
+        at = layout.place(at)
+    entry_pos = np.zeros(len(entry_event), dtype=np.int64)
+    for g, layout in enumerate(value_layouts):
+        mine = entry_group == g
+        entry_pos[mine] = layout.value_t.pos[entry_row[mine]]
 
     meta_len = p["metadata_length"]
     meta_rows = meta_len >= 0
@@ -294,13 +302,13 @@ def dumps(etdump: ETDump) -> bytes:
     debug_t.write_scalar(out, 0, d["chain_index"].view(np.uint64))
     debug_t.write_scalar(out, 1, d["instruction_id"])
     entry_target = np.full(len(debug_index), -1, dtype=np.int64)
-    entry_target[has_entry] = entry_pos
+    entry_target[entry_slot] = entry_pos
     debug_t.write_offset(out, 2, entry_target)
     debug_t.write_scalar(out, 3, d["delegate_debug_id_int"])
     debug_t.write_offset(out, 4, s_lookup[d["delegate_debug_id_str"]])
     debug_t.write_offset(out, 5, s_lookup[d["name"]])
-    if entry_blob:
-        out.put_bytes(emitter.base, entry_blob)
+    for layout in value_layouts:
+        layout.write(out, vt)
 
     # --- metadata bytes and strings ---------------------------------------------------------
     if len(m_len):
@@ -311,6 +319,46 @@ def dumps(etdump: ETDump) -> bytes:
     for t, pos in zip(text, s_pos.tolist()):
         out.put_bytes(pos, len(t).to_bytes(4, "little") + t)
     return out.u8.tobytes()
+
+
+def _debug_entries(
+    columns: Sequence[EventColumns], counts: I64
+) -> tuple[I64, I64, I64, list[ValueColumns]]:
+    """Every debug entry: (event index in the file, source number, row), and the sources.
+
+    Runs of a loaded file share one :class:`ValueColumns`; entries given as Value objects
+    (a dict) are turned into columns first.
+    """
+    sources: dict[int, int] = {}
+    values_list: list[ValueColumns] = []
+    events: list[I64] = []
+    groups: list[I64] = []
+    rows: list[I64] = []
+    start = 0
+    for c, count in zip(columns, counts.tolist()):
+        entries = c.debug_entries
+        if isinstance(entries, DebugEntries):
+            values, ev, rw = entries.values, entries.events, entries.rows
+        elif entries:
+            keys = sorted(entries)
+            values = ValueColumns.from_values([entries[k] for k in keys])
+            ev = np.array(keys, dtype=np.int64)
+            rw = np.arange(len(keys), dtype=np.int64)
+        else:
+            start += count
+            continue
+        g = sources.get(id(values))
+        if g is None:
+            g = sources[id(values)] = len(values_list)
+            values_list.append(values)
+        events.append(ev.astype(np.int64) + start)
+        groups.append(np.full(len(ev), g, dtype=np.int64))
+        rows.append(rw.astype(np.int64))
+        start += count
+    if not events:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, []
+    return np.concatenate(events), np.concatenate(groups), np.concatenate(rows), values_list
 
 
 def _write_offset_vector(out: Output, vec_pos: I64, counts: I64, targets: I64) -> None:
@@ -346,63 +394,3 @@ def _copy_ragged(
                 np.repeat(src_off[lo:hi], counts) + inner
             ]
         lo = hi
-
-
-def _write_tensor(em: Emitter, tensor: Tensor) -> int:
-    holes = em.table(
-        [
-            *([(0, "b", int(tensor.scalar_type))] if int(tensor.scalar_type) != 0 else []),
-            (1, "O", None),
-            (2, "O", None),
-            *([(3, "q", tensor.offset)] if tensor.offset != 0 else []),
-        ]
-    )
-    em.point(holes[1], em.int64_vector(tensor.sizes))
-    em.point(holes[2], em.int64_vector(tensor.strides))
-    return holes[-1]
-
-
-def _write_value(em: Emitter, value: Value) -> int:
-    fields: list[tuple[int, str, Any]] = []
-    if int(value.val) != 0:
-        fields.append((0, "b", int(value.val)))
-    members = (
-        (1, value.tensor),
-        (2, value.tensor_list),
-        (3, value.int_value),
-        (4, value.float_value),
-        (5, value.double_value),
-        (6, value.bool_value),
-        (7, value.output),
-    )
-    fields.extend((slot, "O", None) for slot, member in members if member is not None)
-    holes = em.table(fields)
-    for slot, member in members:
-        if member is None:
-            continue
-        if slot == 1:
-            assert value.tensor is not None
-            em.point(holes[slot], _write_tensor(em, value.tensor))
-        elif slot == 2:
-            assert value.tensor_list is not None
-            tensors = value.tensor_list.tensors
-            t_holes = em.table([(0, "O", None)])
-            vec, elems = em.offset_vector(len(tensors))
-            em.point(t_holes[0], vec)
-            for elem, tensor in zip(elems, tensors):
-                em.point(elem, _write_tensor(em, tensor))
-            em.point(holes[slot], t_holes[-1])
-        else:
-            scalar = _scalar_field(slot, member)
-            em.point(holes[slot], em.table([scalar] if scalar[2] else [])[-1])
-    return holes[-1]
-
-
-def _scalar_field(slot: int, member: Any) -> tuple[int, str, Any]:
-    if slot == 3:
-        return (0, "q", member.int_val)
-    if slot == 4:
-        return (0, "f", member.float_val)
-    if slot == 5:
-        return (0, "d", member.double_val)
-    return (0, "B", int(member.bool_val))
