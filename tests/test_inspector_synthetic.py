@@ -160,13 +160,31 @@ def test_each_run_links_to_its_own_method() -> None:
     assert add.perf_data is not None and add.perf_data.raw == [100 / 1e6, 100 / 1e6]
 
 
-def test_identical_methods_are_ambiguous_and_left_unlinked() -> None:
+def test_identical_methods_link_rows_but_not_the_method() -> None:
     same = {
         "forward": TWO_METHODS["forward"],
         "forward_copy": TWO_METHODS["forward"],
     }
-    with pytest.warns(InspectorWarning, match="fits several ETRecord methods"):
+    with pytest.warns(InspectorWarning, match="fits several identical ETRecord methods"):
         inspector = inspect([operator_run(0, ["add", "mul"])], etrecord=make_etrecord(same))
+    block = inspector.event_blocks[0]
+    assert block.method is None
+    kernels = [e for e in block.events if e.name.startswith("native_call_")]
+    assert [e.op_types for e in kernels] == [["aten.add.Tensor"], ["aten.mul.Tensor"]]
+    assert all(e.method is None for e in block.events)
+
+
+def test_methods_that_fit_but_differ_leave_the_run_unlinked() -> None:
+    other = {
+        "nodes": [
+            ("aten_add_tensor", "aten.add.Tensor", 7),
+            ("aten_mul_tensor", "aten.mul.Tensor", 8),
+        ],
+        "handles": {0: 7, 1: 8},  # same ops, other handles: which one ran is unknowable
+    }
+    methods = {"forward": TWO_METHODS["forward"], "other": other}
+    with pytest.warns(InspectorWarning, match="fits several ETRecord methods"):
+        inspector = inspect([operator_run(0, ["add", "mul"])], etrecord=make_etrecord(methods))
     block = inspector.event_blocks[0]
     assert block.method is None
     assert all(e.op_types == [] and e.debug_handles is None for e in block.events)

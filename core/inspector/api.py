@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -123,11 +124,16 @@ class Inspector:
         method: str | None = None
         links = [NO_LINK] * len(keys)
         if self._linker is not None:
-            method, unlinked = self._linker.choose(label, keys)
+            choice = self._linker.choose(label, keys)
+            method = choice.method
             links = [
-                self._linker.link(None if key.instruction_id in unlinked else method, key)
+                self._linker.link(
+                    None if key.instruction_id in choice.unlinked else choice.link_with, key
+                )
                 for key in keys
             ]
+            if choice.link_with is not None and method is None:
+                links = [attrs.evolve(link, method=None) for link in links]
 
         def delegate_times(
             row: int, key: RowKey, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64]

@@ -14,8 +14,9 @@ rows are checked against every method: an instruction id that the method lacks, 
 ``native_call_<op>`` whose op is not among the method's op types at that instruction, an
 operator row at a delegate call or a delegate row at an operator, is a mismatch. The block
 is linked to the one method without mismatches (when several fit, to the one whose
-instructions are exactly those the run executed); when several still fit (identical
-methods) or none does, a warning says so and the block stays unlinked. With a single-method ETRecord
+instructions are exactly those the run executed); when several still fit or none does, a
+warning says so and the block stays unlinked (identical methods, which give the same links
+whichever ran, link the rows and leave the method unknown). With a single-method ETRecord
 from another model, the mismatching instructions are listed in a warning and left unlinked,
 the others are linked.
 """
@@ -26,11 +27,12 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 from attrs import field, frozen
 
 from delegate_lens.pluginmanager import DelegateLensWarning
 
-__all__ = ["FRAMEWORK_EVENTS", "InspectorWarning", "Linker", "RowKey", "RowLink"]
+__all__ = ["FRAMEWORK_EVENTS", "Choice", "InspectorWarning", "Linker", "RowKey", "RowLink"]
 
 FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
 _MAX_LISTED = 8
@@ -47,6 +49,16 @@ class RowKey:
     name: str
     instruction_id: int
     identifier: int | str | None
+
+
+@frozen
+class Choice:
+    """How a block is linked: ``method`` (None when unknown), the method whose maps the
+    rows are linked with (``link_with``, None: unlinked) and instructions left unlinked."""
+
+    method: str | None
+    link_with: str | None
+    unlinked: frozenset[int]
 
 
 @frozen
@@ -201,11 +213,11 @@ class Linker:
                     mismatches[iid] = f"{row.name}: ETRecord has {', '.join(op_types)}"
         return mismatches, evidence
 
-    def choose(self, block_label: str, rows: Sequence[RowKey]) -> tuple[str | None, set[int]]:
+    def choose(self, block_label: str, rows: Sequence[RowKey]) -> Choice:
         """The method of a block and the instructions to leave unlinked (with warnings)."""
         relevant = [r for r in rows if r.name not in FRAMEWORK_EVENTS and r.instruction_id >= 0]
         if not relevant or not self.methods:
-            return None, set()
+            return Choice(None, None, frozenset())
         if len(self.methods) == 1:
             method = self.methods[0]
             mismatches, _ = self.check(method, relevant)
@@ -214,30 +226,45 @@ class Linker:
                     f"ETRecord does not match the ETDump in {block_label}: "
                     f"{_describe(mismatches)}; these instructions are left unlinked"
                 )
-            return method, set(mismatches)
+            return Choice(method, method, frozenset(mismatches))
         results = {m: self.check(m, relevant) for m in self.methods}
         fitting = [m for m, (mism, _ev) in results.items() if not mism]
         if len(fitting) == 1:
-            return fitting[0], set()
+            return Choice(fitting[0], fitting[0], frozenset())
         # a run of a method executes all its instructions: among the methods that fit,
         # prefer the one whose instructions are exactly those the run executed (a run of a
         # method with ops [add] also fits a method with ops [add, mul])
         executed = {r.instruction_id for r in relevant}
-        complete = [m for m in fitting if self.instructions(m) == executed]
+        complete = [m for m in fitting if self.instructions(m) == executed] or fitting
         if len(complete) == 1:
-            return complete[0], set()
-        if fitting:
-            _warn(
-                f"{block_label} fits several ETRecord methods ({', '.join(map(repr, fitting))}); "
-                "left unlinked"
-            )
-            return None, set()
+            return Choice(complete[0], complete[0], frozenset())
+        if complete:
+            names = ", ".join(map(repr, complete))
+            if self._same_links(complete, rows):
+                # identical methods (same handles, ops, sources): the rows' links do not
+                # depend on which one ran; only the method name is unknown
+                _warn(
+                    f"{block_label} fits several identical ETRecord methods ({names}); "
+                    "rows linked, method unknown"
+                )
+                return Choice(None, complete[0], frozenset())
+            _warn(f"{block_label} fits several ETRecord methods ({names}); left unlinked")
+            return Choice(None, None, frozenset())
         closest = min(results, key=lambda m: (len(results[m][0]), -results[m][1]))
         _warn(
             f"{block_label} matches no ETRecord method (closest {closest!r}: "
             f"{_describe(results[closest][0])}); left unlinked"
         )
-        return None, set()
+        return Choice(None, None, frozenset())
+
+    def _same_links(self, methods: Sequence[str], rows: Sequence[RowKey]) -> bool:
+        first = methods[0]
+        for row in rows:
+            reference = attrs.evolve(self.link(first, row), method=None)
+            for other in methods[1:]:
+                if attrs.evolve(self.link(other, row), method=None) != reference:
+                    return False
+        return True
 
     # --- linking a row --------------------------------------------------------------------
 
