@@ -122,7 +122,8 @@ def _collect_partitions(graph: torch.fx.Graph) -> dict[str, list[torch.fx.Node]]
         if is_delegate_call(node):
             raise UsageError(f"node {node.name} is already a delegate call; cannot tag it {tag!r}")
         parts.setdefault(str(tag), []).append(node)
-    # getitems of a partition node belong to the partition
+    # getitems of a partition node belong to the partition; keep graph order
+    position = {node: i for i, node in enumerate(graph.nodes)}
     for nodes in parts.values():
         members = set(nodes)
         extra = [
@@ -132,6 +133,7 @@ def _collect_partitions(graph: torch.fx.Graph) -> dict[str, list[torch.fx.Node]]
             if user.target is operator.getitem and user not in members
         ]
         nodes.extend(extra)
+        nodes.sort(key=position.__getitem__)
     return parts
 
 
