@@ -9,6 +9,7 @@ partitions, and the maps survive the ETRecord's JSON round trip.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Any
 
@@ -104,7 +105,7 @@ def test_random_models_random_partitions(model: RandomNet, data: st.DataObject) 
     bounds = [0, *cuts, len(nodes)]
     owner: dict[str, str] = {}
     backends: dict[str, str] = {}
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         choice = data.draw(st.sampled_from([None, "GenBackend", "StrBackend", "FuseBackend"]))
         if choice is None:
             continue
