@@ -213,3 +213,42 @@ def test_arbitrary_etdumps_survive_dumps_loads(etdump: ETDump) -> None:
 @given(etdumps)
 def test_arbitrary_etdumps_survive_the_json_view(etdump: ETDump) -> None:
     assert from_json(to_json(etdump)) == etdump
+
+
+def test_decoded_debug_entries_are_a_lazy_mapping() -> None:
+    from conftest import VECTORS
+
+    from delegate_lens.etdump import load
+    from delegate_lens.etdump.values import DebugEntries
+
+    run = load(VECTORS / "mlp_xnnpack" / "etdump.etdp").run_data[1]
+    entries = run.columns.debug_entries
+    assert isinstance(entries, DebugEntries)
+    assert list(entries) == [0, 6, 7, 8, 11]
+    assert len(entries) == 5 and 11 in entries and 1 not in entries
+    with pytest.raises(KeyError):
+        entries[1]
+    assert entries.get(1) is None
+    assert entries.output_flags().tolist() == [False, False, False, False, True]
+    values = list(entries.values())
+    assert values[-1].tensor is not None and values[-1].tensor.sizes == [2, 8]
+    assert dict(entries.items()) == {i: run.columns.debug_event(i).debug_entry for i in entries}
+
+
+def test_tensor_lists_and_scalars_survive_a_round_trip() -> None:
+    entry = Value(
+        val=ValueType.TensorList,
+        tensor_list=TensorList(
+            [Tensor(ScalarType.INT, [3], [1], 8), Tensor(ScalarType.BOOL, [], [], 0)]
+        ),
+        int_value=Int(-5),
+        float_value=Float(1.5),
+        double_value=Double(-2.25),
+        bool_value=Bool(False),
+    )
+    run = RunData(
+        "Execute", events=[Event(debug_event=DebugEvent(debug_entry=entry, name="x"))] * 3
+    )
+    back = loads(dumps(ETDump(run_data=[run, run])))
+    assert back.run_data[1].events[2].debug_event == DebugEvent(debug_entry=entry, name="x")
+    assert back == ETDump(run_data=[run, run])

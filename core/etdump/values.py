@@ -168,15 +168,15 @@ class DebugEntries(Mapping[int, Value]):
     """``{event index: Value}`` for the debug events of one run, built on access.
 
     ``events`` (sorted) are the run's event indices that have a ``debug_entry``; ``rows``
-    the matching rows of ``values`` (shared by every run of a file).
+    the matching rows of ``value_columns`` (shared by every run of a file).
     """
 
-    __slots__ = ("events", "rows", "values")
+    __slots__ = ("events", "rows", "value_columns")
 
-    def __init__(self, events: I64, rows: I64, values: ValueColumns) -> None:
+    def __init__(self, events: I64, rows: I64, value_columns: ValueColumns) -> None:
         self.events = events
         self.rows = rows
-        self.values = values
+        self.value_columns = value_columns
 
     def _row(self, index: int) -> int:
         k = int(np.searchsorted(self.events, index))
@@ -188,7 +188,7 @@ class DebugEntries(Mapping[int, Value]):
         row = self._row(index) if isinstance(index, (int, np.integer)) else -1
         if row < 0:
             raise KeyError(index)
-        return self.values.value(row)
+        return self.value_columns.value(row)
 
     def __contains__(self, index: object) -> bool:
         return isinstance(index, (int, np.integer)) and self._row(int(index)) >= 0
@@ -201,8 +201,8 @@ class DebugEntries(Mapping[int, Value]):
 
     def output_flags(self) -> npt.NDArray[np.bool_]:
         """Per entry (aligned with ``events``): is ``output`` set and true."""
-        has = self.values.has["output"][self.rows]
-        return has & (self.values.scalars["output"][self.rows] != 0)
+        has = self.value_columns.has["output"][self.rows]
+        return has & (self.value_columns.scalars["output"][self.rows] != 0)
 
     def __repr__(self) -> str:
         return f"<DebugEntries: {len(self)} entries>"

@@ -338,7 +338,7 @@ def _debug_entries(
     for c, count in zip(columns, counts.tolist()):
         entries = c.debug_entries
         if isinstance(entries, DebugEntries):
-            values, ev, rw = entries.values, entries.events, entries.rows
+            values, ev, rw = entries.value_columns, entries.events, entries.rows
         elif entries:
             keys = sorted(entries)
             values = ValueColumns.from_values([entries[k] for k in keys])
