@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Emitter", "Output", "TableGroup", "pad8"]
+__all__ = ["Output", "TableGroup", "VTables", "pad8", "table_layout"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -156,66 +156,3 @@ class Output:
 
     def put_bytes(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         self.u8[pos : pos + len(data)] = np.frombuffer(data, dtype=np.uint8)
-
-
-class Emitter:
-    """Python-level writer of a few small tables (debug entries) at a known base position."""
-
-    def __init__(self, base: int) -> None:
-        assert base % 8 == 4
-        self.base = base
-        self.out = bytearray()
-        self._patches: list[tuple[int, int]] = []
-
-    @property
-    def here(self) -> int:
-        return self.base + len(self.out)
-
-    def _pad(self) -> None:
-        self.out += b"\0" * (pad8(len(self.out)) - len(self.out))
-
-    def table(self, fields: Sequence[tuple[int, str, Any]]) -> dict[int, int]:
-        """Write a vtable and a table; fields are (slot, struct format, value).
-
-        Format ``"O"`` marks a uoffset to be filled by :meth:`point`; returns the absolute
-        positions of such fields by slot, and the table position under key -1.
-        """
-        sizes = [4 if fmt == "O" else struct.calcsize("<" + fmt) for _slot, fmt, _v in fields]
-        slots = [slot for slot, _fmt, _v in fields]
-        voff, size, vtable = table_layout(sizes, slots, [True] * len(fields))
-        vt_pos = self.here
-        self.out += vtable
-        self._pad()
-        t_pos = self.here
-        body = bytearray(size)
-        struct.pack_into("<i", body, 0, t_pos - vt_pos)
-        holes: dict[int, int] = {-1: t_pos}
-        for (slot, fmt, value), off in zip(fields, voff):
-            if fmt == "O":
-                holes[slot] = t_pos + off
-            else:
-                struct.pack_into("<" + fmt, body, off, value)
-        self.out += body
-        return holes
-
-    def int64_vector(self, values: Sequence[int]) -> int:
-        pos = self.here
-        # length (4 bytes), then the elements at pos + 4, which is 8-aligned
-        self.out += struct.pack(f"<I{len(values)}q", len(values), *values)
-        self._pad()
-        return pos
-
-    def offset_vector(self, count: int) -> tuple[int, list[int]]:
-        pos = self.here
-        self.out += struct.pack("<I", count) + b"\0" * (4 * count)
-        self._pad()
-        return pos, [pos + 4 + 4 * i for i in range(count)]
-
-    def point(self, field_pos: int, target: int) -> None:
-        self._patches.append((field_pos, target))
-
-    def finish(self) -> bytes:
-        for field_pos, target in self._patches:
-            struct.pack_into("<I", self.out, field_pos - self.base, target - field_pos)
-        self._pad()
-        return bytes(self.out)

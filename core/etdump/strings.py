@@ -59,12 +59,6 @@ class StringTable:
         out[present] = self._group(p, start, length)
         return out
 
-    def single(self, pos: int, what: str) -> str | None:
-        if pos < 0:
-            return None
-        code = int(self.intern(np.array([pos], dtype=np.int64), what)[0])
-        return self.strings[code]
-
     def _group(self, pos: I64, start: I64, length: I64) -> npt.NDArray[np.int32]:
         n = len(pos)
         codes = np.empty(n, dtype=np.int32)
