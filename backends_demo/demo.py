@@ -138,3 +138,21 @@ def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO |
         debug_buffer_path=str(paths["debug_buffer"]),
     )
     inspector.print_data_tabular(file=file)
+    lines = []
+    for block in inspector.event_blocks:
+        for event in block.events:
+            parsed = event.delegate_debug_metadatas
+            if event.delegate_backend_name == "DemoBackend" and isinstance(parsed, dict) and parsed:
+                kernel, flops, moved = (parsed[k][0] for k in ("kernel", "flops", "bytes_moved"))
+                lines.append(
+                    f"  {block.name:<8} {event.name!s:<24} {kernel:<26} "
+                    f"{flops:>12,} {moved:>14,}  handles {list(event.debug_handles or [])}"
+                )
+    if lines:
+        print(
+            "\nDemoBackend metadata (parsed by its dl_parse_delegate_metadata; first sample):\n"
+            f"  {'block':<8} {'identifier':<24} {'kernel':<26} {'flops':>12} {'bytes moved':>14}",
+            *lines,
+            sep="\n",
+            file=file,
+        )

@@ -55,6 +55,8 @@ def test_demo_writes_files_and_prints_steps(
     assert all(isinstance(k, kind) for k in entry["delegate_map"])
     # the Inspector's table of the run, with delegate rows
     assert "DELEGATE_CALL" in text and "DemoBackend" in text
+    assert "DemoBackend metadata (parsed by its dl_parse_delegate_metadata" in text
+    assert "demo_conv2d_relu_f32" in text if model == "convnet" else "demo_linear_relu_f32" in text
 
 
 @pytest.mark.parametrize(
