@@ -350,3 +350,21 @@ def test_delegation_dataframe_without_pandas(
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingExtraError, match="pandas"):
         info.get_operator_delegation_dataframe()
+
+
+def test_placeholder_named_like_a_builtin() -> None:
+    # nn.Sequential's input is called "input"; a copied graph renames it "input_1"
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    x = torch.randn(1, 4)
+    exported = torch.export.export(model, (x,))
+    backend = RecordingBackend("B")
+    edge = dl.to_edge(exported)
+    lowered = _lower(edge, {"a": [1], "b": [3]}, backend)
+    torch.testing.assert_close(lowered.exported_program().module()(x), model(x))
+    program = lowered.to_program().program.method("forward")
+    assert [type(i).__name__ for i in program.instructions] == [
+        "DelegateCallInstruction",
+        "OperatorInstruction",
+        "DelegateCallInstruction",
+    ]

@@ -165,12 +165,22 @@ def _stable_toposort(graph: torch.fx.Graph, what: str) -> None:
     graph.lint()
 
 
-def _input_spec_of(ep: ExportedProgram) -> dict[str, InputSpec]:
-    return {
-        spec.arg.name: spec
-        for spec in ep.graph_signature.input_specs
-        if isinstance(spec.arg, TensorArgument)
-    }
+def placeholder_specs(ep: ExportedProgram) -> dict[torch.fx.Node, InputSpec]:
+    """Each placeholder's input spec, matched by position (names can drift: a copied graph
+    renames a placeholder such as ``input`` to ``input_1``); tensor args take the node's name.
+    """
+    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    specs = list(ep.graph_signature.input_specs)
+    if len(placeholders) != len(specs):
+        raise UsageError(
+            f"the program has {len(placeholders)} placeholders but {len(specs)} input specs"
+        )
+    out: dict[torch.fx.Node, InputSpec] = {}
+    for node, spec in zip(placeholders, specs):
+        if isinstance(spec.arg, TensorArgument) and spec.arg.name != node.name:
+            spec = InputSpec(spec.kind, TensorArgument(node.name), spec.target, spec.persistent)
+        out[node] = spec
+    return out
 
 
 def _state_of(ep: ExportedProgram, spec: InputSpec) -> tuple[str, Any]:
@@ -191,12 +201,8 @@ def _partition_program(
     outputs: list[torch.fx.Node],
 ) -> tuple[ExportedProgram, list[torch.fx.Node]]:
     """The partition as its own ExportedProgram; returns it and its activation inputs."""
-    specs = _input_spec_of(ep)
-    state_inputs = [
-        n
-        for n in inputs
-        if n.op == "placeholder" and n.name in specs and specs[n.name].kind != InputKind.USER_INPUT
-    ]
+    specs = placeholder_specs(ep)
+    state_inputs = [n for n in inputs if n in specs and specs[n].kind != InputKind.USER_INPUT]
     act_inputs = [n for n in inputs if n not in state_inputs]
     for node in act_inputs:
         if not isinstance(node.meta.get("val"), torch.Tensor):
@@ -213,7 +219,7 @@ def _partition_program(
         placeholder = graph.placeholder(node.name)
         placeholder.meta = copy.copy(node.meta)
         env[node] = placeholder
-        spec = specs[node.name]
+        spec = specs[node]
         input_specs.append(
             InputSpec(spec.kind, TensorArgument(placeholder.name), spec.target, spec.persistent)
         )
@@ -405,13 +411,9 @@ def _rebuild(ep: ExportedProgram) -> ExportedProgram:
     """A new ExportedProgram for the rewritten graph: drop unused state inputs."""
     gm = ep.graph_module
     graph = gm.graph
-    specs = _input_spec_of(ep)
-    removed: set[str] = set()
-    for node in list(graph.nodes):
-        if node.op != "placeholder" or node.users:
-            continue
-        spec = specs.get(node.name)
-        if spec is None or spec.kind == InputKind.USER_INPUT:
+    specs = placeholder_specs(ep)
+    for node, spec in list(specs.items()):
+        if node.users or spec.kind == InputKind.USER_INPUT:
             continue
         mutated = any(
             o.kind == OutputKind.BUFFER_MUTATION and o.target == spec.target
@@ -419,7 +421,7 @@ def _rebuild(ep: ExportedProgram) -> ExportedProgram:
         )
         if mutated:
             continue
-        removed.add(node.name)
+        del specs[node]
         graph.erase_node(node)
     gm.recompile()
     output_node = graph.output_node()
@@ -429,11 +431,7 @@ def _rebuild(ep: ExportedProgram) -> ExportedProgram:
         if isinstance(out_spec.arg, TensorArgument) and isinstance(arg, torch.fx.Node):
             out_spec = OutputSpec(out_spec.kind, TensorArgument(arg.name), out_spec.target)
         output_specs.append(out_spec)
-    input_specs = [
-        s
-        for s in ep.graph_signature.input_specs
-        if not (isinstance(s.arg, TensorArgument) and s.arg.name in removed)
-    ]
+    input_specs = list(specs.values())
     kept_targets = {str(s.target) for s in input_specs if s.target is not None}
     state_dict = {k: v for k, v in ep.state_dict.items() if k in kept_targets}
     constants = {k: v for k, v in ep.constants.items() if k in kept_targets}

@@ -24,9 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.export import ExportedProgram
-from torch.export.graph_signature import InputKind, TensorArgument
+from torch.export.graph_signature import InputKind
 
-from delegate_lens.aot.lowering import LoweredBackendModule, is_delegate_call, lowered_module_of
+from delegate_lens.aot.lowering import (
+    LoweredBackendModule,
+    is_delegate_call,
+    lowered_module_of,
+    placeholder_specs,
+)
 from delegate_lens.errors import DelegateLensError, UsageError
 from delegate_lens.program_format import (
     BoolValue,
@@ -171,16 +176,12 @@ class _MethodBuilder:
         return (vid,)
 
     def placeholders(self) -> list[int]:
-        specs = {
-            s.arg.name: s
-            for s in self.program.graph_signature.input_specs
-            if isinstance(s.arg, TensorArgument)
-        }
+        specs = placeholder_specs(self.program)
         inputs = []
         for node in self.program.graph.nodes:
             if node.op != "placeholder":
                 continue
-            spec = specs.get(node.name)
+            spec = specs.get(node)
             if spec is None or spec.kind == InputKind.USER_INPUT:
                 value = node.meta.get("val")
                 if isinstance(value, torch.Tensor):
