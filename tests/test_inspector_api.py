@@ -142,6 +142,9 @@ def test_print_tsv_and_dataframe(mlp: Inspector, tmp_path: Path) -> None:
         "native_call__to_dim_order_copy.out",
     ]
     assert "p50 (ms)" in df.columns and len(df) == 9
+    block_df = mlp.event_blocks[1].to_dataframe()
+    assert len(block_df) == 7 and "p50" in block_df.columns
+    assert list(block_df["event_block_name"].unique()) == ["Execute"]
 
 
 def test_to_dataframe_without_pandas_names_the_extra(

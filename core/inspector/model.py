@@ -150,6 +150,18 @@ class EventBlock:
     run_output: list[DebugValue] = field(factory=list)
     """The final outputs logged in the block's first run (debug events flagged as output)."""
 
+    def to_dataframe(
+        self, include_units: bool = False, include_delegate_debug_data: bool = False
+    ) -> Any:
+        """This block's events as a pandas DataFrame (needs the ``pandas`` extra)."""
+        from delegate_lens.inspector.tabular import blocks_to_dataframe
+
+        return blocks_to_dataframe(
+            [self],
+            include_units=include_units,
+            include_delegate_debug_data=include_delegate_debug_data,
+        )
+
     def __repr__(self) -> str:
         return (
             f"EventBlock(name={self.name!r}, events=<{len(self.events)}>, "

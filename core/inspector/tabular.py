@@ -13,7 +13,7 @@ import csv
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from delegate_lens.errors import MissingExtraError
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
+    from delegate_lens.inspector.model import EventBlock
 
 __all__ = ["to_dataframe", "write_atomic", "write_csv", "write_table", "write_tsv"]
 
@@ -212,6 +213,20 @@ def to_dataframe(
     inspector: Inspector, *, include_units: bool = True, include_delegate_debug_data: bool = False
 ) -> Any:
     """One DataFrame row per event with the reference's columns (needs pandas)."""
+    return blocks_to_dataframe(
+        inspector.event_blocks,
+        include_units=include_units,
+        include_delegate_debug_data=include_delegate_debug_data,
+    )
+
+
+def blocks_to_dataframe(
+    blocks: Sequence[EventBlock],
+    *,
+    include_units: bool = True,
+    include_delegate_debug_data: bool = False,
+) -> Any:
+    """One DataFrame row per event of ``blocks`` (needs pandas)."""
     try:
         import pandas as pd
     except ImportError as exc:
@@ -219,7 +234,8 @@ def to_dataframe(
             "to_dataframe needs pandas: install the 'pandas' extra "
             "(pip install 'delegate-lens[pandas]')"
         ) from exc
-    unit = f" ({inspector.target_time_scale.value})" if include_units else ""
+    scale = blocks[0].target_time_scale.value if blocks else "ms"
+    unit = f" ({scale})" if include_units else ""
     columns: dict[str, list[Any]] = {
         name: []
         for name in (
@@ -239,7 +255,7 @@ def to_dataframe(
     }
     if include_delegate_debug_data:
         columns["delegate_debug_metadata"] = []
-    for block in inspector.event_blocks:
+    for block in blocks:
         for event in block.events:
             perf = event.perf_data
             columns["event_block_name"].append(block.name)
