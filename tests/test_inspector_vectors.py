@@ -121,3 +121,11 @@ def test_samples_are_ticks_over_factor(vectors_dir: Path) -> None:
     assert tan.start_time == [p["start_time"] for p in raw_events]
     assert tan.perf_data is not None
     assert tan.perf_data.raw == [(p["end_time"] - p["start_time"]) / 1e6 for p in raw_events]
+
+
+def test_perf_data_from_raw_computes_the_reference_statistics() -> None:
+    from delegate_lens.inspector import PerfData
+
+    perf = PerfData([0.4, 0.1, 0.3, 0.2])
+    assert (perf.p10, perf.p50, perf.p90) == pytest.approx((0.13, 0.25, 0.37))
+    assert (perf.avg, perf.min, perf.max) == pytest.approx((0.25, 0.1, 0.4))

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
-from attrs import define, field, frozen
+import numpy as np
+from attrs import Factory, define, field, frozen
 
 from delegate_lens.inspector.timescale import TimeScale
 
@@ -21,21 +22,26 @@ DebugValue = Any
 float or bool, or ``None`` when the value is unavailable (no or too short debug buffer)."""
 
 
+def _pct(raw: list[float], q: int) -> float:
+    return float(np.percentile(raw, q))
+
+
 @frozen
 class PerfData:
     """The samples of one row (one per merged run) in the target time scale, with statistics.
 
     ``p10``/``p50``/``p90`` are linearly interpolated percentiles (numpy's default), as in
-    the reference.
+    the reference. ``PerfData(raw)`` computes the statistics; the Inspector passes them,
+    computed for all rows at once.
     """
 
     raw: list[float]
-    p10: float
-    p50: float
-    p90: float
-    avg: float
-    min: float
-    max: float
+    p10: float = field(default=Factory(lambda self: _pct(self.raw, 10), takes_self=True))
+    p50: float = field(default=Factory(lambda self: _pct(self.raw, 50), takes_self=True))
+    p90: float = field(default=Factory(lambda self: _pct(self.raw, 90), takes_self=True))
+    avg: float = field(default=Factory(lambda self: float(np.mean(self.raw)), takes_self=True))
+    min: float = field(default=Factory(lambda self: float(min(self.raw)), takes_self=True))
+    max: float = field(default=Factory(lambda self: float(max(self.raw)), takes_self=True))
 
 
 def _as_str_or_int(value: object) -> int | str | None:
