@@ -3,8 +3,9 @@
 
 Samples of ordinary rows are whole ticks divided by a power of ten (ns -> ms: 1e6): they
 are written as the exact decimal ``ticks / 10**k``, which parses to the very float the
-Inspector holds, with numpy (digits made column-wise, padded with spaces, which JSON allows
-between tokens) instead of one Python ``repr`` per sample. Other numbers use ``repr``.
+Inspector holds, with numpy (digits made column-wise in a fixed-width byte matrix, the
+padding then removed) instead of one Python ``repr`` per sample. Other numbers use
+``repr``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ _EXACT_LIMIT = 1 << 53  # ticks beyond this are not exact as float64
 
 
 def format_decimals(ticks: npt.NDArray[np.uint64], places: int) -> list[str]:
-    """Each row of ``ticks`` as ``"a, b, ..."`` with ``a = tick / 10**places`` written
-    exactly (fixed point, right-aligned with spaces)."""
+    """Each row of ``ticks`` as ``"a,b,..."`` with ``a = tick / 10**places`` written
+    exactly (``123012`` with 6 places: ``0.123012``; trailing zeros dropped, one digit kept
+    after the point)."""
     rows, cols = ticks.shape
     if rows == 0 or cols == 0:
         return [""] * rows
@@ -39,7 +41,7 @@ def format_decimals(ticks: npt.NDArray[np.uint64], places: int) -> list[str]:
     frac = ticks % scale
     width = max(1, len(str(int(whole.max()))))
     frac_width = places if places > 0 else 1
-    cell = width + 1 + frac_width + 2  # digits '.' fraction ', '
+    cell = width + 1 + frac_width + 1  # digits '.' fraction ','
     chars = np.full((rows, cols, cell), ord(" "), dtype=np.uint8)
     rest = whole.copy()
     for pos in range(width - 1, -1, -1):
@@ -52,14 +54,23 @@ def format_decimals(ticks: npt.NDArray[np.uint64], places: int) -> list[str]:
     chars[:, :, width] = ord(".")
     if places > 0:
         rest = frac.copy()
+        trailing = np.ones((rows, cols), dtype=bool)  # still in the trailing zeros
         for pos in range(width + places, width, -1):
-            chars[:, :, pos] = (rest % np.uint64(10)).astype(np.uint8) + ord("0")
+            digit = (rest % np.uint64(10)).astype(np.uint8)
             rest //= np.uint64(10)
+            if pos > width + 1:  # keep one digit after the point
+                trailing &= digit == 0
+                chars[:, :, pos] = np.where(trailing, ord(" "), digit + ord("0"))
+            else:
+                chars[:, :, pos] = digit + ord("0")
     else:
         chars[:, :, width + 1] = ord("0")
-    chars[:, :, cell - 2] = ord(",")
+    chars[:, :, cell - 1] = ord(",")
     flat = chars.reshape(rows, cols * cell)
-    return [flat[r, : cols * cell - 2].tobytes().decode("ascii") for r in range(rows)]
+    # padding and blanked zeros go: bytes.replace runs at memory speed
+    return [
+        flat[r, : cols * cell - 1].tobytes().replace(b" ", b"").decode("ascii") for r in range(rows)
+    ]
 
 
 def _num(value: float) -> str:
