@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import subprocess
 import sys
@@ -35,7 +37,7 @@ from delegate_lens.etdump import (
     dumps,
     loads,
 )
-from delegate_lens.etdump.jsonview import from_json, to_json
+from delegate_lens.etdump.jsonview import from_json, to_json, write_json
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)
@@ -212,7 +214,12 @@ def test_arbitrary_etdumps_survive_dumps_loads(etdump: ETDump) -> None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(etdumps)
 def test_arbitrary_etdumps_survive_the_json_view(etdump: ETDump) -> None:
-    assert from_json(to_json(etdump)) == etdump
+    view = to_json(etdump)
+    assert from_json(view) == etdump
+    for compact in (False, True):
+        stream = io.StringIO()
+        write_json(etdump, stream, compact=compact)
+        assert json.loads(stream.getvalue()) == view
 
 
 def test_decoded_debug_entries_are_a_lazy_mapping() -> None:

@@ -37,14 +37,9 @@ def register(subparsers: Any) -> None:
 
 def _to_json(args: argparse.Namespace) -> int:
     from delegate_lens.etdump import load
-    from delegate_lens.etdump.jsonview import to_json
+    from delegate_lens.etdump.jsonview import write_json
 
-    view = to_json(load(args.file))
-    if args.compact:
-        json.dump(view, sys.stdout, separators=(",", ":"))
-    else:
-        json.dump(view, sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    write_json(load(args.file), sys.stdout, compact=args.compact)
     return 0
 
 

@@ -11,9 +11,11 @@ cannot hold are written as the strings ``"nan"``, ``"inf"``, ``"-inf"`` (and rea
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -34,7 +36,7 @@ from delegate_lens.etdump.model import (
     ValueType,
 )
 
-__all__ = ["from_json", "iter_event_json", "to_json"]
+__all__ = ["from_json", "iter_event_json", "to_json", "write_json"]
 
 _U64 = (1 << 64) - 1
 
@@ -63,7 +65,34 @@ def to_json(etdump: ETDump) -> dict[str, Any]:
     return out
 
 
-def _run_json(run: RunData) -> dict[str, Any]:
+def write_json(etdump: ETDump, stream: TextIO, *, compact: bool = False) -> None:
+    """Write the JSON view to ``stream`` run by run (memory stays bounded on big files).
+
+    Runs and their fields are indented; each event is one compact line (``compact``: the
+    whole document on one line).
+    """
+    dumps = functools.partial(
+        json.dumps, ensure_ascii=False, separators=(",", ":") if compact else None
+    )
+    nl, ind = ("", "") if compact else ("\n", "  ")
+    head = {"version": etdump.version} if etdump.version != 0 else {}
+    stream.write("{" + nl)
+    for key, value in head.items():
+        stream.write(f"{ind}{dumps(key)}: {dumps(value)},{nl}")
+    stream.write(f'{ind}"run_data": [')
+    for r, run in enumerate(etdump.run_data):
+        fields = _run_json(run, events=False)
+        stream.write(("," if r else "") + nl + ind * 2 + "{" + nl)
+        for key, value in fields.items():
+            stream.write(f"{ind * 3}{dumps(key)}: {dumps(value)},{nl}")
+        stream.write(f'{ind * 3}"events": [')
+        for e, event in enumerate(iter_event_json(run.columns)):
+            stream.write(("," if e else "") + nl + ind * 4 + dumps(event))
+        stream.write(nl + ind * 3 + "]" + nl + ind * 2 + "}")
+    stream.write(nl + ind + "]" + nl + "}" + nl)
+
+
+def _run_json(run: RunData, events: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if run.name is not None:
         out["name"] = run.name
@@ -71,7 +100,8 @@ def _run_json(run: RunData) -> dict[str, Any]:
         out["bundled_input_index"] = run.bundled_input_index
     if run.allocators:
         out["allocators"] = [{} if a.name is None else {"name": a.name} for a in run.allocators]
-    out["events"] = list(iter_event_json(run.columns))
+    if events:
+        out["events"] = list(iter_event_json(run.columns))
     return out
 
 
