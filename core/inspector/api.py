@@ -98,7 +98,8 @@ class Inspector:
         else:
             assert etdump_data is not None
             dump = etdump_codec.loads(bytes(etdump_data))
-        self._etdump = dump
+        self.etdump = dump
+        """The decoded ETDump (:class:`delegate_lens.etdump.ETDump`)."""
         buffer_data = None
         if debug_buffer_path is not None:
             buffer_data = Path(debug_buffer_path).read_bytes()

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from attrs import define, field
+from attrs import define
 
 from delegate_lens.etdump import ETDump
 from delegate_lens.etdump.columns import EventColumns, EventKind
@@ -243,7 +243,6 @@ class Block:
     events: IntArray  # shape (len(runs), rows)
     has_perf: npt.NDArray[np.bool_]  # per row
     group: IntArray  # shape (len(runs), rows): group id of each row's event
-    extra: dict[str, Any] = field(factory=dict)
 
     @property
     def n_rows(self) -> int:
