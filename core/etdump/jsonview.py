@@ -71,9 +71,8 @@ def write_json(etdump: ETDump, stream: TextIO, *, compact: bool = False) -> None
     Runs and their fields are indented; each event is one compact line (``compact``: the
     whole document on one line).
     """
-    dumps = functools.partial(
-        json.dumps, ensure_ascii=False, separators=(",", ":") if compact else None
-    )
+    # ASCII-only output (non-ASCII as \u escapes): safe whatever the stream's encoding
+    dumps = functools.partial(json.dumps, separators=(",", ":") if compact else None)
     nl, ind = ("", "") if compact else ("\n", "  ")
     head = {"version": etdump.version} if etdump.version != 0 else {}
     stream.write("{" + nl)
