@@ -218,3 +218,14 @@ def test_warnings_print_as_one_line(vectors_dir: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err.splitlines()
     assert err and all(line.startswith("warning: ") for line in err)
     assert "does not match the ETDump" in err[0]
+
+
+def test_output_into_a_missing_folder_is_one_line(
+    vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "no" / "such" / "out.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", str(vectors_dir / "conv_xnnpack" / "etdump.etdp"), "-o", str(target)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err and str(target) in err

@@ -86,6 +86,10 @@ def _run(args: argparse.Namespace) -> int:
         )
     source = TimeScale.coerce(args.source_time_scale)
     target = TimeScale.coerce(args.target_time_scale)
+    if args.output:
+        folder = Path(args.output).parent
+        if not folder.is_dir():
+            raise UsageError(f"cannot write {args.output}: folder {folder} does not exist")
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
 

@@ -41,7 +41,10 @@ def write_atomic(
     """Write a file through a temporary file in the same folder, then rename it (the file
     gets the usual permissions; nothing is left behind on failure)."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # name the file asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         os.fchmod(fd, _default_mode())
         if binary:
