@@ -62,19 +62,27 @@ def machine() -> str:
     )
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], list[float]]:
+    """(wall seconds, CPU seconds) per run; CPU time shows the cost when the machine is shared."""
     fn()  # warm up (page cache, first-touch allocations)
-    samples = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return wall, cpu
 
 
-def report(label: str, samples: list[float], target: float | None = None) -> None:
+def report(
+    label: str, measured: tuple[list[float], list[float]], target: float | None = None
+) -> None:
+    samples, cpu = measured
     med = statistics.median(samples)
-    spread = f"min {min(samples) * 1e3:8.1f} ms · max {max(samples) * 1e3:8.1f} ms"
+    spread = (
+        f"min {min(samples) * 1e3:8.1f} ms · max {max(samples) * 1e3:8.1f} ms · "
+        f"CPU median {statistics.median(cpu) * 1e3:7.1f} ms"
+    )
     verdict = (
         ""
         if target is None
