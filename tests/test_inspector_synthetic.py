@@ -480,3 +480,13 @@ def test_a_method_whose_ops_are_a_prefix_of_another_is_told_apart() -> None:
         warnings.simplefilter("error")
         blocks = inspect(runs, etrecord=make_etrecord(methods)).event_blocks
     assert [b.method for b in blocks] == ["prefix", "forward"]
+
+
+def test_failing_time_converter_warns_and_falls_back() -> None:
+    def bad_clock(name: Any, ticks: int) -> float:
+        raise ZeroDivisionError("no rate")
+
+    with pytest.warns(InspectorWarning, match="bad_clock failed on row '7'"):
+        inspector = inspect([delegate_run(0)], delegate_time_scale_converter=bad_clock)
+    seven = next(e for e in inspector.event_blocks[0].events if e.name == "7")
+    assert seven.perf_data is not None and seven.perf_data.raw == [300 / 1e6 - 100 / 1e6]

@@ -175,8 +175,16 @@ class Inspector:
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
         converter = self._time_converter
         if converter is not None:
-            s = np.array([float(converter(key.name, int(t))) for t in start.tolist()])
-            e = np.array([float(converter(key.name, int(t))) for t in end.tolist()])
+            try:
+                s = np.array([float(converter(key.name, int(t))) for t in start.tolist()])
+                e = np.array([float(converter(key.name, int(t))) for t in end.tolist()])
+            except Exception as exc:
+                _warn(
+                    f"delegate_time_scale_converter {_callable_name(converter)} failed on row "
+                    f"{key.name!r}: {type(exc).__name__}: {exc}; the source/target factor "
+                    "is used for it"
+                )
+                return None
             return s, e
         if backend is None:
             return None
