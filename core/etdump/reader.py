@@ -68,9 +68,12 @@ def _root_position(buf: Buffer) -> int:
             f"buffer of {n} bytes is too short for an ETDump (at byte offset 0)"
         )
     raw = bytes(buf.u8[:12])
-    if raw[4:8] == FILE_IDENTIFIER:
+    prefixed = n >= 12 and raw[8:12] == FILE_IDENTIFIER
+    if raw[4:8] == FILE_IDENTIFIER and not (
+        prefixed and struct.unpack_from("<I", raw, 0)[0] == n - 4
+    ):
         base = 0
-    elif n >= 12 and raw[8:12] == FILE_IDENTIFIER:
+    elif prefixed:
         base = 4
         size = struct.unpack_from("<I", raw, 0)[0]
         if size > n - 4:

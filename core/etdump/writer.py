@@ -245,11 +245,19 @@ def dumps(etdump: ETDump) -> bytes:
     m_pos_rows = at + np.cumsum(m_sizes) - m_sizes
     at += int(m_sizes.sum())
 
-    text = [s.encode("utf-8") for s in strings.codes]
+    # only strings something refers to (a decoded file's table is shared by all its runs)
+    n_codes = len(strings.codes)
+    used = np.zeros(n_codes + 1, dtype=bool)
+    for codes in (run_names, all_alloc_names, cols["name"], cols["delegate_debug_id_str"]):
+        used[codes] = True  # -1 marks the extra last slot
+    used_codes = np.flatnonzero(used[:n_codes])
+    table = list(strings.codes)
+    text = [table[c].encode("utf-8") for c in used_codes.tolist()]
     s_sizes = np.array([pad8(4 + len(t) + 1) for t in text], dtype=np.int64)
     s_pos = at + np.cumsum(s_sizes) - s_sizes
     at += int(s_sizes.sum())
-    s_lookup = np.append(s_pos, -1)  # code -1 -> -1 (absent)
+    s_lookup = np.full(n_codes + 1, -1, dtype=np.int64)  # code -1 -> -1 (absent)
+    s_lookup[used_codes] = s_pos
 
     total = pad8(at)  # objects end at 4 mod 8; pad the buffer to a multiple of 8
     if total >= 1 << 32:
