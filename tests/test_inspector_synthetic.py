@@ -490,6 +490,6 @@ def test_failing_time_converter_warns_and_falls_back() -> None:
         inspector = inspect([delegate_run(0)], delegate_time_scale_converter=bad_clock)
     messages = sorted(str(w.message) for w in caught)
     assert len(messages) == 2  # one per delegate row
-    assert "bad_clock failed on row '7': ZeroDivisionError: no rate" in messages[1]
+    assert any("bad_clock failed on row '7': ZeroDivisionError: no rate" in m for m in messages)
     seven = next(e for e in inspector.event_blocks[0].events if e.name == "7")
     assert seven.perf_data is not None and seven.perf_data.raw == [300 / 1e6 - 100 / 1e6]
