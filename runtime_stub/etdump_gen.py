@@ -72,33 +72,20 @@ _SCALAR_TYPE: dict[str, int] = {
 }
 
 
-class _Deferred:
-    """Structured metadata kept as logged; encoded once when the ETDump is built."""
-
-    __slots__ = ("backend_id", "value")
-
-    def __init__(self, backend_id: str | None, value: Any) -> None:
-        self.backend_id = backend_id
-        self.value = value
-
-    def key(self) -> Any:
-        """A hashable key for caching the encoding (None when the value is not hashable)."""
-        value = self.value
-        frozen: Any = tuple(value.items()) if isinstance(value, dict) else value
-        try:
-            hash(frozen)
-        except TypeError:
-            return None
-        return (self.backend_id, type(value), frozen)
-
-    def encode(self, cache: dict[Any, bytes]) -> bytes:
-        key = self.key()
-        if key is not None and key in cache:
-            return cache[key]
-        data = encode_metadata(self.backend_id, self.value)
-        if key is not None:
-            cache[key] = data
-        return data
+def _encode_deferred(backend_id: str | None, value: Any, cache: dict[Any, bytes]) -> bytes:
+    """Encode a structured metadata value, once per distinct (hashable) value."""
+    frozen: Any = tuple(value.items()) if isinstance(value, dict) else value
+    try:
+        key: Any = (backend_id, type(value), frozen)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in cache:
+        return cache[key]
+    data = encode_metadata(backend_id, value)
+    if key is not None:
+        cache[key] = data
+    return data
 
 
 class DebugBufferFullWarning(UserWarning):
@@ -228,20 +215,27 @@ class ETDumpGen(EventTracer):
     # ------------------------------------------------------------------ delegate side
 
     def _metadata(self, metadata: Any) -> Any:
-        """Bytes to store, or a :class:`_Deferred` structured value encoded at build time."""
+        """Bytes to store, or ``(backend_id, snapshot)`` of a structured value.
+
+        Structured values are encoded when the ETDump is built (once per distinct value);
+        the first one of each backend is encoded right away so a missing encoder fails
+        at the first log, not at write time.
+        """
+        backend_id = self.delegate_backend_id
+        if type(metadata) is dict and backend_id in self._encoders_checked:
+            return (backend_id, metadata.copy())  # a snapshot: later edits do not leak in
         if metadata is None:
             return b""
         if isinstance(metadata, bytes | bytearray | memoryview):
             return bytes(metadata)
-        backend_id = self.delegate_backend_id
-        if backend_id not in self._encoders_checked:  # fail at the first log, not at write
+        if backend_id not in self._encoders_checked:
             encode_metadata(backend_id, metadata)
             self._encoders_checked.add(backend_id)
         if isinstance(metadata, dict):
-            metadata = dict(metadata)  # a snapshot: later edits by the backend do not leak in
+            metadata = dict(metadata)
         elif isinstance(metadata, list):
             metadata = list(metadata)
-        return _Deferred(backend_id, metadata)
+        return (backend_id, metadata)
 
     def start_profiling_delegate(
         self, name: str | None, delegate_debug_id: int
@@ -441,8 +435,8 @@ def _columns(events: list[tuple[Any, ...]], columns_cls: Any) -> Any:
         if value is None:
             continue
         if is_profile[i]:
-            if type(value) is _Deferred:
-                value = value.encode(cache)
+            if type(value) is tuple:
+                value = _encode_deferred(value[0], value[1], cache)
             lengths[i] = len(value)
             chunks.append(value)
         else:
