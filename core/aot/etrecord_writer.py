@@ -14,6 +14,17 @@ Entries, as the reference writes them (see ``shared/spec/etrecord-format.md``):
   method then instruction id (a single handle is written as an int, several as a list);
 * ``export_graph_id`` — ``id()`` of the exported program's graph, the ``graph_id`` at the
   root of every node's ``from_node`` provenance.
+
+Reference compatibility: torch 2.13 writes serializer schema 8.20, while the reference
+toolchain reads its own copy of schema 5.4 and refuses newer documents. Unless asked not
+to, each program document is written in the 5.4 shape when nothing is lost by it: the
+fields 5.4 lacks are dropped (``torch_version``, ``guards_code``, the graph module's empty
+``metadata`` / ``treespec_namedtuple_fields``, empty ``sym_float_values``, each node's
+``is_hop_single_tensor_return``, each named argument's ``kind``, ``forward_arg_names``)
+and ``as_optional_tensor`` arguments become ``as_tensor`` / ``as_none``. A document using
+anything 5.4 cannot express (symbolic floats, complex values, guards, ...) is written as
+torch made it. torch's own deserializer (and so :meth:`ETRecord.edge_dialect_program`)
+reads both shapes.
 """
 
 from __future__ import annotations
@@ -30,15 +41,89 @@ if TYPE_CHECKING:
     from delegate_lens.aot.program import ProgramManager
     from delegate_lens.etrecord import ETRecord
 
-__all__ = ["build_etrecord", "program_entries"]
+__all__ = ["build_etrecord", "program_entries", "reference_document"]
+
+REFERENCE_SCHEMA = {"major": 5, "minor": 4}
+_NEW_ARGUMENT_KINDS = frozenset(
+    {
+        "as_sym_float",
+        "as_sym_floats",
+        "as_complex",
+        "as_nested_tensors",
+        "as_int_lists",
+        "as_string_to_argument",
+        "as_float_lists",
+    }
+)
+
+
+class _Unrepresentable(Exception):
+    pass
+
+
+def _downgrade_arguments(value: Any) -> None:
+    """Rewrite argument unions in place; raise _Unrepresentable on a 5.4-less kind."""
+    if isinstance(value, dict):
+        if "as_optional_tensor" in value and len(value) == 1:
+            inner = value.pop("as_optional_tensor")
+            if not isinstance(inner, dict) or len(inner) != 1:
+                raise _Unrepresentable("as_optional_tensor")
+            value.update(inner)
+        if _NEW_ARGUMENT_KINDS.intersection(value):
+            raise _Unrepresentable(sorted(_NEW_ARGUMENT_KINDS.intersection(value))[0])
+        for item in value.values():
+            _downgrade_arguments(item)
+    elif isinstance(value, list):
+        for item in value:
+            _downgrade_arguments(item)
+
+
+def _drop_empty(obj: dict[str, Any], key: str) -> None:
+    if obj.get(key):
+        raise _Unrepresentable(key)
+    obj.pop(key, None)
+
+
+def reference_document(document: dict[str, Any]) -> dict[str, Any] | None:
+    """``document`` (a torch.export JSON program) in the reference's schema 5.4 shape, or
+    ``None`` when it uses something 5.4 cannot express. ``document`` is not modified."""
+    doc = json.loads(json.dumps(document))
+    try:
+        doc.pop("torch_version", None)
+        _drop_empty(doc, "guards_code")
+        doc.setdefault("dialect", "")
+        gm = doc["graph_module"]
+        _drop_empty(gm, "metadata")
+        _drop_empty(gm, "treespec_namedtuple_fields")
+        graph = gm["graph"]
+        _drop_empty(graph, "sym_float_values")
+        for node in graph["nodes"]:
+            node.pop("is_hop_single_tensor_return", None)
+            for named in node.get("inputs", ()):
+                named.pop("kind", None)
+        for entry in gm.get("module_call_graph") or ():
+            signature = entry.get("signature")
+            if isinstance(signature, dict):
+                signature.pop("forward_arg_names", None)
+        for spec in gm.get("signature", {}).get("output_specs", ()):
+            if "parameter_mutation" in spec:
+                raise _Unrepresentable("parameter_mutation")
+        _downgrade_arguments(gm)
+    except (_Unrepresentable, KeyError, TypeError, AttributeError):
+        return None
+    doc["schema_version"] = dict(REFERENCE_SCHEMA)
+    return doc
 
 
 def _handles_json(handles: tuple[int, ...]) -> int | list[int]:
     return handles[0] if len(handles) == 1 else list(handles)
 
 
-def program_entries(name: str, program: ExportedProgram) -> dict[str, bytes]:
-    """The four serializer artifacts of ``program`` under entry ``name`` (handles added)."""
+def program_entries(
+    name: str, program: ExportedProgram, *, reference_compatible: bool = True
+) -> dict[str, bytes]:
+    """The four serializer artifacts of ``program`` under entry ``name`` (handles added;
+    in the reference's schema shape when ``reference_compatible`` and nothing is lost)."""
     from torch._export.serde.serialize import serialize
 
     from delegate_lens.aot.handles import quiet_torch
@@ -63,6 +148,8 @@ def program_entries(name: str, program: ExportedProgram) -> dict[str, bytes]:
             if "from_node" in old:
                 meta["from_node"] = old["from_node"]
             node["metadata"] = meta
+    if reference_compatible:
+        document = reference_document(document) or document
     suffix_data = (artifact.state_dict, artifact.constants, artifact.example_inputs)
     out = {name: json.dumps(document).encode("utf-8")}
     for suffix, data in zip(ARTIFACT_SUFFIXES, suffix_data):
@@ -74,11 +161,15 @@ def build_etrecord(
     edge_manager: EdgeProgramManager,
     program_manager: ProgramManager,
     exported_program: ExportedProgram | None = None,
+    *,
+    reference_compatible: bool = True,
 ) -> ETRecord:
     """The ETRecord of ``program_manager`` (made by ``edge_manager.to_program()``).
 
     :param exported_program: the ATen program before ``to_edge``; by default the one
         ``to_edge`` was given when there was a single method.
+    :param reference_compatible: write program documents the reference toolchain's
+        ``parse_etrecord`` reads (see the module docstring); ``False`` keeps torch's.
     """
     from delegate_lens.etrecord import (
         DEBUG_HANDLE_MAP,
@@ -104,10 +195,20 @@ def build_etrecord(
         if len(sources) == 1:
             exported_program = next(iter(sources.values()))
     if exported_program is not None:
-        entries.update(program_entries(EXPORTED_PROGRAM, exported_program))
+        entries.update(
+            program_entries(
+                EXPORTED_PROGRAM, exported_program, reference_compatible=reference_compatible
+            )
+        )
     for method in program_manager.methods:
         program = edge_manager.unlowered_program(method)
-        entries.update(program_entries(f"{EDGE_PROGRAM_PREFIX}/{method}", program))
+        entries.update(
+            program_entries(
+                f"{EDGE_PROGRAM_PREFIX}/{method}",
+                program,
+                reference_compatible=reference_compatible,
+            )
+        )
     debug_handle_map = {
         method: {str(i): _handles_json(h) for i, h in by_instruction.items()}
         for method, by_instruction in program_manager.debug_handle_map.items()

@@ -1,0 +1,151 @@
+"""Our ETRecords in the reference toolchain's schema shape, and (optionally) read by it.
+
+The cross-check runs only when ``DELEGATE_LENS_REFERENCE_PYTHON`` names a Python with
+ExecuTorch installed (a scratch venv outside the repo; never a dependency), e.g.::
+
+    python -m venv /tmp/etvenv --system-site-packages
+    /tmp/etvenv/bin/pip install --no-deps executorch==1.5.1
+    DELEGATE_LENS_REFERENCE_PYTHON=/tmp/etvenv/bin/python pytest tests/test_aot_reference.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_aot_helpers import RecordingBackend, export_mlp, handles_partitioner, registered  # noqa: E402
+
+import delegate_lens as dl  # noqa: E402
+from delegate_lens.aot.etrecord_writer import reference_document  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+VECTOR = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "mlp_xnnpack" / "etrecord.bin"
+
+
+@pytest.fixture(scope="module")
+def record_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    edge = dl.to_edge(export_mlp(), generate_etrecord=True)
+    with registered(RecordingBackend("TestBackend", "fuse", seed=5)):
+        lowered = edge.to_backend(handles_partitioner({"a": [1, 2], "b": [4]}, "TestBackend"))
+    path = tmp_path_factory.mktemp("ref") / "etrecord.bin"
+    return lowered.to_program().get_etrecord().save(path)
+
+
+def _documents(path: Path) -> dict[str, Any]:
+    with zipfile.ZipFile(path) as z:
+        return {
+            n: json.loads(z.read(n))
+            for n in z.namelist()
+            if n == "exported_program"
+            or (
+                n.startswith("edge_dialect_exported_program/")
+                and not n.endswith(("_state_dict", "_constants", "_example_inputs"))
+            )
+        }
+
+
+def _keys(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def test_documents_have_the_reference_shape(record_path: Path) -> None:
+    reference = json.loads(zipfile.ZipFile(VECTOR).read("edge_dialect_exported_program/forward"))
+    docs = _documents(record_path)
+    assert set(docs) == {"exported_program", "edge_dialect_exported_program/forward"}
+    for doc in docs.values():
+        assert doc["schema_version"] == reference["schema_version"] == {"major": 5, "minor": 4}
+        assert set(doc) == set(reference)
+        assert set(doc["graph_module"]) == set(reference["graph_module"])
+        assert set(doc["graph_module"]["graph"]) == set(reference["graph_module"]["graph"])
+        for node in doc["graph_module"]["graph"]["nodes"]:
+            assert set(node) == {"name", "target", "inputs", "outputs", "metadata"}
+        assert not _keys(doc) & {"as_optional_tensor", "kind", "torch_version"}
+    edge_nodes = docs["edge_dialect_exported_program/forward"]["graph_module"]["graph"]["nodes"]
+    assert [list(n["metadata"])[-2:] for n in edge_nodes] == [["debug_handle", "from_node"]] * len(
+        edge_nodes
+    )
+
+
+def test_unrepresentable_documents_are_kept_as_torch_wrote_them() -> None:
+    doc = {
+        "graph_module": {
+            "graph": {"nodes": [], "sym_float_values": {"s0": {"as_expr": {}}}},
+            "metadata": {},
+            "treespec_namedtuple_fields": {},
+        },
+        "schema_version": {"major": 8, "minor": 20},
+    }
+    assert reference_document(doc) is None
+    doc["graph_module"]["graph"]["sym_float_values"] = {}
+    doc["graph_module"]["graph"]["nodes"] = [
+        {"name": "n", "inputs": [{"name": "x", "arg": {"as_sym_float": {}}, "kind": 1}]}
+    ]
+    assert reference_document(doc) is None
+    doc["graph_module"]["graph"]["nodes"][0]["inputs"][0]["arg"] = {
+        "as_optional_tensor": {"as_tensor": {"name": "t"}}
+    }
+    down = reference_document(doc)
+    assert down is not None
+    assert down["graph_module"]["graph"]["nodes"][0]["inputs"] == [
+        {"name": "x", "arg": {"as_tensor": {"name": "t"}}}
+    ]
+    assert doc["schema_version"] == {"major": 8, "minor": 20}  # input untouched
+
+
+def test_torch_still_reads_the_reference_shape(record_path: Path) -> None:
+    record = dl.parse_etrecord(record_path)
+    x = torch.randn(2, 4)
+    program = record.edge_dialect_program()
+    torch.testing.assert_close(program.module()(x), export_mlp().module()(x))
+    assert record.exported_program is not None
+
+
+REFERENCE_PYTHON = os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON")
+
+_CHECK = """
+import json, sys
+from executorch.devtools.etrecord import parse_etrecord
+r = parse_etrecord(sys.argv[1])
+g = r.edge_dialect_program.graph
+print(json.dumps({
+    "debug_handle_map": r._debug_handle_map,
+    "delegate_map": r._delegate_map,
+    "handles": {n.name: n.meta.get("debug_handle") for n in g.nodes if n.op == "call_function"},
+    "has_exported_program": r.exported_program is not None,
+}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+def test_reference_parse_etrecord_reads_ours(record_path: Path) -> None:
+    assert REFERENCE_PYTHON is not None
+    proc = subprocess.run(
+        [REFERENCE_PYTHON, "-c", _CHECK, str(record_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    ours = dl.parse_etrecord(record_path)
+    assert seen["debug_handle_map"] == json.loads(ours.entry("debug_handle_map"))
+    assert seen["delegate_map"] == json.loads(ours.entry("delegate_map"))
+    graph = ours.graph("forward")
+    want = {n.name: n.debug_handle for n in graph.nodes if n.debug_handle is not None}
+    assert {k: v for k, v in seen["handles"].items() if k in want} == want
+    assert seen["has_exported_program"]
