@@ -58,7 +58,12 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--runs must be at least 1, got {args.runs}")
     if args.debug_buffer_size < 0:
         raise UsageError(f"--debug-buffer-size must be >= 0, got {args.debug_buffer_size}")
+    import torch
+
     from delegate_lens.backends_demo.demo import run_demo
+
+    # tiny kernels on a shared machine: one intra-op thread gives steadier timings
+    torch.set_num_threads(1)
 
     result = run_demo(
         model=args.model,
