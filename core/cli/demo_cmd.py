@@ -63,15 +63,18 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.backends_demo.demo import run_demo
 
     # tiny kernels on a shared machine: one intra-op thread gives steadier timings
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-
-    result = run_demo(
-        model=args.model,
-        runs=args.runs,
-        out_dir=args.out,
-        identifiers=args.identifiers,
-        debug_buffer_size=args.debug_buffer_size,
-        show_table=not args.no_table,
-    )
+    try:
+        result = run_demo(
+            model=args.model,
+            runs=args.runs,
+            out_dir=args.out,
+            identifiers=args.identifiers,
+            debug_buffer_size=args.debug_buffer_size,
+            show_table=not args.no_table,
+        )
+    finally:
+        torch.set_num_threads(threads)
     print(f"done in {result.seconds:.1f} s; files in {result.out_dir}/")
     return 0
