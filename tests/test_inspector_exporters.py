@@ -94,8 +94,13 @@ def _check_nesting(slices: list[dict[str, Any]]) -> None:
     stack: list[dict[str, Any]] = []
     for s in ordered:
         end = s["ts"] + s["dur"]
-        while stack and stack[-1]["ts"] + stack[-1]["dur"] <= s["ts"] + eps and s["dur"] > 0:
-            stack.pop()
+        while stack:
+            top_end = stack[-1]["ts"] + stack[-1]["dur"]
+            # closed before s starts (a zero-length s exactly at the end stays inside)
+            if top_end < s["ts"] - eps or (top_end <= s["ts"] + eps and s["dur"] > 0):
+                stack.pop()
+            else:
+                break
         if stack:
             parent = stack[-1]
             assert parent["ts"] - eps <= s["ts"], (parent, s)

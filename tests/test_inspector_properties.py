@@ -118,19 +118,20 @@ def _model(runs: list[tuple[str, int, list[tuple[Any, ...]], list[tuple[int, int
         rows = []
         for (_chain, iid, did_int, did_str), group in groups.items():
             identifier = did_int if did_int != -1 else did_str
+            ids = (did_int, did_str)  # both belong to the signature
             for ename, start, end in group["p"]:
-                rows.append((True, ename, iid, identifier, (start, end), group["d"]))
+                rows.append((True, ename, iid, identifier, (start, end), group["d"], ids))
             if not group["p"] and group["d"]:
-                rows.append((False, None, iid, identifier, None, group["d"]))
+                rows.append((False, None, iid, identifier, None, group["d"], ids))
         if not rows:
             continue
-        signature = (name, bundled, tuple(r[:4] for r in rows))
+        signature = (name, bundled, tuple((*r[:3], r[6]) for r in rows))
         blocks.setdefault(signature, []).append(rows)
     out = []
     for (name, bundled, _sig), instances in blocks.items():
         events = []
         for j, row in enumerate(instances[0]):
-            has_perf, ename, iid, identifier, _times, debug = row
+            has_perf, ename, iid, identifier, _times, debug, _ids = row
             shown = str(identifier) if identifier is not None else (ename or "")
             samples = None
             if has_perf:
@@ -183,3 +184,59 @@ def test_join_only_accepts_consecutive_views() -> None:
     assert _joined([base[3:7], base[0:3], base[7:10]]) is None  # out of order
     assert _joined([base[0:3], base[3:7]]) is None  # not the whole base
     assert _joined([base[0:3], np.arange(7)]) is None  # another array
+
+
+def _assert_nested(slices: list[dict[str, Any]]) -> None:
+    """Slices of one track, sorted by start (longest first), form a tree."""
+    eps = 1e-9
+    ordered = sorted(slices, key=lambda s: (s["ts"], -s["dur"]))
+    stack: list[dict[str, Any]] = []
+    for s in ordered:
+        while stack:
+            end = stack[-1]["ts"] + stack[-1]["dur"]
+            # closed before s starts (a zero-length s exactly at the end stays inside)
+            if end < s["ts"] - eps or (end <= s["ts"] + eps and s["dur"] > 0):
+                stack.pop()
+            else:
+                break
+        if stack:
+            top = stack[-1]
+            assert top["ts"] - eps <= s["ts"] and s["ts"] + s["dur"] <= top["ts"] + top["dur"] + eps
+        stack.append(s)
+
+
+@settings(max_examples=100, deadline=None)
+@given(etdumps())
+def test_exports_are_valid_for_any_etdump(runs: Any) -> None:
+    import io
+
+    from delegate_lens.inspector.jsonout import write_json
+    from delegate_lens.inspector.trace import write_chrome_trace
+
+    inspector = Inspector(etdump_data=_to_etdump(runs))
+    out = io.StringIO()
+    write_chrome_trace(inspector, out)
+    trace = json.loads(out.getvalue())
+    tracks: dict[int, list[dict[str, Any]]] = {}
+    for event in trace["traceEvents"]:
+        if event["ph"] == "X":
+            assert event["dur"] >= 0
+            tracks.setdefault(event["tid"], []).append(event)
+    for track in tracks.values():
+        _assert_nested(track)
+    profiled = sum(
+        len(block.run_indices)
+        for block in inspector.event_blocks
+        for e in block.events
+        if e.perf_data
+    )
+    assert sum(len(t) for t in tracks.values()) == profiled
+
+    out = io.StringIO()
+    write_json(inspector, out)
+    doc = json.loads(out.getvalue())
+    for block, jblock in zip(inspector.event_blocks, doc["blocks"], strict=True):
+        for event, jevent in zip(block.events, jblock["events"], strict=True):
+            assert jevent["name"] == event.name
+            raw = jevent["perf_data"]["raw"] if jevent["perf_data"] else None
+            assert raw == (event.perf_data.raw if event.perf_data else None)
