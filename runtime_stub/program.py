@@ -169,6 +169,11 @@ class Method:
         self._base = base
         self._input_ids = data.inputs
         self._output_ids = data.outputs
+        # A step is a flat tuple, cheap to unpack in the hot loop:
+        #   operator: (0, iid, kernel, kernel event name, arg ids, out ids, lists, kwargs, op)
+        #   delegate: (1, iid, backend, handle, arg ids, out ids, lists, context)
+        # ``lists``: ((list value id, item ids), ...), rebuilt before the step because
+        # they hold values produced at run time.
         self._steps: list[tuple[Any, ...]] = []
         self._delegate_handles: dict[int, tuple[Any, Any]] = {}
         for iid, inst in enumerate(data.instructions):
