@@ -16,14 +16,24 @@ from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump import (
     AllocationEvent,
     Allocator,
+    Bool,
+    DebugEvent,
+    Double,
     ETDump,
     Event,
+    Float,
+    Int,
     ProfileEvent,
     RunData,
+    ScalarType,
+    Tensor,
+    TensorList,
+    Value,
+    ValueType,
     dumps,
     loads,
 )
-from delegate_lens.etdump.jsonview import to_json
+from delegate_lens.etdump.jsonview import from_json, to_json
 
 MLP = (VECTORS / "mlp_xnnpack" / "etdump.etdp").read_bytes()
 SMALL = dumps(
@@ -49,6 +59,50 @@ SMALL = dumps(
                 ],
             )
         ]
+    )
+)
+
+
+RICH = dumps(
+    ETDump(
+        version=1,
+        run_data=[
+            RunData(
+                name="Execute",
+                bundled_input_index=0,
+                allocators=[Allocator("a"), Allocator(None)],
+                events=[
+                    Event(
+                        debug_event=DebugEvent(
+                            chain_index=2**64 - 1,
+                            instruction_id=4,
+                            name="out",
+                            delegate_debug_id_int=7,
+                            debug_entry=Value(
+                                val=ValueType.TensorList,
+                                tensor_list=TensorList(
+                                    [
+                                        Tensor(ScalarType.FLOAT, [2, 3], [3, 1], 8),
+                                        Tensor(ScalarType.INT, [], [], 0),
+                                    ]
+                                ),
+                                int_value=Int(-3),
+                                float_value=Float(0.5),
+                                double_value=Double(2.5),
+                                bool_value=Bool(True),
+                                output=Bool(True),
+                            ),
+                        )
+                    ),
+                    Event(allocation_event=AllocationEvent(allocator_id=1, allocation_size=8)),
+                    Event(
+                        profile_event=ProfileEvent(
+                            name="op", delegate_debug_metadata=b"meta", end_time=3
+                        )
+                    ),
+                ],
+            )
+        ],
     )
 )
 
@@ -240,12 +294,12 @@ def _load_or_format_error(data: bytes) -> None:
         assert "byte offset" in str(exc) or "malformed" in str(exc)
         return
     # whatever loaded is a consistent ETDump: it converts and writes back
-    to_json(etdump)
+    assert from_json(to_json(etdump)) == etdump
     assert loads(dumps(etdump)) == etdump
 
 
-@pytest.mark.parametrize("base", [MLP, SMALL], ids=["mlp", "small"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("base", [MLP, SMALL, RICH], ids=["mlp", "small", "rich"])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_bytes_load_or_raise_format_error(base: bytes, data: st.DataObject) -> None:
     buf = bytearray(base)
@@ -266,8 +320,9 @@ def test_truncated_bytes_load_or_raise_format_error(cut: int, prefixed: bool) ->
     _load_or_format_error(data)
 
 
-def test_every_truncation_of_the_unprefixed_small_buffer() -> None:
-    body = SMALL[4:]
+@pytest.mark.parametrize("base", [SMALL, RICH], ids=["small", "rich"])
+def test_every_truncation_of_an_unprefixed_buffer(base: bytes) -> None:
+    body = base[4:]
     for cut in range(len(body)):
         _load_or_format_error(body[:cut])
 

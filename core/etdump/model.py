@@ -164,14 +164,19 @@ class Bool:
     bool_val: bool = field(default=False, converter=bool)
 
 
+def _float_key(value: float) -> tuple[bool, float]:
+    """Equality key for floats: every NaN equals every NaN (as decoded data should)."""
+    return (True, 0.0) if math.isnan(value) else (False, value)
+
+
 @define
 class Float:
-    float_val: float = field(default=0.0, converter=float, validator=_float32_range)
+    float_val: float = field(default=0.0, converter=float, validator=_float32_range, eq=_float_key)
 
 
 @define
 class Double:
-    double_val: float = field(default=0.0, converter=float)
+    double_val: float = field(default=0.0, converter=float, eq=_float_key)
 
 
 @define
