@@ -28,7 +28,9 @@ from delegate_lens.etdump.model import (
     Value,
     ValueType,
 )
+from delegate_lens.etdump.jsonview import from_json, to_json, write_json
 from delegate_lens.etdump.reader import FILE_IDENTIFIER, load, loads
+from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
 from delegate_lens.etdump.writer import dump, dumps
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "AllocationEvent",
     "Allocator",
     "Bool",
+    "DebugEntries",
     "DebugEvent",
     "Double",
     "ETDump",
@@ -51,11 +54,16 @@ __all__ = [
     "ScalarType",
     "String",
     "Tensor",
+    "TensorColumns",
     "TensorList",
     "Value",
+    "ValueColumns",
     "ValueType",
     "dump",
     "dumps",
+    "from_json",
     "load",
     "loads",
+    "to_json",
+    "write_json",
 ]
