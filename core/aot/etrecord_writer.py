@@ -21,7 +21,8 @@ to, each program document is written in the 5.4 shape when nothing is lost by it
 fields 5.4 lacks are dropped (``torch_version``, ``guards_code``, the graph module's empty
 ``metadata`` / ``treespec_namedtuple_fields``, empty ``sym_float_values``, each node's
 ``is_hop_single_tensor_return``, each named argument's ``kind``, ``forward_arg_names``)
-and ``as_optional_tensor`` arguments become ``as_tensor`` / ``as_none``. A document using
+and ``as_optional_tensor`` arguments become ``as_tensor`` / ``as_none``; edge programs
+name ATen targets in the reference's edge-dialect form. A document using
 anything 5.4 cannot express (symbolic floats, complex values, guards, ...) is written as
 torch made it. torch's own deserializer (and so :meth:`ETRecord.edge_dialect_program`)
 reads both shapes.
@@ -57,6 +58,10 @@ _NEW_ARGUMENT_KINDS = frozenset(
 )
 
 
+_ATEN_TARGET = "torch.ops.aten."
+_EDGE_TARGET = "executorch.exir.dialects.edge.ops."
+
+
 class _Unrepresentable(Exception):
     pass
 
@@ -84,9 +89,17 @@ def _drop_empty(obj: dict[str, Any], key: str) -> None:
     obj.pop(key, None)
 
 
-def reference_document(document: dict[str, Any]) -> dict[str, Any] | None:
+def reference_document(
+    document: dict[str, Any], *, edge_dialect: bool = False
+) -> dict[str, Any] | None:
     """``document`` (a torch.export JSON program) in the reference's schema 5.4 shape, or
-    ``None`` when it uses something 5.4 cannot express. ``document`` is not modified."""
+    ``None`` when it uses something 5.4 cannot express. ``document`` is not modified.
+
+    ``edge_dialect``: also name ATen targets as the reference's edge programs do
+    (``executorch.exir.dialects.edge.ops.aten.add.Tensor``), which is what makes the
+    reference's tools report op types as ``aten.add.Tensor``; our reader (and its lazy torch
+    deserialization) maps them back.
+    """
     doc = json.loads(json.dumps(document))
     try:
         doc.pop("torch_version", None)
@@ -99,6 +112,9 @@ def reference_document(document: dict[str, Any]) -> dict[str, Any] | None:
         _drop_empty(graph, "sym_float_values")
         for node in graph["nodes"]:
             node.pop("is_hop_single_tensor_return", None)
+            target = node.get("target")
+            if edge_dialect and isinstance(target, str) and target.startswith(_ATEN_TARGET):
+                node["target"] = _EDGE_TARGET + target[len("torch.ops.") :]
             for named in node.get("inputs", ()):
                 named.pop("kind", None)
         for entry in gm.get("module_call_graph") or ():
@@ -149,7 +165,10 @@ def program_entries(
                 meta["from_node"] = old["from_node"]
             node["metadata"] = meta
     if reference_compatible:
-        document = reference_document(document) or document
+        from delegate_lens.etrecord import EDGE_PROGRAM_PREFIX
+
+        edge = name.startswith(EDGE_PROGRAM_PREFIX + "/")
+        document = reference_document(document, edge_dialect=edge) or document
     suffix_data = (artifact.state_dict, artifact.constants, artifact.example_inputs)
     out = {name: json.dumps(document).encode("utf-8")}
     for suffix, data in zip(ARTIFACT_SUFFIXES, suffix_data):
