@@ -8,6 +8,7 @@ columns back vectorized. See ``docs/etdump.md``.
 from __future__ import annotations
 
 from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
+from delegate_lens.etdump.jsonview import from_json, to_json, write_json
 from delegate_lens.etdump.model import (
     AllocationEvent,
     Allocator,
@@ -28,7 +29,6 @@ from delegate_lens.etdump.model import (
     Value,
     ValueType,
 )
-from delegate_lens.etdump.jsonview import from_json, to_json, write_json
 from delegate_lens.etdump.reader import FILE_IDENTIFIER, load, loads
 from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
 from delegate_lens.etdump.writer import dump, dumps
