@@ -240,3 +240,34 @@ def test_exports_are_valid_for_any_etdump(runs: Any) -> None:
             assert jevent["name"] == event.name
             raw = jevent["perf_data"]["raw"] if jevent["perf_data"] else None
             assert raw == (event.perf_data.raw if event.perf_data else None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(etdumps())
+def test_grouping_by_sorting_matches_the_model_too(runs: Any) -> None:
+    """The fallback for huge key spaces (np.unique instead of a lookup table)."""
+    from unittest import mock
+
+    from delegate_lens.inspector import build
+
+    with mock.patch.object(build, "_TABLE_LIMIT", 0):
+        inspector = Inspector(etdump_data=_to_etdump(runs))
+        got = [
+            (
+                block.name,
+                block.bundled_input_index,
+                len(block.run_indices),
+                [
+                    (
+                        e.name,
+                        e.instruction_id,
+                        e.delegate_debug_identifier,
+                        e.perf_data.raw if e.perf_data else None,
+                        e.debug_data,
+                    )
+                    for e in block.events
+                ],
+            )
+            for block in inspector.event_blocks
+        ]
+    assert got == _model(runs)

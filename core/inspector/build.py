@@ -231,6 +231,28 @@ def _combine(parts: Sequence[npt.NDArray[np.integer[Any]]]) -> IntArray:
     return inv.reshape(-1).astype(np.int64)
 
 
+_TABLE_LIMIT = 1 << 24
+"""Largest runs x per-run key space for which groups are found with a lookup table
+(linear time); beyond, with a sort."""
+
+
+def _first_of_group(run: npt.NDArray[np.integer[Any]], local: IntArray) -> IntArray:
+    """For each event, the position of the first event with the same ``(run, local)``."""
+    count = len(local)
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    space = int(local.max()) + 1
+    runs = int(run.max()) + 1
+    if runs * space <= _TABLE_LIMIT:
+        slot = run.astype(np.int64) * space + local
+        table = np.full(runs * space, count, dtype=np.int64)
+        np.minimum.at(table, slot, np.arange(count, dtype=np.int64))
+        return table[slot]
+    key = _combine([run, local])
+    _uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)].astype(np.int64)
+
+
 @define(eq=False)
 class Block:
     """Runs merged under one signature: ``events[k, j]`` is the global index of the event
@@ -272,27 +294,24 @@ def build_blocks(fc: FileColumns) -> Grouping:
     if len(relevant) == 0:
         return Grouping(fc, [], empty, empty)
 
-    columns: list[npt.NDArray[np.integer[Any]]] = [
-        fc.run,
+    # group of an event = global index of the first event of its group (within its run)
+    parts: list[npt.NDArray[np.integer[Any]]] = [
         fc.chain_index,
         fc.instruction_id,
         fc.did_int,
         fc.did_str,
     ]
-    # no allocation events (the usual case): skip the gather
-    key = _combine(columns if len(relevant) == n else [c[relevant] for c in columns])
-    _uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    if len(relevant) < n:  # allocation events take no part
+        parts = [c[relevant] for c in parts]
+    first = _first_of_group(fc.run[relevant] if len(relevant) < n else fc.run, _combine(parts))
     group = np.full(n, -1, dtype=np.int64)
-    group[relevant] = inverse
-    first_event = relevant[first]  # per group: global index of its first event
-    n_groups = len(first)
+    group[relevant] = relevant[first]
 
     is_profile = fc.kind == EventKind.PROFILE
     profile_idx = np.flatnonzero(is_profile)
     debug_idx = np.flatnonzero((fc.kind == EventKind.DEBUG) & ~fc.is_output)
 
-    has_profile = np.zeros(n_groups, dtype=bool)
+    has_profile = np.zeros(n, dtype=bool)  # indexed by group (its first event)
     has_profile[group[profile_idx]] = True
     if len(debug_idx):
         dgroups = group[debug_idx]
@@ -309,22 +328,23 @@ def build_blocks(fc: FileColumns) -> Grouping:
         debug_rows = empty
 
     row_event = np.concatenate([profile_idx, debug_rows]) if len(debug_rows) else profile_idx
-    order_key = first_event[group[row_event]] * np.int64(max(n, 1)) + row_event
-    row_event = row_event[np.argsort(order_key, kind="stable")]
+    order_key = group[row_event] * np.int64(max(n, 1)) + row_event
+    in_file_order = len(debug_rows) == 0  # profile_idx is ascending
+    if len(order_key) > 1 and not bool(np.all(order_key[1:] > order_key[:-1])):
+        row_event = row_event[np.argsort(order_key, kind="stable")]
+        in_file_order = False
     if len(row_event) == 0:
         return Grouping(fc, [], debug_sorted_group, debug_sorted_event)
 
-    row_perf = is_profile[row_event]
-    row_sig = _combine(
-        [
-            row_perf.astype(np.int64),
-            fc.name[row_event],
-            fc.instruction_id[row_event],
-            fc.did_int[row_event],
-            fc.did_str[row_event],
-        ]
-    )
-    row_run = fc.run[row_event]
+    def at_rows(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        # every event a row, in file order (profile events only): no gather needed
+        return column if identity else column[row_event]
+
+    identity = in_file_order and len(row_event) == n  # then row_event is arange(n)
+    row_perf = at_rows(is_profile)
+    parts = [at_rows(c) for c in (fc.name, fc.instruction_id, fc.did_int, fc.did_str)]
+    row_sig = _combine([row_perf.view(np.uint8), *parts])
+    row_run = at_rows(fc.run)
     n_runs = len(fc.run_names)
     counts = np.bincount(row_run, minlength=n_runs)
     bounds = np.concatenate([[0], np.cumsum(counts)])
