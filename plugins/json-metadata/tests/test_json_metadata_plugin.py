@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delegate_lens.config import ConfigError
+from delegate_lens.config import ConfigError, reset_config
 from delegate_lens.errors import MissingExtraError
 from delegate_lens.pluginmanager import (
     AUTOLOAD_ENV,
@@ -105,6 +105,15 @@ def test_msgpack_missing_names_the_extra(pm: Any, monkeypatch: pytest.MonkeyPatc
 def test_unconfigured_backends_are_left_to_others(pm: Any) -> None:
     assert encode(pm, "OtherBackend", {"a": 1}) is None
     assert parse(pm, "OtherBackend", [b'{"a":1}']) is None
+
+
+def test_without_any_configuration_every_backend_is_left_to_others(
+    pm: Any, _config_dir: Path
+) -> None:
+    (_config_dir / "delegate-lens.toml").unlink()
+    reset_config()
+    assert encode(pm, "NPU", {"a": 1}) is None
+    assert parse(pm, "NPU", [b'{"a":1}']) is None
 
 
 def test_bad_bytes_warn_naming_the_plugin(pm: Any) -> None:

@@ -53,7 +53,7 @@ def backend_formats(config: Config | None = None) -> dict[str, str]:
         table = section.get_table("backends")
         formats = {name: table.get_choice(name, FORMATS) for name in table.values}
     else:
-        formats = dict.fromkeys(section.get_str_list("backends"), default)
+        formats = dict.fromkeys(section.get_str_list("backends", []), default)
     _cache = (config, formats)
     return formats
 
