@@ -113,7 +113,7 @@ def _tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
         return code, list(arr.shape), arr.reshape(-1).view(np.uint8)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        t = x.detach()
+        t = x.detach() if x.requires_grad else x
         if t.device.type != "cpu":
             t = t.cpu()
         code = _TORCH_SCALAR_TYPE.get(t.dtype)
@@ -123,7 +123,11 @@ def _tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
             if code is None:
                 raise EventTracerError(f"cannot log a tensor of dtype {t.dtype}")
             _TORCH_SCALAR_TYPE[t.dtype] = code
-        return code, list(t.shape), t.contiguous().reshape(-1).view(torch.uint8).numpy()
+        try:
+            arr = t.numpy()  # zero-copy view (the fast path)
+        except (TypeError, RuntimeError):  # bfloat16 and friends: numpy has no such dtype
+            arr = t.contiguous().reshape(-1).view(torch.uint8).numpy()
+        return code, list(t.shape), np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
     return None
 
 

@@ -355,3 +355,35 @@ def test_untraced_and_traced_give_same_outputs() -> None:
     plain = program.load_method()
     traced = program.load_method(event_tracer=ETDumpGen(debug_buffer_size=1 << 16))
     assert torch.equal(plain.execute([x])[0], traced.execute([x])[0])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(2, 3),
+        lambda: torch.randn(3, 2).t(),  # not contiguous
+        lambda: torch.tensor(1.5),  # 0-d
+        lambda: torch.randn(4).to(torch.bfloat16),  # no numpy dtype
+        lambda: torch.tensor([True, False, True]),
+        lambda: torch.randn(3, requires_grad=True) * 2,
+        lambda: torch.arange(6).reshape(2, 3)[:, 1:],
+    ],
+)
+def test_debug_buffer_stores_tensor_bytes_in_c_order(make: Any) -> None:
+    import numpy as np
+
+    from delegate_lens.etdump.model import ScalarType
+
+    tensor = make()
+    gen = ETDumpGen(debug_buffer_size=1024)
+    gen.log_evalue(tensor)
+    [event] = to_json(loads(gen.get_etdump_data()))["run_data"][0]["events"]
+    stored = event["debug_event"]["debug_entry"]["tensor"]
+    assert stored["sizes"] == list(tensor.shape)
+    assert stored["strides"] == list(tensor.contiguous().stride())
+    name = str(tensor.dtype).removeprefix("torch.")
+    names = {"float32": "FLOAT", "bfloat16": "BFLOAT16", "bool": "BOOL", "int64": "LONG"}
+    assert stored["scalar_type"] == names[name] and ScalarType[names[name]] >= 0
+    expected = tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    assert gen.debug_buffer == expected
+    assert np.frombuffer(gen.debug_buffer, np.uint8).size == tensor.numel() * tensor.element_size()
