@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -135,7 +137,7 @@ class _Decoder:
         if entry_events is not None:
             values = decode_values(buf, np.concatenate(self._entry_pos))
             cuts = np.searchsorted(entry_events, bounds)
-        no_entries: dict[int, Value] = {}
+        no_entries: Mapping[int, Value] = MappingProxyType({})  # shared, so read-only
         run_data = []
         for r in range(len(runs)):
             lo, hi = int(bounds[r]), int(bounds[r + 1])
