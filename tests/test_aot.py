@@ -368,3 +368,30 @@ def test_placeholder_named_like_a_builtin() -> None:
         "OperatorInstruction",
         "DelegateCallInstruction",
     ]
+
+
+def test_partitioner_by_backend_id(edge: dl.EdgeProgramManager) -> None:
+    class Provider:
+        @dl.hookimpl
+        def dl_partitioner(self, backend_id: str) -> dl.Partitioner | None:
+            if backend_id != "B":
+                return None
+            return handles_partitioner({"a": [5]}, "B")
+
+    backend = RecordingBackend("B")
+    with registered(Provider(), backend):
+        lowered = edge.to_backend("B")
+        with pytest.raises(PluginError, match="'Nobody'"):
+            edge.to_backend(["Nobody"])
+    assert [m.debug_handles for m in lowered.lowered_modules()] == [(5,)]
+
+
+def test_partitioner_returning_junk(edge: dl.EdgeProgramManager) -> None:
+    class Junk(dl.Partitioner):
+        def partition(self, exported_program):  # type: ignore[no-untyped-def]
+            return {"t": "B"}
+
+    with registered(), pytest.raises(PluginError, match=r"Junk\.partition returned dict"):
+        edge.to_backend(Junk())
+    with pytest.raises(UsageError, match="unknown methods"):
+        edge.to_backend({"nope": Junk()})
