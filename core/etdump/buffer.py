@@ -211,7 +211,7 @@ class Tables:
         fpos = self.field(slot, dt.itemsize, name)
         present = fpos >= 0
         if present.all():
-            return self.buf.read(fpos, dt).astype(dt)
+            return self.buf.read(fpos, dt).astype(dt, copy=False)
         out = np.full(len(fpos), default, dtype=dt)
         if present.any():
             out[present] = self.buf.read(fpos[present], dt)
@@ -221,6 +221,8 @@ class Tables:
         """Targets of the uoffset field ``slot`` (-1 where absent)."""
         fpos = self.field(slot, 4, name)
         present = fpos >= 0
+        if present.all():
+            return self.buf.uoffset_targets(fpos, f"{name} of {self.what}")
         out = np.full(len(fpos), -1, dtype=np.int64)
         if present.any():
             out[present] = self.buf.uoffset_targets(fpos[present], f"{name} of {self.what}")
