@@ -32,7 +32,7 @@ from delegate_lens.etdump.values import DebugEntries, decode_values
 __all__ = ["FILE_IDENTIFIER", "load", "loads"]
 
 FILE_IDENTIFIER = b"ED00"
-_EVENT_CHUNK = 1 << 16
+_EVENT_CHUNK = 1 << 15
 I64 = npt.NDArray[np.int64]
 
 
