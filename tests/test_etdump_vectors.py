@@ -135,3 +135,17 @@ def test_dump_writes_atomically(tmp_path: Path) -> None:
     dump(load(VECTORS / "conv_xnnpack" / "etdump.etdp"), out)
     assert loads(out.read_bytes()) == load(VECTORS / "conv_xnnpack" / "etdump.etdp")
     assert [p.name for p in tmp_path.iterdir()] == ["x.etdp"]
+
+
+@pytest.mark.parametrize("name", VECTOR_NAMES)
+def test_small_decode_chunks_give_the_same_result(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events are decoded in chunks; chunk borders (and debug entries across them) are seamless."""
+    import delegate_lens.etdump.reader as reader
+
+    etdump, reference = _vector(name)
+    monkeypatch.setattr(reader, "_EVENT_CHUNK", 5)
+    chunked = load(VECTORS / name / "etdump.etdp")
+    assert chunked == etdump
+    assert to_json(chunked) == reference
