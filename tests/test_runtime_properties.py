@@ -34,11 +34,10 @@ _BINARY = {"aten.add.Tensor": torch.add, "aten.mul.Tensor": torch.mul, "aten.sub
 
 @pytest.fixture(autouse=True)
 def _plugins() -> Iterator[None]:
-    # The json_metadata plugin distribution raises ConfigError from its hooks when no
-    # configuration file exists (reported); keep it out of these tests.
-    from delegate_lens.pluginmanager import apply_plugin_options, reset_plugin_manager
+    # every installed plugin takes part, as for a user; start from a fresh manager
+    from delegate_lens.pluginmanager import reset_plugin_manager
 
-    apply_plugin_options(["no:json_metadata"])
+    reset_plugin_manager()
     yield
     reset_plugin_manager()
 
