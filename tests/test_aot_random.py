@@ -27,7 +27,18 @@ from delegate_lens.program_format import DelegateCallInstruction, deserialize  #
 pytestmark = pytest.mark.torch
 
 WIDTH = 6
-UNARY = ["relu", "tanh", "sigmoid", "neg", "linear", "layer_norm", "softmax", "square"]
+UNARY = [
+    "relu",
+    "tanh",
+    "sigmoid",
+    "neg",
+    "linear",
+    "layer_norm",
+    "softmax",
+    "square",
+    "swap_halves",  # chunk (a list-returning op) + cat (a list argument)
+    "max_scale",  # max.dim: a tuple-returning op with an unused output
+]
 BINARY = ["add", "mul", "sub"]
 
 
@@ -60,6 +71,11 @@ class RandomNet(torch.nn.Module):
                 out = a.softmax(-1)
             elif name == "square":
                 out = a * a
+            elif name == "swap_halves":
+                left, right = a.chunk(2, dim=-1)
+                out = torch.cat([right, left], dim=-1)
+            elif name == "max_scale":
+                out = a * a.max(dim=-1, keepdim=True).values
             elif name in BINARY:
                 out = getattr(torch, name)(a, values[args[1]])
             else:
@@ -98,6 +114,14 @@ def test_random_models_random_partitions(model: RandomNet, data: st.DataObject) 
         for n in edge.exported_program().graph.nodes
         if n.op == "call_function" and n.target is not operator.getitem
     ]
+    # the unlowered program runs in the simulated runtime as the model does
+    from delegate_lens.runtime import Program
+
+    method = Program.load(edge.to_program().buffer).load_method("forward")
+    with torch.no_grad():
+        for a, b in zip(method.execute([x]), model(x)):
+            torch.testing.assert_close(a, b)
+
     # cut the operators into runs; each run is left alone or sent to a backend
     assert nodes
     cut_points = st.sets(st.integers(1, max(1, len(nodes) - 1)), max_size=4)
