@@ -395,3 +395,24 @@ def test_partitioner_returning_junk(edge: dl.EdgeProgramManager) -> None:
         edge.to_backend(Junk())
     with pytest.raises(UsageError, match="unknown methods"):
         edge.to_backend({"nope": Junk()})
+
+
+def test_partitioners_apply_in_turn(
+    mlp_ep: torch.export.ExportedProgram, edge: dl.EdgeProgramManager
+) -> None:
+    first, second = RecordingBackend("First"), RecordingBackend("Second", "int")
+    with registered(first, second):
+        lowered = edge.to_backend(
+            [handles_partitioner({"a": [1]}, "First"), handles_partitioner({"b": [4, 5]}, "Second")]
+        )
+        with pytest.raises(UsageError, match="already a delegate call"):
+            lowered.to_backend(
+                TagPartitioner(lambda n: "t" if "delegate" in n.name else None, "First")
+            )
+    assert [m.backend_id for m in lowered.lowered_modules()] == ["First", "Second"]
+    x = torch.randn(2, 4)
+    for got, want in zip(lowered.exported_program().module()(x), mlp_ep.module()(x)):
+        torch.testing.assert_close(got, want)
+    pm = lowered.to_program()
+    assert [e["name"] for e in pm.delegate_map["forward"].values()] == ["First", "Second"]
+    assert len(pm.program.delegates) == 2

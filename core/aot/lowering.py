@@ -389,7 +389,6 @@ def lower_partitions(
             call = graph.call_function(executorch_call_delegate, (attr, *act_inputs))
         call.meta["val"] = tuple(n.meta["val"] for n in outputs)
         call.meta["debug_handles"] = module.debug_handles
-        call.meta[DELEGATION_TAG] = tag
         cursor = call
         for k, out in enumerate(outputs):
             with graph.inserting_after(cursor):
