@@ -8,7 +8,7 @@ A backend that fuses or splits operators tells delegate-lens which original oper
 Rules (the reference's, made strict):
 
 * a builder is either *manual* (every entry names its identifier, an ``int >= 0`` or a
-  ``str``) or *generated* (identifiers ``0, 1, 2, ...`` are assigned; naming one is an
+  non-empty ``str``) or *generated* (identifiers ``0, 1, 2, ...`` are assigned; naming one is an
   error);
 * every entry is given exactly one of ``nodes`` (graph nodes, whose
   ``node.meta["debug_handle"]`` is used) or ``handles`` (debug handles);
@@ -44,6 +44,11 @@ DelegateMap = dict[Identifier, tuple[int, ...]]
 
 def _check_identifier(identifier: object) -> Identifier:
     if isinstance(identifier, str):
+        if not identifier:
+            raise MappingError(
+                "delegate debug identifier '': a str identifier must not be empty "
+                "(runtime events could not name it)"
+            )
         return identifier
     value = _as_int(identifier)
     if value is not None:

@@ -46,6 +46,8 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
                 f"backend {backend_id!r}: delegate debug identifier {identifier!r} is not "
                 "an int or a str"
             )
+        if identifier == "":
+            raise MappingError(f"backend {backend_id!r}: delegate debug identifier '' is empty")
         if isinstance(identifier, int) and identifier < 0:
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier} is negative"
