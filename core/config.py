@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from delegate_lens.errors import DelegateLensError
+from delegate_lens.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,10 +60,6 @@ CONFIG_ENV = "DELEGATE_LENS_CONFIG"
 OPTIONS_ENV = "DELEGATE_LENS_OPTIONS"
 CONFIG_FILE = "delegate-lens.toml"
 PYPROJECT_TABLE = "tool.delegate-lens"
-
-
-class ConfigError(DelegateLensError, ValueError):
-    """The user's configuration is malformed (the message names the file and the key)."""
 
 
 _MISSING: Any = object()

@@ -7,7 +7,9 @@ a plugin), so that the CLI can print them as one line.
 from __future__ import annotations
 
 __all__ = [
+    "ConfigError",
     "DelegateLensError",
+    "DelegateLensWarning",
     "ETDumpFormatError",
     "ETRecordFormatError",
     "EventTracerError",
@@ -15,6 +17,7 @@ __all__ = [
     "MappingError",
     "MissingExtraError",
     "PluginError",
+    "PluginWarning",
     "ProgramFormatError",
     "RuntimeBackendError",
     "UsageError",
@@ -41,6 +44,10 @@ class ProgramFormatError(DelegateLensError, ValueError):
     """A serialized program buffer is malformed or of an unsupported version."""
 
 
+class ConfigError(DelegateLensError, ValueError):
+    """The user's configuration is malformed (the message names the file and the key)."""
+
+
 class PluginError(DelegateLensError):
     """A plugin failed to load, does not match its hook specification, or failed in a hook."""
 
@@ -63,3 +70,11 @@ class InspectorError(DelegateLensError):
 
 class MissingExtraError(DelegateLensError, ImportError):
     """An optional dependency is missing; the message names the extra that installs it."""
+
+
+class DelegateLensWarning(UserWarning):
+    """Base class of the warnings delegate-lens issues (where it worked around bad input)."""
+
+
+class PluginWarning(DelegateLensWarning):
+    """A plugin failed where delegate-lens could fall back (the message names the plugin)."""

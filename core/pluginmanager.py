@@ -62,7 +62,13 @@ import attrs
 import pluggy
 
 from delegate_lens import hookspecs
-from delegate_lens.errors import DelegateLensError, PluginError, UsageError
+from delegate_lens.errors import (
+    DelegateLensError,
+    DelegateLensWarning,
+    PluginError,
+    PluginWarning,
+    UsageError,
+)
 from delegate_lens.hookspecs import PROJECT_NAME
 
 __all__ = [
@@ -92,14 +98,6 @@ AUTOLOAD_ENV = "DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD"
 """Set to ``1`` to skip plugins found through entry points (built-ins stay)."""
 
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
-
-
-class DelegateLensWarning(UserWarning):
-    """Base class of the warnings delegate-lens issues."""
-
-
-class PluginWarning(DelegateLensWarning):
-    """A plugin failed where delegate-lens could fall back (the message names the plugin)."""
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from delegate_lens.errors import EventTracerError
+from delegate_lens.errors import DelegateLensWarning, EventTracerError
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
@@ -88,7 +88,7 @@ def _encode_deferred(backend_id: str | None, value: Any, cache: dict[Any, bytes]
     return data
 
 
-class DebugBufferFullWarning(UserWarning):
+class DebugBufferFullWarning(DelegateLensWarning):
     """The debug buffer of an ETDumpGen is full: later tensors are not stored."""
 
 

@@ -40,6 +40,8 @@ def test_error_hierarchy() -> None:
 
     for name in errors.__all__:
         cls = getattr(errors, name)
-        assert issubclass(cls, errors.DelegateLensError)
+        base = errors.DelegateLensWarning if name.endswith("Warning") else errors.DelegateLensError
+        assert issubclass(cls, base), name
+    assert issubclass(errors.PluginWarning, UserWarning)
     assert issubclass(errors.ETDumpFormatError, ValueError)
     assert issubclass(errors.MappingError, ValueError)
