@@ -29,18 +29,16 @@ is called. Importing this module does not import torch.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from delegate_lens.errors import DelegateLensWarning, EventTracerError
+from delegate_lens.fileio import write_bytes_atomic
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
@@ -396,9 +394,9 @@ class ETDumpGen(EventTracer):
         debug_buffer_path: str | os.PathLike[str] | None = None,
     ) -> None:
         """Write the ETDump (and the used part of the debug buffer) atomically."""
-        _atomic_write(Path(etdump_path), self.get_etdump_data())
+        write_bytes_atomic(etdump_path, self.get_etdump_data())
         if debug_buffer_path is not None:
-            _atomic_write(Path(debug_buffer_path), self.debug_buffer)
+            write_bytes_atomic(debug_buffer_path, self.debug_buffer)
 
 
 def _tensor_bytes_supported(value: Any) -> bool:
@@ -470,16 +468,3 @@ def _columns(events: list[tuple[Any, ...]], columns_cls: Any) -> Any:
         metadata_offset=offsets,
         metadata_length=lengths,
     )
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -110,6 +110,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
-    from delegate_lens.inspector.tabular import write_atomic
+    from delegate_lens.fileio import write_atomic
 
     write_atomic(target, lambda stream: exporter.write(inspector, stream), binary=exporter.binary)

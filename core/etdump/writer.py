@@ -9,9 +9,7 @@ see :mod:`.valuewriter`) · metadata vectors · strings (each distinct string on
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +23,7 @@ from delegate_lens.etdump.model import ETDump, RunData
 from delegate_lens.etdump.reader import FILE_IDENTIFIER
 from delegate_lens.etdump.values import DebugEntries, ValueColumns
 from delegate_lens.etdump.valuewriter import ValueLayout
+from delegate_lens.fileio import write_bytes_atomic
 
 __all__ = ["dump", "dumps", "write_atomically"]
 
@@ -39,17 +38,7 @@ def dump(etdump: ETDump, path: str | os.PathLike[str]) -> None:
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".etdump-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic(path, data)
 
 
 class _Strings:

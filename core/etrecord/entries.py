@@ -8,7 +8,6 @@ ETRecords of big models stay cheap to open.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import struct
@@ -16,7 +15,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, Any, BinaryIO, Protocol, cast
 
 from delegate_lens.errors import ETRecordFormatError
 
@@ -191,33 +190,16 @@ def _write_zip(target: BinaryIO, entries: Iterable[tuple[str, bytes]]) -> None:
             archive.writestr(info, data)
 
 
-def _mode_for(target: Path) -> int:
-    """Keep an existing file's permissions; a new file gets rw-r--r--."""
-    try:
-        return target.stat().st_mode & 0o777
-    except OSError:
-        return 0o644
-
-
 def write_zip_atomic(path: str | os.PathLike[str], entries: Iterable[tuple[str, bytes]]) -> Path:
     """Write the archive to a temporary file next to ``path``, then rename it into place.
 
     On any failure the temporary file is removed and ``path`` is left as it was.
     """
-    import tempfile  # only writers pay for it
+    from delegate_lens.fileio import write_atomic
 
-    target = Path(os.fspath(path))
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write_zip(handle, entries)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, _mode_for(target))
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
-    return target
+    def write(handle: IO[Any]) -> None:
+        _write_zip(cast(BinaryIO, handle), entries)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+    return write_atomic(path, write, binary=True)

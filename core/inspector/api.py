@@ -390,7 +390,8 @@ class Inspector:
         include_delegate_debug_data: bool = False,
     ) -> None:
         """Write the printed table as TSV to a path (atomically) or a text stream."""
-        from delegate_lens.inspector.tabular import write_atomic, write_tsv
+        from delegate_lens.fileio import write_atomic
+        from delegate_lens.inspector.tabular import write_tsv
 
         def write(stream: IO[str]) -> None:
             write_tsv(

@@ -8,13 +8,9 @@ handles, module path, sample count) for spreadsheets and scripts.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import math
-import os
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.errors import MissingExtraError
@@ -23,42 +19,10 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.model import EventBlock
 
-__all__ = ["to_dataframe", "write_atomic", "write_csv", "write_table", "write_tsv"]
+__all__ = ["to_dataframe", "write_csv", "write_table", "write_tsv"]
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
-
-
-def _default_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_atomic(
-    path: str | os.PathLike[str], write: Callable[[IO[Any]], None], *, binary: bool = False
-) -> Path:
-    """Write a file through a temporary file in the same folder, then rename it (the file
-    gets the usual permissions; nothing is left behind on failure)."""
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:  # name the file asked for, not the temporary one
-        raise OSError(exc.errno, exc.strerror, str(target)) from None
-    try:
-        os.fchmod(fd, _default_mode())
-        if binary:
-            with os.fdopen(fd, "wb") as stream:
-                write(stream)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
-                write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return target
 
 
 def _op_types_text(op_types: list[str]) -> str:

@@ -1,0 +1,64 @@
+"""Writing files safely: through a temporary file in the same folder, then a rename.
+
+Every file delegate-lens writes (ETDump, debug buffer, ETRecord, program, exports) goes
+through :func:`write_atomic`, so a failure never leaves a partial file behind and never
+destroys the file that was there before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["write_atomic", "write_bytes_atomic"]
+
+
+def _mode_for(target: Path) -> int:
+    """An existing file keeps its permissions; a new one gets 0666 less the umask."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def write_atomic(
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], object], *, binary: bool = False
+) -> Path:
+    """Call ``write(stream)`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    A file replaced keeps its permissions; a new one gets 0666 less the umask. On any failure the temporary
+    file is removed and ``path`` is left as it was; an error creating the temporary file
+    names ``path``, not the temporary name.
+    """
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path(".")
+        )
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    try:
+        os.fchmod(fd, _mode_for(target))
+        if binary:
+            with os.fdopen(fd, "wb") as stream:
+                write(stream)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
+                write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> Path:
+    """Write ``data`` to ``path`` atomically (see :func:`write_atomic`)."""
+    return write_atomic(path, lambda stream: stream.write(data), binary=True)
