@@ -158,3 +158,72 @@ def test_reference_parse_etrecord_reads_ours(record_path: Path) -> None:
     # the reference names ops as ours does, e.g. "aten.addmm.default", with the same handles
     assert seen["ops"] == [[n.op_type, n.debug_handle] for n in graph.nodes if n.op_type]
     assert seen["has_exported_program"]
+
+
+_INSPECT = """
+import json, sys
+from executorch.devtools import Inspector
+inspector = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2])
+rows = [
+    [str(e.name), [str(o) for o in e.op_types], bool(e.is_delegated_op),
+     None if e.delegate_backend_name is None else str(e.delegate_backend_name)]
+    for block in inspector.event_blocks
+    for e in block.events
+]
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+@pytest.mark.parametrize("identifiers", ["int", "str"])
+def test_reference_inspector_links_our_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identifiers: str
+) -> None:
+    """The demo's ETRecord + ETDump, read by the reference Inspector: delegate events link
+    back to the operators of our Debug Handle Maps."""
+    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.pluginmanager import reset_plugin_manager
+
+    assert REFERENCE_PYTHON is not None
+    monkeypatch.setenv("DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD", "1")
+    reset_plugin_manager()
+    from delegate_lens.pluginmanager import get_plugin_manager
+
+    get_plugin_manager().register(
+        __import__("delegate_lens.backends_demo.plugin", fromlist=["plugin"])
+    )
+    try:
+        result = run_demo(
+            "convnet",
+            runs=2,
+            out_dir=tmp_path,
+            identifiers=identifiers,
+            debug_buffer_size=0,
+            echo=lambda _: None,
+            show_table=False,
+        )
+    finally:
+        reset_plugin_manager()
+    proc = subprocess.run(
+        [
+            REFERENCE_PYTHON,
+            "-c",
+            _INSPECT,
+            str(result.paths["etdump"]),
+            str(result.paths["etrecord"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    delegated = [r for r in rows if r[2]]
+    assert delegated, rows
+    for name, op_types, _, backend in delegated:
+        assert backend == "DemoBackend", name
+        assert op_types and all(o.startswith("aten.") for o in op_types), (name, op_types)
+    portable = [r for r in rows if r[0].startswith("native_call_")]
+    assert all(r[1] and all(o.startswith("aten.") for o in r[1]) for r in portable), portable
