@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import heapq
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -39,7 +39,15 @@ from delegate_lens.errors import MappingError, PluginError, UsageError
 from delegate_lens.mapping import DelegateMap
 from delegate_lens.partitioner import DELEGATION_TAG, DelegationSpec
 
-__all__ = ["LoweredBackendModule", "is_delegate_call", "lower_partitions", "partition_handles"]
+__all__ = [
+    "LoweredBackendModule",
+    "is_delegate_call",
+    "lower_partitions",
+    "lowered_module_of",
+    "lowered_modules",
+    "partition_handles",
+    "placeholder_specs",
+]
 
 
 class LoweredBackendModule(torch.nn.Module):
@@ -447,14 +455,5 @@ def _rebuild(ep: ExportedProgram) -> ExportedProgram:
     )
 
 
-def delegate_partition_handles(node: torch.fx.Node) -> tuple[int, ...]:
-    """All debug handles of the partition a delegate call node runs."""
-    return lowered_module_of(node).debug_handles
-
-
 def lowered_modules(graph_module: torch.fx.GraphModule) -> list[LoweredBackendModule]:
     return [lowered_module_of(n) for n in graph_module.graph.nodes if is_delegate_call(n)]
-
-
-def compile_spec_list(specs: Sequence[CompileSpec]) -> list[CompileSpec]:
-    return list(specs)
