@@ -311,7 +311,7 @@ def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | N
             out[identifier] = (handles,)
             continue
         try:
-            out[identifier] = tuple(sorted(handles))
+            out[identifier] = tuple(sorted(set(handles)))
         except TypeError:
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier!r} maps to "
