@@ -247,6 +247,9 @@ def test_program_instructions_and_maps(
     path = pm.save(tmp_path / "model.dlpg")
     assert path.read_bytes() == pm.buffer
     assert [p.name for p in tmp_path.iterdir()] == ["model.dlpg"]
+    with open(tmp_path / "copy.dlpg", "wb") as handle:
+        pm.write_to_file(handle)
+    assert (tmp_path / "copy.dlpg").read_bytes() == pm.buffer
     # weights are in the program: constants for l2 and ln, not for l1 (delegated)
     constants = [v for v in method.values if getattr(v, "data", None) is not None]
     assert sorted(tuple(v.shape) for v in constants if len(v.shape) == 2) == [(3, 8)]

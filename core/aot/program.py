@@ -20,7 +20,7 @@ import operator
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import torch
 from torch.export import ExportedProgram
@@ -327,6 +327,10 @@ class ProgramManager:
             Path(tmp).unlink(missing_ok=True)
             raise
         return target
+
+    def write_to_file(self, open_file: BinaryIO) -> None:
+        """Write :attr:`buffer` to an open binary file (ExecuTorch's name for it)."""
+        open_file.write(self.buffer)
 
     def get_etrecord(self) -> ETRecord:
         """The ETRecord of this program (needs ``generate_etrecord=True`` in ``to_edge``)."""
