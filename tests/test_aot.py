@@ -247,6 +247,13 @@ def test_program_instructions_and_maps(
     path = pm.save(tmp_path / "model.dlpg")
     assert path.read_bytes() == pm.buffer
     assert [p.name for p in tmp_path.iterdir()] == ["model.dlpg"]
+    with pytest.raises(UsageError, match="no-such-dir"):
+        pm.save(tmp_path / "no-such-dir" / "model.dlpg")
+    (tmp_path / "a-dir").mkdir()
+    with pytest.raises(UsageError, match="a-dir"):
+        pm.save(tmp_path / "a-dir")  # a directory is in the way: nothing is left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-dir", "model.dlpg"]
+    assert not list((tmp_path / "a-dir").iterdir())
     with open(tmp_path / "copy.dlpg", "wb") as handle:
         pm.write_to_file(handle)
     assert (tmp_path / "copy.dlpg").read_bytes() == pm.buffer

@@ -318,11 +318,17 @@ class ProgramManager:
         """Write :attr:`buffer` to ``path`` atomically (temp file, then rename)."""
         target = Path(path)
         data = self.buffer
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        except OSError as exc:
+            raise UsageError(f"cannot write the program to {target}: {exc.strerror}") from exc
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, target)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise UsageError(f"cannot write the program to {target}: {exc.strerror}") from exc
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
