@@ -98,6 +98,14 @@ def _partitioners_by_method(
     return {name: list(resolved) for name in names}
 
 
+def _copy_program(program: ExportedProgram) -> ExportedProgram:
+    """A deep copy for a partitioner to tag, sharing (not copying) weights and constants."""
+    memo: dict[int, Any] = {}
+    for value in (*program.state_dict.values(), *program.constants.values()):
+        memo[id(value)] = value
+    return copy.deepcopy(program, memo)
+
+
 class EdgeProgramManager:
     """Edge programs (one per method) with debug handles, possibly lowered.
 
@@ -174,7 +182,7 @@ class EdgeProgramManager:
             current = program
             for part in per_method[name]:
                 with quiet_torch():
-                    tagged_input = copy.deepcopy(current)
+                    tagged_input = _copy_program(current)
                 result = part.partition(tagged_input)
                 if not isinstance(result, PartitionResult):
                     raise PluginError(
