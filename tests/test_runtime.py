@@ -196,6 +196,29 @@ def test_portable_mlp_equals_eager() -> None:
     _eager_vs_runtime(MLP(), (torch.randn(4, 16),))
 
 
+class DtypeCast(torch.nn.Module):
+    def forward(self, x: Any) -> Any:
+        return (x.to(torch.float64) * 2).sum(dim=1)
+
+
+def test_operators_without_outputs_run_for_their_checks() -> None:
+    # .to(dtype) exports an aten._assert_tensor_metadata node that returns nothing
+    manager = _eager_vs_runtime(DtypeCast(), (torch.randn(3, 4),))
+    ops = [i.op for i in manager.program.methods[0].instructions]
+    assert "aten._assert_tensor_metadata.default" in ops
+    tracer = ETDumpGen(debug_buffer_size=1 << 16, clock=counter_clock())
+    method = Program.load(manager.buffer).load_method("forward", event_tracer=tracer)
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(method.execute([x])[0], DtypeCast()(x))
+    names = [
+        e["profile_event"]["name"]
+        for r in to_json(loads(tracer.get_etdump_data()))["run_data"]
+        for e in r["events"]
+        if "profile_event" in e
+    ]
+    assert "native_call__assert_tensor_metadata.out" in names
+
+
 def test_portable_tiny_gpt_equals_eager() -> None:
     from delegate_lens.backends_demo.models import make_model
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -155,6 +154,9 @@ class _MethodBuilder:
 
     def outputs_of(self, node: torch.fx.Node) -> tuple[int, ...]:
         value = node.meta.get("val")
+        if value is None and not node.users:
+            # an operator run for its checks only (e.g. aten._assert_tensor_metadata)
+            return ()
         if isinstance(value, (tuple, list)):
             picks = {
                 int(user.args[1]): user  # type: ignore[arg-type]
@@ -316,23 +318,13 @@ class ProgramManager:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :attr:`buffer` to ``path`` atomically (temp file, then rename)."""
-        target = Path(path)
-        data = self.buffer
+        from delegate_lens.fileio import write_bytes_atomic
+
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+            return write_bytes_atomic(path, self.buffer)
         except OSError as exc:
-            raise UsageError(f"cannot write the program to {target}: {exc.strerror}") from exc
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, target)
-        except OSError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            raise UsageError(f"cannot write the program to {target}: {exc.strerror}") from exc
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+            reason = exc.strerror or str(exc)
+            raise UsageError(f"cannot write the program to {Path(path)}: {reason}") from exc
 
     def write_to_file(self, open_file: BinaryIO) -> None:
         """Write :attr:`buffer` to an open binary file (ExecuTorch's name for it)."""
