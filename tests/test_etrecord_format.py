@@ -355,6 +355,25 @@ def test_missing_edge_program_and_exported_program_artifacts() -> None:
     assert "'exported_program_state_dict'" in _error(entries)
 
 
+@pytest.mark.parametrize("kept", [SUFFIXES, SUFFIXES[:1], SUFFIXES[1:]])
+def test_missing_program_document_is_named_not_its_artifact(kept: tuple[str, ...]) -> None:
+    entries = make_entries()
+    del entries["edge_dialect_exported_program/forward"]
+    for suffix in set(SUFFIXES) - set(kept):
+        del entries["edge_dialect_exported_program/forward" + suffix]
+    message = _error(entries)
+    assert "missing entry 'edge_dialect_exported_program/forward' " in message
+    assert "_state_dict_state_dict" not in message
+
+
+def test_a_method_named_like_an_artifact_is_a_method() -> None:
+    nodes = [node("aten_relu_default", "aten.relu.default", 1)]
+    entries = make_entries(methods={"forward_constants": nodes}, debug_handle_map={})
+    record = ETRecord.from_entries(entries)
+    assert record.methods == ("forward_constants",)
+    assert record.graph("forward_constants").nodes[0].debug_handle == 1
+
+
 @pytest.mark.parametrize(
     ("entry", "data", "words"),
     [

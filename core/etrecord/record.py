@@ -49,8 +49,13 @@ __all__ = ["ETRecord", "parse_etrecord"]
 _GC_PAUSE_BYTES = 1 << 20
 
 
-def _program_entries(names: tuple[str, ...]) -> dict[str, str]:
-    """``{method: entry}`` of the edge programs, in archive order."""
+def _program_entries(names: tuple[str, ...], origin: str) -> dict[str, str]:
+    """``{method: entry}`` of the edge programs, in archive order.
+
+    An artifact (``<entry>_state_dict``, ...) whose program document is missing is an
+    error naming the missing entry, unless it has artifacts of its own (then it is the
+    document of a method whose name happens to end like an artifact).
+    """
     present = set(names)
     prefix = EDGE_PROGRAM_PREFIX + "/"
     programs: dict[str, str] = {}
@@ -61,8 +66,14 @@ def _program_entries(names: tuple[str, ...]) -> dict[str, str]:
         if not name.startswith(prefix) or len(name) == len(prefix):
             continue
         artifact_of = next((name[: -len(s)] for s in ARTIFACT_SUFFIXES if name.endswith(s)), None)
-        if artifact_of is not None and artifact_of in present:
-            continue  # a companion artifact of another entry
+        if artifact_of is not None:
+            if artifact_of in present:
+                continue  # a companion artifact of another entry
+            if not any(name + s in present for s in ARTIFACT_SUFFIXES):
+                raise ETRecordFormatError(
+                    f"{origin}: missing entry {artifact_of!r} (the program that "
+                    f"{name!r} belongs to)"
+                )
         programs.setdefault(name[len(prefix) :], name)
     return programs
 
@@ -108,7 +119,7 @@ class ETRecord:
             raise ETRecordFormatError(
                 f"{origin}: not an ETRecord: missing entry {MARKER!r} (the format marker)"
             )
-        programs = _program_entries(names)
+        programs = _program_entries(names, origin)
         if not programs:
             raise ETRecordFormatError(
                 f"{origin}: missing entry '{EDGE_PROGRAM_PREFIX}/<method>' (no edge program)"
