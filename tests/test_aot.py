@@ -330,7 +330,31 @@ def test_etrecord_with_several_methods(mlp_ep: torch.export.ExportedProgram) -> 
     assert set(record.methods) == {"forward", "encode"}
     assert record.delegate_map["forward"] == {}
     assert len(record.delegate_map["encode"]) == 1
-    assert not record.has_exported_program  # two source programs: none is "the" one
+    # as the reference, the ATen program stored is forward's
+    assert record.has_exported_program
+    assert record.export_graph_id == id(mlp_ep.graph)
+
+
+def test_generate_etrecord_takes_a_dict_of_exported_programs(
+    mlp_ep: torch.export.ExportedProgram, tmp_path: Path
+) -> None:
+    other = export_mlp()
+    edge = dl.to_edge({"encode": other, "forward": mlp_ep})
+    pm = edge.to_program()
+    record = dl.parse_etrecord(
+        dl.generate_etrecord(tmp_path / "a.bin", edge, pm, {"encode": other, "forward": mlp_ep})
+    )
+    assert record.methods == ("encode", "forward")
+    assert record.export_graph_id == id(mlp_ep.graph)
+    assert record.exported_program_graph() is not None
+    record = dl.parse_etrecord(dl.generate_etrecord(tmp_path / "b.bin", edge, pm, {"x": other}))
+    assert record.export_graph_id == id(other.graph)
+    edge2 = dl.to_edge({"encode": other, "decode": mlp_ep})
+    record = dl.parse_etrecord(dl.generate_etrecord(tmp_path / "c.bin", edge2, edge2.to_program()))
+    assert not record.has_exported_program  # several methods, none is forward
+    with pytest.raises(UsageError, match="exported_program must be"):
+        dl.generate_etrecord(tmp_path / "d.bin", edge, pm, exported_program=edge)
+    assert not (tmp_path / "d.bin").exists()
 
 
 # --------------------------------------------------------------------------- delegation info

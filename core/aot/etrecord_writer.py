@@ -31,6 +31,7 @@ reads both shapes.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import UsageError
@@ -176,17 +177,28 @@ def program_entries(
     return out
 
 
+def _aten_program(programs: Mapping[str, Any]) -> Any:
+    """The one ATen program an ETRecord stores, from ``{method: program}``: ``forward``'s
+    (as the reference picks it), else the only one; None for several without ``forward``."""
+    if "forward" in programs:
+        return programs["forward"]
+    if len(programs) == 1:
+        return next(iter(programs.values()))
+    return None
+
+
 def build_etrecord(
     edge_manager: EdgeProgramManager,
     program_manager: ProgramManager,
-    exported_program: ExportedProgram | None = None,
+    exported_program: ExportedProgram | Mapping[str, ExportedProgram] | None = None,
     *,
     reference_compatible: bool = True,
 ) -> ETRecord:
     """The ETRecord of ``program_manager`` (made by ``edge_manager.to_program()``).
 
-    :param exported_program: the ATen program before ``to_edge``; by default the one
-        ``to_edge`` was given when there was a single method.
+    :param exported_program: the ATen program before ``to_edge``, or a dict
+        ``{method: program}`` (its ``forward`` is stored, or its only program); by default
+        the program(s) ``to_edge`` was given, chosen the same way.
     :param reference_compatible: write program documents the reference toolchain's
         ``parse_etrecord`` reads (see the module docstring); ``False`` keeps torch's.
     """
@@ -210,10 +222,17 @@ def build_etrecord(
         )
     entries: dict[str, bytes] = {MARKER: b""}
     if exported_program is None:
-        sources = edge_manager.source_programs
-        if len(sources) == 1:
-            exported_program = next(iter(sources.values()))
+        exported_program = _aten_program(edge_manager.source_programs)
+    elif isinstance(exported_program, Mapping):
+        exported_program = _aten_program(exported_program)
     if exported_program is not None:
+        from torch.export import ExportedProgram
+
+        if not isinstance(exported_program, ExportedProgram):
+            raise UsageError(
+                "exported_program must be a torch.export.ExportedProgram or a dict "
+                f"{{method: ExportedProgram}}, not {type(exported_program).__name__}"
+            )
         entries.update(
             program_entries(
                 EXPORTED_PROGRAM, exported_program, reference_compatible=reference_compatible

@@ -67,7 +67,8 @@ def generate_etrecord(
     ``edge_manager`` is the ``EdgeProgramManager`` (from ``to_edge`` or
     ``to_edge_transform_and_lower``), ``program_manager`` the ``ProgramManager`` from its
     ``to_program()``, ``exported_program`` optionally the ``torch.export`` program before
-    lowering. Imports torch.
+    lowering, or a dict ``{method: program}`` whose ``forward`` is stored (by default what
+    ``to_edge`` was given, chosen the same way). Imports torch.
     """
     from delegate_lens.aot.etrecord_writer import build_etrecord
 
