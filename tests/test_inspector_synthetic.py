@@ -493,3 +493,58 @@ def test_failing_time_converter_warns_and_falls_back() -> None:
     assert any("bad_clock failed on row '7': ZeroDivisionError: no rate" in m for m in messages)
     seven = next(e for e in inspector.event_blocks[0].events if e.name == "7")
     assert seven.perf_data is not None and seven.perf_data.raw == [300 / 1e6 - 100 / 1e6]
+
+
+def _npu_run(t0: int, identifiers: Sequence[int]) -> RunData:
+    """A run of one delegate call (instruction 0) logging ``identifiers``, then an add."""
+    events = [
+        prof(None, 0, t0 + 20 + 10 * i, t0 + 25 + 10 * i, delegate_debug_id_int=i)
+        for i in identifiers
+    ]
+    events += [
+        prof("DELEGATE_CALL", 0, t0 + 10, t0 + 500),
+        prof("native_call_add.out", 1, t0 + 605, t0 + 700),
+        prof("OPERATOR_CALL", 1, t0 + 600, t0 + 710),
+        framework("Method::execute", t0, t0 + 800),
+    ]
+    return RunData(name="Execute", events=events)
+
+
+def _delegated_method(identifiers: dict[str, list[int]]) -> dict[str, Any]:
+    return {
+        "nodes": [
+            ("aten_convolution_default", "aten.convolution.default", 1),
+            ("aten_relu_default", "aten.relu.default", 2),
+            ("aten_add_tensor", "aten.add.Tensor", 3),
+        ],
+        "handles": {0: [1, 2], 1: 3},
+        "delegates": {0: {"name": "TestNPU", "delegate_map": identifiers}},
+    }
+
+
+def test_delegated_methods_are_told_apart_by_their_delegate_identifiers() -> None:
+    # same instructions (a delegate call, then add): only the identifiers differ
+    methods = {
+        "forward": _delegated_method({"0": [1], "1": [2]}),
+        "decode": _delegated_method({"0": [1], "1": [1], "2": [2]}),
+    }
+    runs = [_npu_run(1000 * i, [0, 1] if i % 2 == 0 else [0, 1, 2]) for i in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        blocks = inspect(runs, etrecord=make_etrecord(methods)).event_blocks
+    assert [(b.method, b.run_indices) for b in blocks] == [("forward", [0, 2]), ("decode", [1, 3])]
+    two = {e.name: e for e in blocks[1].events}["2"]
+    assert (two.method, two.debug_handles, two.op_types) == ("decode", [2], ["aten.relu.default"])
+    one = {e.name: e for e in blocks[0].events}["1"]
+    assert (one.method, one.debug_handles) == ("forward", [2])
+
+
+def test_delegated_methods_without_maps_stay_unlinked() -> None:
+    # no Debug Handle Map (as XNNPACK): nothing tells the methods apart
+    methods = {"forward": _delegated_method({}), "decode": _delegated_method({})}
+    decode = methods["decode"]
+    decode["nodes"] = [("aten_tan_default", "aten.tan.default", 1), *decode["nodes"][1:]]
+    with pytest.warns(InspectorWarning, match="fits several ETRecord methods"):
+        blocks = inspect([_npu_run(0, [0, 1])], etrecord=make_etrecord(methods)).event_blocks
+    assert blocks[0].method is None
+    assert all(e.op_types == [] and e.method is None for e in blocks[0].events)

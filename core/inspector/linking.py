@@ -14,7 +14,8 @@ rows are checked against every method: an instruction id that the method lacks, 
 ``native_call_<op>`` whose op is not among the method's op types at that instruction, an
 operator row at a delegate call or a delegate row at an operator, is a mismatch. The block
 is linked to the one method without mismatches (when several fit, to the one whose
-instructions are exactly those the run executed); when several still fit or none does, a
+instructions are exactly those the run executed, then whose delegate maps know, then hold
+exactly, the delegate identifiers the run logged); when several still fit or none does, a
 warning says so and the block stays unlinked (identical methods, which give the same links
 whichever ran, link the rows and leave the method unknown). With a single-method ETRecord
 from another model, the mismatching instructions are listed in a warning and left unlinked,
@@ -81,6 +82,19 @@ def _entry_name(entry: Any) -> str | None:
         return None
     name = entry.get("name") if isinstance(entry, Mapping) else getattr(entry, "name", None)
     return None if name is None else str(name)
+
+
+def _entry_keys(entry: Any) -> set[str] | None:
+    """The identifiers (as text) a delegate entry maps; None without a map."""
+    if entry is None:
+        return None
+    if hasattr(entry, "identifiers"):
+        keys = entry.identifiers
+    elif isinstance(entry, Mapping):
+        keys = entry.get("delegate_map") or {}
+    else:
+        return None
+    return {str(k) for k in keys} or None
 
 
 def _entry_handles(entry: Any, identifier: int | str) -> Any:
@@ -236,6 +250,14 @@ class Linker:
         # method with ops [add] also fits a method with ops [add, mul])
         executed = {r.instruction_id for r in relevant}
         complete = [m for m in fitting if self.instructions(m) == executed] or fitting
+        if len(complete) > 1:
+            # delegated methods look alike by instructions (a DELEGATE_CALL each); the
+            # identifiers their delegates logged tell them apart: prefer the methods whose
+            # Debug Handle Maps know every identifier, then those whose maps hold exactly
+            # the identifiers the run logged (as for instructions above)
+            fits = {m: self.identifier_fit(m, relevant) for m in complete}
+            complete = [m for m in complete if fits[m][0]] or complete
+            complete = [m for m in complete if fits[m][1]] or complete
         if len(complete) == 1:
             return Choice(complete[0], complete[0], frozenset())
         if complete:
@@ -256,6 +278,28 @@ class Linker:
             f"{_describe(results[closest][0])}); left unlinked"
         )
         return Choice(None, None, frozenset())
+
+    def identifier_fit(self, method: str, rows: Iterable[RowKey]) -> tuple[bool, bool]:
+        """Whether ``method``'s delegate maps know every delegate identifier ``rows``
+        logged, and whether they hold exactly those. Delegate calls whose backend gave no
+        map say nothing either way."""
+        dm = self.delegate_map.get(method, {})
+        logged: dict[int, set[str]] = {}
+        for row in rows:
+            if row.identifier is not None:
+                logged.setdefault(row.instruction_id, set()).add(str(row.identifier))
+            elif row.name == "DELEGATE_CALL":
+                logged.setdefault(row.instruction_id, set())
+        known = exact = True
+        for iid, identifiers in logged.items():
+            keys = _entry_keys(dm.get(iid))
+            if keys is None:
+                continue
+            if not identifiers <= keys:
+                known = False
+            if identifiers != keys:
+                exact = False
+        return known, exact
 
     def _same_links(self, methods: Sequence[str], rows: Sequence[RowKey]) -> bool:
         first = methods[0]
