@@ -234,3 +234,77 @@ def test_output_into_a_missing_folder_is_one_line(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "does not exist" in err and str(target) in err
+
+
+def test_plugin_option_after_inspect_loads_the_plugin(
+    vectors_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the issue's command line: delegate-lens inspect ETDUMP ... -p PLUGIN
+    (tmp_path / "names_exporter_plugin.py").write_text(
+        "from delegate_lens import hookimpl\n"
+        "from delegate_lens.exporters import Exporter\n"
+        "def _names(inspector, stream):\n"
+        "    stream.write(','.join(t.name for t in inspector.tables) + '\\n')\n"
+        "@hookimpl\n"
+        "def dl_exporters():\n"
+        "    return [Exporter('names', 'block names', _names)]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    etdump = str(vectors_dir / "conv_xnnpack" / "etdump.etdp")
+    assert main(["inspect", etdump, "-p", "names_exporter_plugin", "--format", "names"]) == 0
+    assert capsys.readouterr().out == "Default,Execute\n"
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", etdump, "-p", "no_such_plugin_module_xyz"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no_such_plugin_module_xyz" in err
+
+
+def test_output_that_is_a_folder_is_one_line(
+    vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", str(vectors_dir / "conv_xnnpack" / "etdump.etdp"), "-o", str(tmp_path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err == f"error: cannot write {tmp_path}: it is a folder; give a file name\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_json_export_has_the_contract_keys(vectors_dir: Path, tmp_path: Path) -> None:
+    """The keys issue 6 lists for ``--format json`` (more may follow; none may go)."""
+    out = tmp_path / "out.json"
+    assert main(["inspect", *_args(vectors_dir / "mlp_xnnpack"), "-f", "json", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    event_keys = {
+        "name",
+        "perf_data",
+        "op_types",
+        "debug_handles",
+        "delegate_debug_identifier",
+        "is_delegated_op",
+        "delegate_backend_name",
+        "module_hierarchy",
+        "stack_traces",
+        "debug_data",
+        "delegate_debug_metadatas",
+    }
+    assert doc["blocks"]
+    for block in doc["blocks"]:
+        assert {"name", "bundled_input_index", "events"} <= set(block)
+        for event in block["events"]:
+            assert event_keys <= set(event), set(event) ^ event_keys
+            perf = event["perf_data"]
+            assert perf is None or set(perf) == {"raw", "p10", "p50", "p90", "avg", "min", "max"}
+            for frames in event["module_hierarchy"].values():
+                assert frames is None or all(
+                    isinstance(v, list) and len(v) == 2 for v in frames.values()
+                )
+            assert all(isinstance(v, (str, type(None))) for v in event["stack_traces"].values())
+            for value in event["debug_data"]:
+                assert set(value) == {"dtype", "shape", "values"}
+    call = next(e for e in doc["blocks"][1]["events"] if e["name"] == "DELEGATE_CALL")
+    assert [v["shape"] for v in call["debug_data"]] == [[2, 16], [], [2, 8]]
