@@ -9,10 +9,10 @@ nobody traces; every function is then a no-op that returns at once):
   backend kept itself (e.g. read from the device after the run);
 * :func:`event_tracer_log_output_delegate` — an intermediate output of the delegate.
 
-A delegate event is identified by exactly one of ``name`` (a ``str`` identifier) and
-``delegate_debug_id`` (an ``int >= 0``; ``None`` or ``-1`` mean "not given"). The identifier
-must be one the backend put in its Debug Handle Map at preprocess time, so the Inspector can
-link the event back to the operators it covers.
+A delegate event is identified by exactly one of ``name`` (a non-empty ``str``) and
+``delegate_debug_id`` (an ``int`` from 0 to 2**31 - 1, the ETDump's int32 field; ``None`` or
+``-1`` mean "not given"). The identifier must be one the backend put in its Debug Handle
+Map at preprocess time, so the Inspector can link the event back to the operators it covers.
 
 ``metadata`` is ``None`` (stored as empty bytes, as the reference runtime does), bytes, or a
 structured value (e.g. a dict) that the backend's ``dl_encode_delegate_metadata`` hook turns
@@ -43,8 +43,9 @@ __all__ = [
 ]
 
 UNSET_DELEGATE_DEBUG_ID = -1
-_U64_MAX = (1 << 64) - 1
 """``delegate_debug_id`` value meaning "no int identifier" (the C++ ``kUnsetDebugHandle``)."""
+_U64_MAX = (1 << 64) - 1
+_I32_MAX = (1 << 31) - 1  # ETDump stores delegate_debug_id_int as an int32
 
 
 @define(slots=True)
@@ -157,9 +158,11 @@ def encode_metadata(backend_id: str | None, metadata: Any) -> bytes:
 
 def _check_ids(name: Any, delegate_debug_id: Any) -> int:
     """Exactly one identifier; returns the int id (``-1`` when ``name`` is used)."""
-    if (delegate_debug_id is None or delegate_debug_id == UNSET_DELEGATE_DEBUG_ID) and type(
-        name
-    ) is str:
+    if (
+        (delegate_debug_id is None or delegate_debug_id == UNSET_DELEGATE_DEBUG_ID)
+        and type(name) is str
+        and name
+    ):
         return UNSET_DELEGATE_DEBUG_ID  # the common case, decided fast
     has_id = delegate_debug_id is not None and delegate_debug_id != UNSET_DELEGATE_DEBUG_ID
     if name is not None:
@@ -173,6 +176,11 @@ def _check_ids(name: Any, delegate_debug_id: Any) -> int:
                 f"delegate event name must be a str identifier, not {type(name).__name__} "
                 f"({name!r}); pass int identifiers as delegate_debug_id"
             )
+        if not name:
+            raise EventTracerError(
+                "delegate event name is empty: an identifier must be non-empty (as in the "
+                "Debug Handle Map)"
+            )
         return UNSET_DELEGATE_DEBUG_ID
     if not has_id:
         raise EventTracerError(
@@ -185,6 +193,11 @@ def _check_ids(name: Any, delegate_debug_id: Any) -> int:
         )
     if delegate_debug_id < 0:
         raise EventTracerError(f"delegate_debug_id must be >= 0, got {delegate_debug_id}")
+    if delegate_debug_id > _I32_MAX:
+        raise EventTracerError(
+            f"delegate_debug_id {delegate_debug_id} does not fit the ETDump's int32 field "
+            f"(max {_I32_MAX})"
+        )
     return int(delegate_debug_id)
 
 
@@ -197,7 +210,7 @@ def event_tracer_start_profiling_delegate(
     """
     if tracer is None:
         return None
-    if name is None and type(delegate_debug_id) is int and delegate_debug_id >= 0:
+    if name is None and type(delegate_debug_id) is int and 0 <= delegate_debug_id <= _I32_MAX:
         return tracer.start_profiling_delegate(None, delegate_debug_id)
     return tracer.start_profiling_delegate(name, _check_ids(name, delegate_debug_id))
 
@@ -227,7 +240,7 @@ def event_tracer_log_profiling_delegate(
     """Log a delegate operation after the fact, with the backend's own timestamps."""
     if tracer is None:
         return
-    if name is None and type(delegate_debug_id) is int and delegate_debug_id >= 0:
+    if name is None and type(delegate_debug_id) is int and 0 <= delegate_debug_id <= _I32_MAX:
         ddi = delegate_debug_id
     else:
         ddi = _check_ids(name, delegate_debug_id)

@@ -51,6 +51,10 @@ def events_of(gen: ETDumpGen) -> list[tuple[str | None, list[dict]]]:  # type: i
         (None, "x", "must be an int"),
         (None, True, "must be an int"),
         (None, -7, ">= 0"),
+        ("", None, "empty"),
+        ("", 3, "exactly one"),
+        (None, 2**31, "int32"),
+        (None, 2**40, "int32"),
     ],
 )
 def test_identifier_errors(name: object, ddi: object, match: str) -> None:
@@ -62,6 +66,16 @@ def test_identifier_errors(name: object, ddi: object, match: str) -> None:
     with pytest.raises(EventTracerError, match=match):
         event_tracer_log_output_delegate(gen, name, ddi, 1.0)  # type: ignore[arg-type]
     assert events_of(gen) == []
+
+
+def test_largest_int32_identifier_is_written() -> None:
+    gen = ETDumpGen(clock=counter_clock())
+    gen.create_event_block("Execute")
+    entry = event_tracer_start_profiling_delegate(gen, None, 2**31 - 1)
+    event_tracer_end_profiling_delegate(gen, entry)
+    event_tracer_log_profiling_delegate(gen, None, 2**31 - 1, 1, 2)
+    [(_, events)] = events_of(gen)
+    assert [e["profile_event"]["delegate_debug_id_int"] for e in events] == [2**31 - 1] * 2
 
 
 def test_end_needs_the_entry() -> None:
