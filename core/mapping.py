@@ -28,7 +28,7 @@ This module does not import torch: nodes are duck-typed (anything with a ``meta`
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from delegate_lens.errors import MappingError
@@ -96,6 +96,16 @@ def _node_handle(node: object, identifier: Identifier | None) -> Any:
     return meta.get("debug_handle")
 
 
+def _is_iterable(value: object) -> bool:
+    if isinstance(value, (str, bytes, bytearray, Mapping)):
+        return False
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
+
+
 def _collect(
     nodes: Any, handles: Any, identifier: Identifier | None, shown: Identifier | None
 ) -> set[int]:
@@ -105,15 +115,24 @@ def _collect(
             f"delegate debug identifier {shown!r}: give exactly one of nodes or handles"
         )
     if nodes is not None:
-        items: Iterable[Any] = nodes if isinstance(nodes, (list, tuple)) else [nodes]
+        items: Iterable[Any]
+        raw: Sequence[Any]
+        if isinstance(nodes, (list, tuple)):
+            items = nodes
+        elif hasattr(nodes, "meta") or not _is_iterable(nodes):
+            items = [nodes]  # one node (or a non-node, reported below)
+        else:  # graph.nodes, a generator, a set, ...
+            items = list(nodes)
         raw = [_node_handle(node, shown) for node in items]
+    elif isinstance(handles, (list, tuple)):  # first: the common case, and cheap
+        raw = handles
     elif _as_int(handles) is not None:
         raw = [handles]
-    elif isinstance(handles, (list, tuple, set, frozenset, range)):
+    elif _is_iterable(handles):  # a set, range, generator, numpy array, ...
         raw = list(handles)
     else:
         raise MappingError(
-            f"delegate debug identifier {shown!r}: handles must be an int or a sequence "
+            f"delegate debug identifier {shown!r}: handles must be an int or an iterable "
             f"of ints, not {type(handles).__name__}"
         )
     found: set[int] = set()
@@ -176,9 +195,11 @@ class DelegateMappingBuilder:
     ) -> Identifier:
         """Add a new entry and return its identifier.
 
-        :param nodes: a graph node or a list of nodes; their ``meta["debug_handle"]`` are
-            used (nodes without one are skipped).
-        :param handles: a debug handle or a list of handles (``None`` values are skipped).
+        :param nodes: a graph node or an iterable of nodes (a list, ``graph.nodes``, a
+            generator, ...); their ``meta["debug_handle"]`` are used (nodes without one are
+            skipped).
+        :param handles: a debug handle or an iterable of handles (``None`` values are
+            skipped).
         :param identifier: the delegate debug identifier (manual builders only).
         :raises MappingError: the identifier already exists, both or neither of nodes and
             handles were given, no valid handle remains, or the identifier is missing /

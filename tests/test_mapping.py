@@ -67,7 +67,8 @@ def test_insert_existing_identifier_is_an_error_and_changes_nothing() -> None:
         (False, {"handles": [1], "identifier": True}, "int or a str"),
         (False, {"handles": ["1"], "identifier": "x"}, "not an int"),
         (False, {"handles": [-2], "identifier": "x"}, "negative"),
-        (False, {"handles": "12", "identifier": "x"}, "sequence of ints"),
+        (False, {"handles": "12", "identifier": "x"}, "iterable of ints"),
+        (False, {"handles": {1: 2}, "identifier": "x"}, "iterable of ints"),
         (False, {"nodes": [object()], "identifier": "x"}, "not a graph node"),
     ],
 )
@@ -91,6 +92,27 @@ def test_numpy_integers_are_handles() -> None:
     mapping = b.get_delegate_mapping()
     assert mapping == {0: (2, 4)}
     assert all(type(h) is int for h in mapping[0]) and type(next(iter(mapping))) is int
+
+
+def test_any_iterable_of_nodes_or_handles() -> None:
+    """As in the reference: ``graph.nodes``, generators, sets, numpy arrays all work."""
+    np = pytest.importorskip("numpy")
+
+    class NodeList:  # like torch.fx's graph.nodes: iterable, but not a list
+        def __init__(self, nodes: list[FakeNode]) -> None:
+            self._nodes = nodes
+
+        def __iter__(self) -> Any:
+            return iter(self._nodes)
+
+    b = DelegateMappingBuilder()
+    b.insert_delegate_mapping_entry(nodes=NodeList([FakeNode(3), FakeNode(None)]), identifier=0)
+    b.insert_delegate_mapping_entry(nodes=(FakeNode(h) for h in (5, 4)), identifier=1)
+    b.insert_delegate_mapping_entry(handles=np.array([7, 6]), identifier=2)
+    b.insert_delegate_mapping_entry(handles=(h for h in (9, None, 8)), identifier=3)
+    b.upsert_delegate_mapping_entry(NodeList([FakeNode(1)]), identifier=0)
+    b.upsert_delegate_mapping_entry(handles=range(10, 12), identifier=1)
+    assert b.get_delegate_mapping() == {0: (1, 3), 1: (4, 5, 10, 11), 2: (6, 7), 3: (8, 9)}
 
 
 def test_result_is_a_copy() -> None:
