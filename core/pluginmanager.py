@@ -3,7 +3,8 @@
 Building the manager (:func:`get_plugin_manager`) does, in this order:
 
 1. add the hook specs of :mod:`delegate_lens.hookspecs`;
-2. block the names given as ``-p no:NAME`` (:func:`apply_plugin_options`);
+2. block the names given as ``-p no:NAME`` (:func:`apply_plugin_options`; a built-in
+   by its module name or its last component, e.g. ``no:mapping_validator``);
 3. register the built-in plugins (:data:`delegate_lens.builtins.BUILTIN_PLUGINS`), each
    under its module name;
 4. load every entry point of group ``delegate_lens`` (sorted by name), each registered
@@ -136,6 +137,8 @@ class DelegateLensPluginManager(pluggy.PluginManager):
     def __init__(self) -> None:
         super().__init__(PROJECT_NAME)
         self.plugin_sources: dict[str, PluginSource] = {}
+        self.unknown_blocked: tuple[str, ...] = ()
+        """Names given as ``-p no:NAME`` that match no built-in and no entry point."""
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         opts = super().parse_hookimpl_opts(plugin, name)
@@ -228,14 +231,18 @@ def build_plugin_manager(
     blocked, modules = _parse_options(options)
     pm = DelegateLensPluginManager()
     pm.add_hookspecs(hookspecs)
+    # a built-in is blocked by its module name or its short name (-p no:mapping_validator)
+    short_names = {module_name.rsplit(".", 1)[-1]: module_name for module_name in BUILTIN_PLUGINS}
     for name in blocked:
-        pm.set_blocked(name)
+        pm.set_blocked(short_names.get(name, name))
     for module_name in BUILTIN_PLUGINS:
         if pm.is_blocked(module_name):
             continue
         module = importlib.import_module(module_name)
         _register(pm, module, module_name, PluginSource("built-in", value=module_name))
     entry_points = {ep.name: ep for ep in _entry_points()}
+    known = {*BUILTIN_PLUGINS, *short_names, *entry_points, *modules}
+    pm.unknown_blocked = tuple(dict.fromkeys(name for name in blocked if name not in known))
     if autoload if autoload is not None else _autoload_enabled():
         for name in sorted(entry_points):
             _load_entry_point(pm, entry_points[name])

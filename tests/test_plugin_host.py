@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import itertools
 import os
 import subprocess
 import sys
@@ -191,6 +192,55 @@ def test_block_builtin() -> None:
     pm = apply_plugin_options(["no:delegate_lens.builtins.mapping_validator"])
     assert pm.get_plugin("delegate_lens.builtins.mapping_validator") is None
     assert pm.get_plugin("delegate_lens.builtins.exporters") is not None
+
+
+def test_block_builtin_by_its_short_name() -> None:
+    pm = apply_plugin_options(["no:mapping_validator"])
+    assert pm.get_plugin("delegate_lens.builtins.mapping_validator") is None
+    assert not has_implementations("dl_delegate_mapping", pm)
+    assert pm.get_plugin("delegate_lens.builtins.exporters") is not None
+
+
+def test_blocking_an_unknown_name_is_flagged(fake: FakeDist) -> None:
+    fake.plugin("fake-clock", "1.2.3", "fake_clock", GOOD)
+    result = _cli(["-p", "no:fake_clokc", "-p", "no:exporters", "plugins"], env=fake.env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        "blocked: delegate_lens.builtins.exporters, fake_clokc (no plugin of that name)"
+    )
+    assert any(line.startswith("fake_clock ") for line in result.stdout.splitlines())
+
+
+def test_p_options_after_the_command(fake: FakeDist) -> None:
+    """As in pytest, -p may come after the (sub-)command; all -p options add up."""
+    fake.plugin("fake-clock", "1.2.3", "fake_clock", GOOD)
+    result = _cli(["-p", "no:cycle_clock", "plugins", "-p", "no:fake_clock"], env=fake.env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "blocked: cycle_clock, fake_clock"
+    vector = REPO.parent / "shared" / "vectors" / "mlp_xnnpack" / "etdump.etdp"
+    args = ["etdump", "summary", "-p", "no:fake_clock", "-p", "nonexistent_mod_x", str(vector)]
+    result = _cli(args, env=fake.env())
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: plugin module 'nonexistent_mod_x' (-p nonexistent_mod_x) failed to load: "
+        "ModuleNotFoundError: No module named 'nonexistent_mod_x'"
+    ]
+
+
+def test_plugins_table_wraps_long_hook_lists(fake: FakeDist) -> None:
+    hooks = ["dl_partitioner", "dl_preprocess", "dl_runtime_backend", "dl_exporters"]
+    source = "".join(f"def {hook}(*args):\n    return None\n" for hook in hooks)
+    source = source.replace("(*args)", "()")
+    fake.plugin("many-hooks", "2.0", "many_hooks", source)
+    result = _cli(["plugins"], env=dict(fake.env(), COLUMNS="120"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("many_hooks "))
+    column = lines[0].index("HOOKS")
+    more = itertools.takewhile(lambda line: line[:column].isspace(), lines[start + 1 :])
+    block = [lines[start], *more]
+    assert len(block) > 1 and all(len(line) <= 120 for line in block)
+    assert " ".join(line[column:] for line in block).split(", ") == sorted(hooks)
 
 
 def test_p_module_registers_last_and_wins(fake: FakeDist) -> None:

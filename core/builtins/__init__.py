@@ -3,8 +3,8 @@
 The plugin host (:mod:`delegate_lens.pluginmanager`) imports every module of
 :data:`BUILTIN_PLUGINS` and registers it under its module name, before any plugin found
 through entry points (so installed plugins are asked first by *firstresult* hooks). A
-built-in can be blocked like any plugin, e.g. ``delegate-lens -p
-no:delegate_lens.builtins.exporters ...``.
+built-in can be blocked like any plugin, by its module name or its last component, e.g.
+``delegate-lens -p no:exporters ...`` (same as ``-p no:delegate_lens.builtins.exporters``).
 """
 
 from __future__ import annotations

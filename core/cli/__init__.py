@@ -23,6 +23,8 @@ _COMMAND_MODULES = ("demo", "inspect", "etdump", "etrecord", "plugins")
 
 EXIT_USAGE = 2
 
+_PLUGIN_HELP = "load a plugin module (-p MODULE) or block a plugin by name (-p no:NAME); repeatable"
+
 
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit 2."""
@@ -45,14 +47,45 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PLUGIN",
-        help="load a plugin module (-p MODULE) or block a plugin by name (-p no:NAME); repeatable",
+        help=_PLUGIN_HELP,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in _COMMAND_MODULES:
         module = importlib.import_module(f"delegate_lens.cli.{name}_cmd")
         module.register(sub)
+    _add_plugin_option_to_subcommands(parser)
     return parser
+
+
+def _add_plugin_option_to_subcommands(parser: argparse.ArgumentParser, depth: int = 1) -> None:
+    """Accept ``-p`` after any (sub-)command too, as pytest accepts it anywhere.
+
+    Each level gets its own ``dest`` (a sub-parser's namespace replaces its parent's
+    values of the same name); :func:`_plugin_options` joins them in command-line order.
+    """
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for subparser in dict.fromkeys(action.choices.values()):
+            if "-p" not in subparser._option_string_actions:
+                subparser.add_argument(
+                    "-p",
+                    dest=f"plugin_options_{depth}",
+                    action="append",
+                    default=argparse.SUPPRESS,
+                    metavar="PLUGIN",
+                    help=_PLUGIN_HELP,
+                )
+            _add_plugin_option_to_subcommands(subparser, depth + 1)
+
+
+def _plugin_options(args: argparse.Namespace) -> list[str]:
+    options = list(args.plugin_options)
+    depths = sorted(int(key[15:]) for key in vars(args) if key.startswith("plugin_options_"))
+    for depth in depths:
+        options.extend(getattr(args, f"plugin_options_{depth}"))
+    return options
 
 
 def _apply_plugin_options(options: Sequence[str]) -> None:
@@ -68,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        args.plugin_options = _plugin_options(args)
         _apply_plugin_options(args.plugin_options)
         status: int = args.func(args)
     except DelegateLensError as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import textwrap
 from typing import Any
 
 
@@ -52,10 +54,20 @@ def _run(args: argparse.Namespace) -> int:
         version = "-" if row.source.kind == "built-in" else (row.source.version or "?")
         table.append((row.name, row.distribution_label, version, ", ".join(row.hooks) or "-"))
     widths = [max(len(line[i]) for line in table) for i in range(3)]
+    indent = sum(widths) + 2 * len(widths)
+    # the hooks column wraps at the terminal's width (100 when not a terminal)
+    room = max(shutil.get_terminal_size((100, 24)).columns - indent, 30)
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths)]
-        print("  ".join([*cells, line[3]]).rstrip())
+        hooks = textwrap.wrap(line[3], room, break_long_words=False, break_on_hyphens=False)
+        print("  ".join([*cells, hooks[0]]).rstrip())
+        for more in hooks[1:]:
+            print(" " * indent + more)
+    unknown = set(getattr(pm, "unknown_blocked", ()))
     blocked = sorted(name for name, plugin in pm.list_name_plugin() if plugin is None)
     if blocked:
-        print(f"blocked: {', '.join(blocked)}")
+        labels = [
+            f"{name} (no plugin of that name)" if name in unknown else name for name in blocked
+        ]
+        print(f"blocked: {', '.join(labels)}")
     return 0
