@@ -37,7 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from delegate_lens.errors import DelegateLensWarning, EventTracerError
+from delegate_lens.errors import (
+    DelegateLensError,
+    DelegateLensWarning,
+    EventTracerError,
+    PluginWarning,
+)
 from delegate_lens.fileio import write_bytes_atomic
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
@@ -180,6 +185,9 @@ class ETDumpGen(EventTracer):
         """True once a tensor did not fit the debug buffer (later tensors are not stored)."""
         self.dropped_debug_values = 0
         """Debug events dropped because their tensor did not fit the debug buffer."""
+        self.unencoded_metadata = 0
+        """Delegate events of the last build whose structured metadata could not be encoded
+        (stored with empty metadata; see :meth:`get_etdump_data`)."""
         self._blocks: list[tuple[str, list[tuple[Any, ...]]]] = []
         self._events: list[tuple[Any, ...]] | None = None
         self._encoders_checked: set[str | None] = set()
@@ -376,14 +384,31 @@ class ETDumpGen(EventTracer):
         from delegate_lens.etdump import ETDump, RunData
         from delegate_lens.etdump.columns import EventColumns
 
+        failures: list[str] = []
         runs = [
-            RunData.from_columns(name, -1, [], _columns(events, EventColumns))
+            RunData.from_columns(name, -1, [], _columns(events, EventColumns, failures))
             for name, events in self._blocks
         ]
+        self.unencoded_metadata = len(failures)
+        if failures:
+            warnings.warn(
+                f"ETDumpGen: {len(failures)} delegate event(s) stored with empty metadata "
+                f"because their structured metadata could not be encoded (first: {failures[0]}); "
+                "the events themselves are kept",
+                PluginWarning,
+                stacklevel=3,
+            )
         return ETDump(version=0, run_data=runs)
 
     def get_etdump_data(self) -> bytes:
-        """The ETDump of everything recorded so far (size-prefixed FlatBuffer bytes)."""
+        """The ETDump of everything recorded so far (size-prefixed FlatBuffer bytes).
+
+        Structured metadata is encoded here (once per distinct value; the first value of
+        each backend was checked when it was logged). A value its backend's encoder
+        rejects does not lose the trace: that event is stored with empty metadata, a
+        :class:`~delegate_lens.errors.PluginWarning` names the backend, the event and the
+        error, and :attr:`unencoded_metadata` counts such events.
+        """
         from delegate_lens.etdump import dumps
 
         return bytes(dumps(self._build()))
@@ -406,7 +431,7 @@ def _tensor_bytes_supported(value: Any) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _columns(events: list[tuple[Any, ...]], columns_cls: Any) -> Any:
+def _columns(events: list[tuple[Any, ...]], columns_cls: Any, failures: list[str]) -> Any:
     n = len(events)
     if n == 0:
         return columns_cls.empty()
@@ -438,7 +463,14 @@ def _columns(events: list[tuple[Any, ...]], columns_cls: Any) -> Any:
             continue
         if is_profile[i]:
             if type(value) is tuple:
-                value = _encode_deferred(value[0], value[1], cache)
+                try:
+                    value = _encode_deferred(value[0], value[1], cache)
+                except DelegateLensError as exc:
+                    ident = dstr[i] if dstr[i] is not None else dint[i]
+                    failures.append(
+                        f"backend {value[0]!r}, instruction {iid[i]}, identifier {ident!r}: {exc}"
+                    )
+                    value = b""
             lengths[i] = len(value)
             chunks.append(value)
         else:

@@ -347,3 +347,30 @@ def test_structured_metadata_is_a_snapshot_encoded_once_per_value(
     assert stored == [b'{"flops": 1}'] * 5 + [b'{"flops": 2}']
     # one check at the first log, then one encoding per distinct value at build time
     assert len(calls) == 3
+
+
+def test_metadata_rejected_at_build_keeps_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A structured value the encoder rejects after the first (checked) one must not lose
+    the ETDump: the event is kept with empty metadata and a PluginWarning names it."""
+    import delegate_lens.pluginmanager as pmod
+    from delegate_lens.errors import PluginError, PluginWarning
+
+    def fake(hook: str, backend_id: str, metadata: dict[str, int]) -> bytes:
+        if metadata["flops"] < 0:
+            raise PluginError("plugin 'fake' failed in dl_encode_delegate_metadata: negative")
+        return bytes([metadata["flops"]])
+
+    monkeypatch.setattr(pmod, "call_hook", fake)
+    gen = ETDumpGen(clock=counter_clock())
+    gen.create_event_block("Execute")
+    gen.set_chain_debug_handle(0, 4)
+    gen.delegate_backend_id = "B"
+    event_tracer_log_profiling_delegate(gen, None, 1, 0, 1, {"flops": 7})  # checked now
+    event_tracer_log_profiling_delegate(gen, "bad#1", None, 2, 3, {"flops": -1})  # deferred
+    event_tracer_log_profiling_delegate(gen, None, 3, 4, 5, {"flops": 9})
+    with pytest.warns(PluginWarning, match=r"1 delegate event.*instruction 4, identifier 'bad#1'"):
+        data = gen.get_etdump_data()
+    assert gen.unencoded_metadata == 1
+    events = [e["profile_event"] for e in to_json(loads(data))["run_data"][0]["events"]]
+    assert [e.get("delegate_debug_metadata") for e in events] == [[7], [], [9]]
+    assert [e.get("start_time", 0) for e in events] == [0, 2, 4]
