@@ -51,7 +51,10 @@ def write_atomic(
         else:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
                 write(text)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:  # e.g. path is a folder: name it, not the temporary file
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

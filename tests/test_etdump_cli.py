@@ -138,3 +138,27 @@ def test_bad_json_is_a_format_error_naming_file_and_field(
         assert word in line
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["in.json"]  # no partial or temporary file
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe{}", b'{"run_data": [], "x": "\xc3\x28"}'])
+def test_json_that_is_not_utf8_names_the_file(tmp_path: Path, content: bytes) -> None:
+    src = tmp_path / "in.json"
+    src.write_bytes(content)
+    out = tmp_path / "out.etdp"
+    proc = _run_cli("etdump", "from-json", str(src), "-o", str(out))
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert line.startswith(f"error: {src}: not UTF-8 text") and "byte offset" in line
+    assert [p.name for p in tmp_path.iterdir()] == ["in.json"]
+
+
+def test_output_that_is_a_folder_names_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    proc = _run_cli(
+        "etdump", "from-json", str(VECTORS / "mlp_xnnpack" / "etdump.json"), "-o", str(folder)
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: {folder}: Is a directory"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(folder.iterdir())

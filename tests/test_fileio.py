@@ -47,3 +47,12 @@ def test_missing_folder_names_the_target(tmp_path: Path) -> None:
     with pytest.raises(OSError) as info:
         write_bytes_atomic(target, b"x")
     assert info.value.filename == str(target)
+
+
+def test_target_that_is_a_folder_names_it_and_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.mkdir()
+    with pytest.raises(OSError) as info:
+        write_bytes_atomic(target, b"x")
+    assert info.value.filename == str(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(target.iterdir())

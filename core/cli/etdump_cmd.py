@@ -55,6 +55,11 @@ def _from_json(args: argparse.Namespace) -> int:
             raise ETDumpFormatError(
                 f"{args.json_file}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             ) from None
+        except UnicodeDecodeError as exc:
+            raise ETDumpFormatError(
+                f"{args.json_file}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                f"at byte offset {exc.start})"
+            ) from None
     try:
         data = dumps(from_json(obj))
     except ETDumpFormatError as exc:
