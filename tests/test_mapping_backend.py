@@ -108,6 +108,8 @@ def test_validator_accepts_partition_handles() -> None:
         ({True: (1,)}, "not an int or a str"),
         ([(0, (1,))], "must be a mapping"),
         ({"x": "12"}, "non-empty sequence"),
+        ({0: (1,), "0": (2,)}, "'B'.*identifiers 0 and '0' are the same"),
+        ({"7": (1,), 7: (2,)}, "identifiers '7' and 7 are the same"),
     ],
 )
 def test_validator_rejects(mapping: Any, needle: str) -> None:

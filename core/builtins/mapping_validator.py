@@ -31,7 +31,8 @@ def partition_handles(edge_program: Any) -> set[int]:
 
 @hookimpl
 def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: Any) -> None:
-    """Reject a map naming a handle that no node of the partition carries."""
+    """Reject a map naming a handle that no node of the partition carries, or two
+    identifiers with the same text (``0`` and ``"0"``), which the ETRecord cannot tell apart."""
     if debug_handle_map is None:
         return
     if not isinstance(debug_handle_map, Mapping):
@@ -40,6 +41,7 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
             f"{{identifier: handles}}, not {type(debug_handle_map).__name__}"
         )
     known = partition_handles(edge_program)
+    texts: dict[str, object] = {}
     for identifier, handles in debug_handle_map.items():
         if isinstance(identifier, bool) or not isinstance(identifier, (int, str)):
             raise MappingError(
@@ -52,6 +54,14 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier} is negative"
             )
+        text = identifier if isinstance(identifier, str) else str(identifier)
+        if text in texts:
+            raise MappingError(
+                f"backend {backend_id!r}: delegate debug identifiers {texts[text]!r} and "
+                f"{identifier!r} are the same identifier once written as text (in the "
+                "ETRecord and when runtime events are matched); use one of them"
+            )
+        texts[text] = identifier
         values = [handles] if isinstance(handles, int) else handles
         if not isinstance(values, (list, tuple, set, frozenset)) or not values:
             raise MappingError(
