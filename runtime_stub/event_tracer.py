@@ -23,6 +23,7 @@ This module does not import torch.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "UNSET_DELEGATE_DEBUG_ID",
     "EventTracer",
     "EventTracerEntry",
+    "check_clock_value",
     "encode_metadata",
     "event_tracer_end_profiling_delegate",
     "event_tracer_log_output_delegate",
@@ -57,6 +59,17 @@ class EventTracerEntry:
     chain_index: int
     instruction_id: int
     start_time: int
+
+
+def check_clock_value(value: Any) -> None:
+    """Raise :class:`EventTracerError` unless ``value`` (what a clock returned) is int ticks."""
+    try:
+        operator.index(value)
+    except TypeError:
+        raise EventTracerError(
+            f"the event tracer's clock returned {type(value).__name__} {value!r}; it must "
+            "return int ticks (e.g. time.monotonic_ns, or an integer counter)"
+        ) from None
 
 
 class EventTracer:
@@ -245,9 +258,9 @@ def event_tracer_log_profiling_delegate(
     else:
         ddi = _check_ids(name, delegate_debug_id)
     if type(start_time) is not int or type(end_time) is not int:
-        try:
-            start_time, end_time = int(start_time), int(end_time)
-        except (TypeError, ValueError):
+        try:  # ints and numpy integers; a float would silently lose its fraction
+            start_time, end_time = operator.index(start_time), operator.index(end_time)
+        except TypeError:
             raise EventTracerError(
                 f"start_time/end_time must be ints (clock ticks), got {start_time!r}, {end_time!r}"
             ) from None

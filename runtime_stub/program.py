@@ -32,7 +32,7 @@ from delegate_lens.program_format import (
     TensorValue,
     deserialize,
 )
-from delegate_lens.runtime.event_tracer import EventTracer
+from delegate_lens.runtime.event_tracer import EventTracer, check_clock_value
 from delegate_lens.runtime.kernels import constant_value, kernel_event_name, resolve_op
 
 __all__ = ["BackendExecutionContext", "Method", "Program"]
@@ -85,6 +85,7 @@ class Program:
             return Method(self, method_data, None)
         clock = event_tracer.clock
         t_load = clock()
+        check_clock_value(t_load)
         t_init = clock()
         method = Method(self, method_data, event_tracer)
         t_init_end = clock()
@@ -278,6 +279,8 @@ class Method:
         add = tracer.add_profile_event
         log_values = bool(getattr(tracer, "log_intermediate_outputs", False))
         t_exec = clock()
+        if type(t_exec) is not int:
+            check_clock_value(t_exec)
         for step in self._steps:
             iid = step[1]
             if step[0] == 0:

@@ -368,6 +368,27 @@ def test_operator_events_nest_and_debug_offsets(vectors_dir: Path) -> None:
     assert runs[1].name == "Execute"
 
 
+def test_a_clock_that_does_not_return_int_ticks_is_a_clear_error() -> None:
+    """A float clock (e.g. time.perf_counter) used to truncate every time to whole units."""
+    import time
+
+    from delegate_lens.errors import EventTracerError
+
+    program = Program.load(serialize(_demo_blob_program("operator")))
+    with pytest.raises(EventTracerError, match=r"clock returned float .*int ticks"):
+        program.load_method(event_tracer=ETDumpGen(clock=time.perf_counter))
+    ticks = iter([0, 1, 2, 3, 4.5])  # four at load, then the start of execute
+    method = program.load_method(event_tracer=ETDumpGen(clock=lambda: next(ticks)))
+    with pytest.raises(EventTracerError, match=r"clock returned float 4\.5"):
+        method.execute([torch.randn(2, 8)])
+    numpy_ticks = itertools.count()
+    import numpy as np
+
+    gen = ETDumpGen(clock=lambda: np.int64(next(numpy_ticks)))
+    program.load_method(event_tracer=gen).execute([torch.randn(2, 8)])
+    assert len(loads(gen.get_etdump_data()).run_data) == 2
+
+
 def test_untraced_and_traced_give_same_outputs() -> None:
     torch.manual_seed(1)
     module = MLP().eval()

@@ -89,6 +89,11 @@ def test_bad_times() -> None:
         event_tracer_log_profiling_delegate(gen, "x", None, -1, 5)
     with pytest.raises(EventTracerError, match="ints"):
         event_tracer_log_profiling_delegate(gen, "x", None, "soon", 5)  # type: ignore[arg-type]
+    with pytest.raises(EventTracerError, match="ints"):  # would lose its fraction
+        event_tracer_log_profiling_delegate(gen, "x", None, 1.5, 2.75)  # type: ignore[arg-type]
+    event_tracer_log_profiling_delegate(gen, "x", None, np.uint64(3), np.int32(4))
+    [(_, [event])] = events_of(gen)
+    assert (event["profile_event"]["start_time"], event["profile_event"]["end_time"]) == (3, 4)
 
 
 def test_none_tracer_is_a_noop() -> None:
