@@ -76,6 +76,12 @@ def test_summary_names_delegate_events_by_their_identifier(
     out = capsys.readouterr().out
     assert "debug" in out and "25" in out
     assert "Fully Connected (NC, F32) GEMM #1" in out
+    # unnamed debug events have no times: no "0 ticks" that reads like zero-length events
+    assert [line.split() for line in out.splitlines() if "(no name)" in line] == [
+        ["(no", "name)", "25", "-", "-"]
+    ]
+    gemm2 = next(line for line in out.splitlines() if "GEMM #2" in line)
+    assert gemm2.split()[-3:] == ["5", "0", "0"]  # profiled, and really 0 ticks long
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,6 +22,7 @@ class NameStats:
     count: int
     total_ticks: int
     mean_ticks: float
+    profiled: int = 0  # how many of them are profile events (the others have no times)
 
 
 @frozen
@@ -107,7 +108,9 @@ def summarize(etdump: ETDump) -> Summary:
                 break
             label = "(no name)" if code == 0 else strings[code - 1]
             mean = float(totals[code] / profiled[code]) if profiled[code] else 0.0
-            by_name.append(NameStats(label, int(counts[code]), int(totals[code]), mean))
+            by_name.append(
+                NameStats(label, int(counts[code]), int(totals[code]), mean, int(profiled[code]))
+            )
     allocators = [a.name for run in etdump.run_data for a in run.allocators]
     return Summary(
         version=etdump.version,
@@ -164,9 +167,11 @@ def format_summary(summary: Summary, *, title: str = "ETDump", top: int = 40) ->
     width = max((len(s.name) for s in summary.by_name[:top]), default=4)
     lines.append(f"  {'name':<{width}} {'count':>10} {'mean ticks':>14} {'total ticks':>18}")
     for s in summary.by_name[:top]:
-        lines.append(
-            f"  {s.name:<{width}} {s.count:>10,} {s.mean_ticks:>14,.0f} {s.total_ticks:>18,}"
-        )
+        if s.profiled:
+            ticks = f"{s.mean_ticks:>14,.0f} {s.total_ticks:>18,}"
+        else:  # debug events only: no times
+            ticks = f"{'-':>14} {'-':>18}"
+        lines.append(f"  {s.name:<{width}} {s.count:>10,} {ticks}")
     if len(summary.by_name) > top:
         lines.append(f"  ... {len(summary.by_name) - top} more names")
     return "\n".join(lines)
