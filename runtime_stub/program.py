@@ -259,6 +259,11 @@ class Method:
 
     def execute(self, inputs: Sequence[Any]) -> list[Any]:
         """Run the method on ``inputs`` (tensors, arrays or scalars); returns the outputs."""
+        if not isinstance(inputs, Sequence) or isinstance(inputs, str | bytes):
+            raise RuntimeBackendError(
+                f"method {self.name!r} takes a list or tuple of inputs, got "
+                f"{type(inputs).__name__} (pass [x] for one input)"
+            )
         if len(inputs) != len(self._input_ids):
             raise RuntimeBackendError(
                 f"method {self.name!r} takes {len(self._input_ids)} inputs, got {len(inputs)}"

@@ -116,6 +116,10 @@ def test_numpy_inputs_and_input_count() -> None:
     assert out.tolist() == [0.0, 0.0, 2.0]
     with pytest.raises(RuntimeBackendError, match="takes 1 inputs, got 2"):
         method.execute([out, out])
+    # a bare tensor is not a list of inputs (its length used to be taken as the count)
+    for bare in (torch.ones(3), np.ones(3, np.float32)):
+        with pytest.raises(RuntimeBackendError, match=r"list or tuple of inputs.*\[x\]"):
+            method.execute(bare)  # type: ignore[arg-type]
     with pytest.raises(ProgramFormatError, match="no method 'forward'"):
         program.load_method("forward")
 
