@@ -420,6 +420,20 @@ def test_partitioner_by_backend_id(edge: dl.EdgeProgramManager) -> None:
     assert [m.debug_handles for m in lowered.lowered_modules()] == [(5,)]
 
 
+def test_partitioner_plugin_that_raises_is_named(edge: dl.EdgeProgramManager) -> None:
+    class Crashing:
+        @dl.hookimpl
+        def dl_partitioner(self, backend_id: str) -> dl.Partitioner | None:
+            raise KeyError(backend_id)
+
+    with registered() as pm, pytest.raises(PluginError) as info:
+        pm.register(Crashing(), name="crashing")
+        edge.to_backend("B")
+    assert (
+        str(info.value) == "plugin 'crashing' (registered) failed in dl_partitioner: KeyError: 'B'"
+    )
+
+
 def test_partitioner_returning_junk(edge: dl.EdgeProgramManager) -> None:
     class Junk(dl.Partitioner):
         def partition(self, exported_program):  # type: ignore[no-untyped-def]

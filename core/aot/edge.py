@@ -54,9 +54,10 @@ def _resolve_partitioner(item: Partitioner | str) -> Partitioner:
     if isinstance(item, Partitioner):
         return item
     if isinstance(item, str):
-        from delegate_lens.pluginmanager import get_plugin_manager
+        from delegate_lens.pluginmanager import call_hook
 
-        found = get_plugin_manager().hook.dl_partitioner(backend_id=item, compile_specs=[])
+        # through call_hook: a plugin raising in dl_partitioner is named in the PluginError
+        found = call_hook("dl_partitioner", backend_id=item, compile_specs=[])
         if found is None:
             raise PluginError(f"no plugin provides a partitioner for backend {item!r}")
         if not isinstance(found, Partitioner):
