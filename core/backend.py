@@ -35,10 +35,25 @@ __all__ = [
 ]
 
 
-def _to_bytes(value: Any) -> bytes:
+def _as_bytes(value: Any, field: str) -> bytes:
+    """Bytes-like values only: ``bytes(5)`` would silently make five zero bytes of an int,
+    and a str has no one right encoding."""
+    if isinstance(value, bytes):
+        return value
     if isinstance(value, str):
-        raise TypeError("CompileSpec.value must be bytes, not str (encode it first)")
-    return bytes(value)
+        raise TypeError(f"{field} must be bytes, not str (encode it first)")
+    try:
+        return memoryview(value).tobytes()
+    except TypeError:
+        raise TypeError(f"{field} must be bytes, not {type(value).__name__}") from None
+
+
+def _spec_value(value: Any) -> bytes:
+    return _as_bytes(value, "CompileSpec.value")
+
+
+def _processed_bytes(value: Any) -> bytes:
+    return _as_bytes(value, "PreprocessResult.processed_bytes")
 
 
 @attrs.frozen
@@ -46,7 +61,7 @@ class CompileSpec:
     """One backend option: a ``key`` and an opaque ``value`` (bytes)."""
 
     key: str = attrs.field(validator=attrs.validators.instance_of(str))
-    value: bytes = attrs.field(converter=_to_bytes)
+    value: bytes = attrs.field(converter=_spec_value)
 
 
 def _check_map(
@@ -69,7 +84,7 @@ class PreprocessResult:
         the backend logs no delegate events of its own.
     """
 
-    processed_bytes: bytes = attrs.field(default=b"", converter=bytes)
+    processed_bytes: bytes = attrs.field(default=b"", converter=_processed_bytes)
     debug_handle_map: Mapping[Any, Any] | None = attrs.field(default=None, validator=_check_map)
 
 

@@ -33,6 +33,13 @@ def test_compile_spec_and_preprocess_result() -> None:
     with pytest.raises(TypeError, match="encode"):
         dl.CompileSpec("k", "text")  # type: ignore[arg-type]
     assert dl.PreprocessResult() == dl.PreprocessResult(b"", None)
+    assert dl.PreprocessResult(memoryview(b"ab")).processed_bytes == b"ab"
+    # bytes(3) would be three zero bytes: an int (or a str) is an error, not a blob
+    for bad in (3, "blob", None, [1, 2]):
+        with pytest.raises(TypeError, match="processed_bytes must be bytes"):
+            dl.PreprocessResult(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"CompileSpec\.value must be bytes"):
+            dl.CompileSpec("k", bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="mapping"):
         dl.PreprocessResult(b"x", [(0, (1,))])  # type: ignore[arg-type]
     assert dl.DelegationSpec("B", [spec]).compile_specs == (spec,)
