@@ -168,3 +168,12 @@ def test_output_that_is_a_folder_names_the_folder(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {folder}: Is a directory"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(folder.iterdir())
+
+
+@pytest.mark.parametrize("top", ["-1", "x"])
+def test_summary_top_must_be_a_count(top: str) -> None:
+    proc = _run_cli("etdump", "summary", "--top", top, str(VECTORS / "mlp_xnnpack" / "etdump.etdp"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"error: delegate-lens etdump summary: argument --top: expected a number >= 0, got {top!r}"
+    ]

@@ -31,8 +31,21 @@ def register(subparsers: Any) -> None:
 
     summary = sub.add_parser("summary", help="runs, event counts, time span, allocators")
     summary.add_argument("file", help="ETDump file (.etdp)")
-    summary.add_argument("--top", type=int, default=40, help="names to list (default 40)")
+    summary.add_argument(
+        "--top", type=_count, default=40, metavar="N", help="names to list (default 40)"
+    )
     summary.set_defaults(func=_summary)
+
+
+def _count(text: str) -> int:
+    """A number >= 0 (argparse reports anything else as a one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
 
 
 def _to_json(args: argparse.Namespace) -> int:
