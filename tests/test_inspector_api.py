@@ -176,6 +176,26 @@ def test_importing_the_inspector_imports_no_torch() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_inspecting_with_an_etrecord_imports_no_torch(vectors_dir: Path) -> None:
+    """Not just the import: linking through the ETRecord, events, tables and every export."""
+    v = vectors_dir / "mlp_xnnpack"
+    code = (
+        "import io, sys\n"
+        "from delegate_lens import Inspector\n"
+        "from delegate_lens.exporters import get_exporters\n"
+        f"i = Inspector(etdump_path={str(v / 'etdump.etdp')!r}, "
+        f"etrecord={str(v / 'etrecord.bin')!r}, debug_buffer_path={str(v / 'debug.bin')!r})\n"
+        "events = [e for b in i.event_blocks for e in b.events]\n"
+        "assert any(e.op_types for e in events)\n"
+        "i.print_data_tabular(file=io.StringIO()); i.find_total_for_module('x')\n"
+        "i.get_op_list('Execute')\n"
+        "for exporter in get_exporters().values():\n"
+        "    exporter.write(i, io.BytesIO() if exporter.binary else io.StringIO())\n"
+        "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 @pytest.mark.torch
 def test_get_exported_program_deserializes_on_request(vectors_dir: Path) -> None:
     v = vectors_dir / "conv_xnnpack"
