@@ -92,9 +92,9 @@ def kernel_event_name(name: str) -> str:
     return f"native_call_{op_name}.{suffix}"
 
 
-def _torch_attr(kind: str, name: str) -> Any:
+def _torch_attr(kind: str, name: str, cls: type) -> Any:
     value = getattr(torch, name, None)
-    if value is None:
+    if not isinstance(value, cls):  # e.g. "nn" is a torch attribute, not a memory format
         raise RuntimeBackendError(f"unknown {kind} {name!r} in program")
     return value
 
@@ -102,7 +102,7 @@ def _torch_attr(kind: str, name: str) -> Any:
 def constant_value(value: Value) -> Any:
     """The Python/torch object for a value known at load time (not lists, not runtime tensors)."""
     if isinstance(value, TensorValue):
-        dtype = _torch_attr("dtype", value.dtype)
+        dtype = _torch_attr("dtype", value.dtype, torch.dtype)
         if value.data is None:
             return None
         if not value.data:
@@ -113,13 +113,16 @@ def constant_value(value: Value) -> Any:
     if isinstance(value, NoneValue):
         return None
     if isinstance(value, DTypeValue):
-        return _torch_attr("dtype", value.dtype)
+        return _torch_attr("dtype", value.dtype, torch.dtype)
     if isinstance(value, MemoryFormatValue):
-        return _torch_attr("memory format", value.name)
+        return _torch_attr("memory format", value.name, torch.memory_format)
     if isinstance(value, LayoutValue):
-        return _torch_attr("layout", value.name)
+        return _torch_attr("layout", value.name, torch.layout)
     if isinstance(value, DeviceValue):
-        return torch.device(value.name)
+        try:
+            return torch.device(value.name)
+        except (RuntimeError, ValueError, TypeError):
+            raise RuntimeBackendError(f"unknown device {value.name!r} in program") from None
     if isinstance(value, ListValue):
         return None  # resolved by the method (items may be runtime tensors)
     raise RuntimeBackendError(f"unsupported program value {value!r}")

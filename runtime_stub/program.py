@@ -141,10 +141,23 @@ class Method:
         runtime = set(data.inputs)
         for inst in data.instructions:
             runtime.update(self._flat_outputs(inst.outputs))
+        produced = set(runtime)
+        for vid in data.outputs:
+            value = values[vid]
+            if isinstance(value, TensorValue) and value.data is None and vid not in produced:
+                raise ProgramFormatError(
+                    f"method {self.name!r}: output value {vid} is never produced (neither an "
+                    "input nor the output of an instruction)"
+                )
         runtime.update(
             i for i, v in enumerate(values) if isinstance(v, TensorValue) and v.data is None
         )
-        base: list[Any] = [constant_value(v) for v in values]
+        base: list[Any] = []
+        for vid, value in enumerate(values):
+            try:
+                base.append(constant_value(value))
+            except RuntimeBackendError as exc:
+                raise RuntimeBackendError(f"method {self.name!r} value {vid}: {exc}") from None
         dynamic_lists: set[int] = set()
 
         def resolve_list(vid: int, seen: frozenset[int] = frozenset()) -> bool:

@@ -156,6 +156,42 @@ def test_unknown_backend_is_named_at_load() -> None:
         Program.load(serialize(data)).load_method()
 
 
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("device", r"value 2: unknown device 'bogus'"),
+        ("memory_format", r"value 2: unknown memory format 'nn'"),
+        ("layout", r"value 2: unknown layout 'float32'"),
+    ],
+)
+def test_bad_enum_values_are_named(value: str, match: str) -> None:
+    from delegate_lens.program_format import DeviceValue, LayoutValue, MemoryFormatValue
+
+    extra = {
+        "device": DeviceValue("bogus"),  # torch.device raised its own RuntimeError
+        "memory_format": MemoryFormatValue("nn"),  # torch.nn was taken as a memory format
+        "layout": LayoutValue("float32"),  # torch.float32 was taken as a layout
+    }[value]
+    values = [TensorValue("float32", (3,)), TensorValue("float32", (3,)), extra]
+    inst = OperatorInstruction("aten.relu.default", [0], [1])
+    data = ProgramData([MethodData("forward", [0], [1], values, [inst])])
+    with pytest.raises(RuntimeBackendError, match=rf"method 'forward' {match}"):
+        Program.load(serialize(data)).load_method()
+
+
+def test_an_output_nothing_produces_is_a_format_error() -> None:
+    values = [TensorValue("float32", (3,)), TensorValue("float32", (3,))]
+    data = ProgramData([MethodData("forward", [0], [1], values, [])])  # returned None
+    with pytest.raises(ProgramFormatError, match="output value 1 is never produced"):
+        Program.load(serialize(data)).load_method()
+    # an input or a constant returned as is is fine
+    const = TensorValue("float32", (1,), b"\x00\x00\x80\x3f")
+    data = ProgramData([MethodData("forward", [0], [0, 1], [values[0], const], [])])
+    x = torch.ones(3)
+    outputs = Program.load(serialize(data)).load_method().execute([x])
+    assert outputs[0] is x and outputs[1].tolist() == [1.0]
+
+
 def test_bad_program_file_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "p.dlp"
     path.write_bytes(b"garbage!" * 8)
