@@ -52,17 +52,6 @@ def register(subparsers: Any) -> None:
         metavar="UNIT",
         help="unit of the reported times (default ms)",
     )
-    parser.add_argument(
-        "-p",
-        dest="inspect_plugin_options",
-        action="append",
-        default=[],
-        metavar="PLUGIN",
-        help=(
-            "load a plugin module (-p MODULE: exporters, metadata parsers, delegate clocks) "
-            "or block one by name (-p no:NAME); repeatable"
-        ),
-    )
     parser.set_defaults(func=_run)
 
 
@@ -89,11 +78,6 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.exporters import get_exporters
     from delegate_lens.inspector.timescale import TimeScale
 
-    if args.inspect_plugin_options:
-        from delegate_lens.pluginmanager import apply_plugin_options
-
-        # -p after "inspect" adds to any given before it (delegate-lens -p X inspect ...)
-        apply_plugin_options([*getattr(args, "plugin_options", []), *args.inspect_plugin_options])
     exporters = get_exporters()
     exporter = exporters.get(args.format)
     if exporter is None:
