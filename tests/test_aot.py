@@ -145,6 +145,39 @@ def test_validator_rejects_handles_outside_the_partition(edge: dl.EdgeProgramMan
     assert "'Sloppy'" in message and "'bogus'" in message and "1003" in message
 
 
+class FixedMap:
+    """A ``dl_preprocess`` plugin returning one given map for backend "Fixed"."""
+
+    def __init__(self, mapping: object) -> None:
+        self.mapping = mapping
+
+    @dl.hookimpl
+    def dl_preprocess(self, backend_id: str) -> dl.PreprocessResult | None:
+        return dl.PreprocessResult(b"", self.mapping) if backend_id == "Fixed" else None  # type: ignore[arg-type]
+
+
+def test_numpy_integers_in_a_backend_map_become_ints(edge: dl.EdgeProgramManager) -> None:
+    np = pytest.importorskip("numpy")
+    mapping = {np.int64(0): np.array([2, 3, 2]), "one": np.int32(3), 2: [np.int16(2)]}
+    with registered(FixedMap(mapping)):
+        lowered = edge.to_backend(handles_partitioner({"a": [2, 3]}, "Fixed"))
+    got = lowered.lowered_modules()[0].debug_handle_map
+    assert got == {0: (2, 3), "one": (3,), 2: (2,)}
+    assert all(type(h) is int for hs in got.values() for h in hs)
+    assert type(next(iter(got))) is int
+    record = lowered.to_program().get_etrecord()  # JSON-serializable
+    (entry,) = dl.ETRecord.from_entries(record.entries()).delegate_map["forward"].values()
+    assert entry["delegate_map"] == {0: (2, 3), "one": (3,), 2: (2,)}
+
+
+@pytest.mark.parametrize("handles", [[2.0], [True], (2, "3"), 2.0, "23", {2: 3}])
+def test_non_integer_handles_in_a_backend_map_are_mapping_errors(
+    edge: dl.EdgeProgramManager, handles: object
+) -> None:
+    with registered(FixedMap({"k": handles})), pytest.raises(MappingError, match=r"'Fixed'.*'k'"):
+        edge.to_backend(handles_partitioner({"a": [2, 3]}, "Fixed"))
+
+
 def test_preprocess_returning_junk_is_a_plugin_error(edge: dl.EdgeProgramManager) -> None:
     class Junk:
         @dl.hookimpl

@@ -116,6 +116,9 @@ def test_validator_accepts_partition_handles() -> None:
         ([(0, (1,))], "must be a mapping"),
         ({"x": "12"}, "non-empty sequence"),
         ({0: (1,), "0": (2,)}, "'B'.*identifiers 0 and '0' are the same"),
+        ({"x": [True]}, "'x'.*True is not an int"),
+        ({"x": (1.0,)}, "'x'.*1.0 is not an int"),
+        ({"x": True}, "'x'.*True is not an int"),
         ({"7": (1,), 7: (2,)}, "identifiers '7' and 7 are the same"),
     ],
 )

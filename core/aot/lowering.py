@@ -301,22 +301,54 @@ def _outside(members: set[torch.fx.Node]) -> Any:
     return keep
 
 
+def _int_or_none(value: object) -> int | None:
+    """``value`` as an int when it is an integer (numpy ones too), not a bool or a float."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
 def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | None:
+    """The backend's map with plain-int handles (numpy integers converted), each entry a
+    sorted tuple without duplicates; anything that is not a debug handle is a MappingError
+    here rather than a broken ETRecord later."""
     raw = result.debug_handle_map
     if raw is None:
         return None
     out: DelegateMap = {}
     for identifier, handles in raw.items():
-        if isinstance(handles, int) and not isinstance(handles, bool):
-            out[identifier] = (handles,)
+        if not isinstance(identifier, str):
+            as_int = _int_or_none(identifier)
+            identifier = as_int if as_int is not None else identifier  # validator rejects
+        single = _int_or_none(handles)
+        if single is not None:
+            out[identifier] = (single,)
             continue
-        try:
-            out[identifier] = tuple(sorted(set(handles)))
-        except TypeError:
+        if isinstance(handles, (str, bytes, bytearray, Mapping)):
+            items = None
+        else:
+            try:
+                items = list(handles)
+            except TypeError:
+                items = None
+        if items is None:
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier!r} maps to "
                 f"{handles!r}, expected debug handles"
-            ) from None
+            )
+        found: set[int] = set()
+        for handle in items:
+            value = _int_or_none(handle)
+            if value is None:
+                raise MappingError(
+                    f"backend {backend_id!r}: delegate debug identifier {identifier!r}: "
+                    f"debug handle {handle!r} is not an int"
+                )
+            found.add(value)
+        out[identifier] = tuple(sorted(found))
     return out
 
 

@@ -69,6 +69,11 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
                 f"{handles!r}, expected a non-empty sequence of debug handles"
             )
         for handle in values:
+            if isinstance(handle, bool) or not isinstance(handle, int):
+                raise MappingError(
+                    f"backend {backend_id!r}: delegate debug identifier {identifier!r}: "
+                    f"debug handle {handle!r} is not an int"
+                )
             if handle not in known:
                 raise MappingError(
                     f"backend {backend_id!r}: delegate debug identifier {identifier!r} names "
