@@ -54,8 +54,10 @@ DEBUG_BUFFER_ALIGNMENT = 64
 _PROFILE = 1
 _DEBUG = 3
 _U64_MAX = (1 << 64) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
-# dtype name (torch without "torch.", or numpy) -> ETDump ScalarType code
+# dtype name (torch without "torch.", or numpy) -> ETDump ScalarType code. Only the codes of
+# the schema's enum: complex types (c10 codes 8-10) have none, so they are not logged.
 _SCALAR_TYPE: dict[str, int] = {
     "uint8": 0,
     "int8": 1,
@@ -65,10 +67,12 @@ _SCALAR_TYPE: dict[str, int] = {
     "float16": 5,
     "float32": 6,
     "float64": 7,
-    "complex64": 9,
-    "complex128": 10,
     "bool": 11,
     "bfloat16": 15,
+    "float8_e5m2": 23,
+    "float8_e4m3fn": 24,
+    "float8_e5m2fnuz": 25,
+    "float8_e4m3fnuz": 26,
     "uint16": 27,
     "uint32": 28,
     "uint64": 29,
@@ -105,14 +109,15 @@ def _contiguous_strides(sizes: list[int]) -> list[int]:
 def _tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
     """(scalar type, sizes, C-contiguous uint8 array) of a torch tensor or numpy array.
 
-    ``None`` for anything else. The array may share memory with ``x`` (it is copied into
-    the debug buffer right away).
+    ``None`` for anything else, and for a dtype the ETDump's ``ScalarType`` has no code for
+    (complex, quantized, object arrays): such values are not logged. The array may share
+    memory with ``x`` (it is copied into the debug buffer right away).
     """
     if isinstance(x, np.ndarray | np.generic):
         arr = np.ascontiguousarray(x)
         code = _SCALAR_TYPE.get(arr.dtype.name)
         if code is None:
-            raise EventTracerError(f"cannot log an array of dtype {arr.dtype}")
+            return None
         return code, list(arr.shape), arr.reshape(-1).view(np.uint8)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
@@ -124,7 +129,7 @@ def _tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
             name = str(t.dtype).removeprefix("torch.")
             code = _SCALAR_TYPE.get(name)
             if code is None:
-                raise EventTracerError(f"cannot log a tensor of dtype {t.dtype}")
+                return None
             _TORCH_SCALAR_TYPE[t.dtype] = code
         try:
             arr = t.numpy()  # zero-copy view (the fast path)
@@ -339,34 +344,44 @@ class ETDumpGen(EventTracer):
         self._debug_used = offset + len(data)
         return offset
 
-    def _tensor(self, x: Any) -> tuple[int, list[int], int] | None:
-        info = _tensor_bytes(x)
-        if info is None:
-            return None
-        code, sizes, data = info
-        offset = self._store(data)
+    def _stored(self, info: tuple[int, list[int], Any]) -> tuple[int, list[int], int] | None:
+        offset = self._store(info[2])
         if offset is None:
             return None
-        return code, sizes, offset
+        return info[0], info[1], offset
 
     def _make_value(self, value: Any, output: bool) -> tuple[Any, ...] | None:
-        """A debug record for a logged value (None: not loggable, or not stored)."""
+        """A debug record for a logged value (None: not loggable, or not stored).
+
+        Not loggable (skipped, not counted): values other than tensors, arrays, lists of
+        them, bools, ints in int64 range and floats; tensors of a dtype the ETDump has no
+        ``ScalarType`` for. Not stored (counted in :attr:`dropped_debug_values`): tensors
+        that do not fit the debug buffer.
+        """
         if isinstance(value, bool):
             return (_REC_BOOL, value, output)
         if isinstance(value, int):
+            if not _I64_MIN <= value <= _I64_MAX:
+                return None
             return (_REC_INT, value, output)
         if isinstance(value, float):
             return (_REC_DOUBLE, value, output)
         if isinstance(value, list | tuple):
             if not value or not all(_tensor_bytes_supported(v) for v in value):
                 return None
-            parts = [self._tensor(v) for v in value]
+            infos = [_tensor_bytes(v) for v in value]
+            if any(info is None for info in infos):
+                return None
+            parts = [self._stored(info) for info in infos]  # type: ignore[arg-type]
             if any(p is None for p in parts):
                 self.dropped_debug_values += 1
                 return None
             return (_REC_LIST, parts, output)
         if _tensor_bytes_supported(value):
-            part = self._tensor(value)
+            info = _tensor_bytes(value)
+            if info is None:
+                return None
+            part = self._stored(info)
             if part is None:
                 self.dropped_debug_values += 1
                 return None

@@ -429,6 +429,33 @@ def test_a_clock_that_does_not_return_int_ticks_is_a_clear_error() -> None:
     assert len(loads(gen.get_etdump_data()).run_data) == 2
 
 
+def test_values_without_an_etdump_scalar_type_are_skipped_not_fatal() -> None:
+    """complex has no ScalarType code in the schema (9 was written, which the reference's
+    enum lacks); float8 has one (it raised); an int beyond int64 broke the whole build."""
+    import numpy as np
+
+    from delegate_lens.etdump import ValueType
+
+    gen = ETDumpGen(debug_buffer_size=4096)
+    gen.create_event_block("Execute")
+    gen.log_evalue(torch.ones(2, dtype=torch.complex64))
+    gen.log_evalue(np.ones(2, dtype=np.complex128))
+    gen.log_evalue([torch.ones(2), torch.ones(2, dtype=torch.complex64)])
+    gen.log_evalue(1 << 70)
+    gen.log_evalue(torch.ones(2, dtype=torch.float8_e4m3fn))
+    gen.log_evalue(torch.ones(2, dtype=torch.float8_e5m2))
+    gen.log_evalue(-(1 << 63))
+    events = to_json(loads(gen.get_etdump_data()))["run_data"][0]["events"]
+    entries = [e["debug_event"]["debug_entry"] for e in events]
+    assert [e["tensor"]["scalar_type"] for e in entries[:2]] == ["FLOAT8E4M3FN", "FLOAT8E5M2"]
+    assert entries[2]["val"] == ValueType.Int.name and gen.dropped_debug_values == 0
+    assert len(entries) == 3
+    assert (
+        gen.debug_buffer[64:66]
+        == torch.ones(2, dtype=torch.float8_e5m2).view(torch.uint8).numpy().tobytes()
+    )
+
+
 def test_untraced_and_traced_give_same_outputs() -> None:
     torch.manual_seed(1)
     module = MLP().eval()
