@@ -135,6 +135,15 @@ def test_writer_rejects_columns_that_do_not_fit() -> None:
         dumps(ETDump(run_data=[RunData.from_columns(None, -1, [], cols)]))
 
 
+def test_strings_that_are_not_unicode_text_are_a_format_error() -> None:
+    for etdump in (
+        ETDump(run_data=[RunData(name="a\udc80b")]),
+        ETDump(run_data=[RunData(events=[Event(profile_event=ProfileEvent(name="\ud800"))])]),
+    ):
+        with pytest.raises(ETDumpFormatError, match=r"cannot write the string .*surrogates"):
+            dumps(etdump)
+
+
 def test_import_is_torch_free() -> None:
     code = (
         "import sys, delegate_lens.etdump, delegate_lens.etdump.jsonview, delegate_lens.etdump.summary;"

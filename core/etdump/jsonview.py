@@ -229,6 +229,13 @@ class _Path:
         value = self.obj.get(key)
         if value is not None and not isinstance(value, str):
             raise ETDumpFormatError(f"{self.at(key)}: expected a string, got {_kind(value)}")
+        if value is not None and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:  # a lone surrogate, e.g. "\ud800" in the JSON
+                raise ETDumpFormatError(
+                    f"{self.at(key)}: not valid Unicode text ({exc.reason} at index {exc.start})"
+                ) from None
         return value
 
     def get_list(self, key: str) -> list[Any]:

@@ -241,7 +241,12 @@ def dumps(etdump: ETDump) -> bytes:
         used[codes] = True  # -1 marks the extra last slot
     used_codes = np.flatnonzero(used[:n_codes])
     table = list(strings.codes)
-    text = [table[c].encode("utf-8") for c in used_codes.tolist()]
+    try:
+        text = [table[c].encode("utf-8") for c in used_codes.tolist()]
+    except UnicodeEncodeError as exc:
+        raise ETDumpFormatError(
+            f"cannot write the string {exc.object!r}: {exc.reason} (strings are UTF-8)"
+        ) from None
     s_sizes = np.array([pad8(4 + len(t) + 1) for t in text], dtype=np.int64)
     s_pos = at + np.cumsum(s_sizes) - s_sizes
     at += int(s_sizes.sum())
