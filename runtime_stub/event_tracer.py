@@ -62,14 +62,16 @@ class EventTracerEntry:
 
 
 def check_clock_value(value: Any) -> None:
-    """Raise :class:`EventTracerError` unless ``value`` (what a clock returned) is int ticks."""
+    """Raise :class:`EventTracerError` unless ``value`` (what a clock returned) is uint64 ticks."""
     try:
-        operator.index(value)
+        ticks = operator.index(value)
     except TypeError:
+        ticks = -1
+    if not 0 <= ticks <= _U64_MAX:
         raise EventTracerError(
             f"the event tracer's clock returned {type(value).__name__} {value!r}; it must "
-            "return int ticks (e.g. time.monotonic_ns, or an integer counter)"
-        ) from None
+            "return int ticks from 0 to 2**64 - 1 (e.g. time.monotonic_ns, or a counter)"
+        )
 
 
 class EventTracer:

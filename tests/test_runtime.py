@@ -421,6 +421,8 @@ def test_a_clock_that_does_not_return_int_ticks_is_a_clear_error() -> None:
     method = program.load_method(event_tracer=ETDumpGen(clock=lambda: next(ticks)))
     with pytest.raises(EventTracerError, match=r"clock returned float 4\.5"):
         method.execute([torch.randn(2, 8)])
+    with pytest.raises(EventTracerError, match="clock returned int -5"):  # broke the build
+        program.load_method(event_tracer=ETDumpGen(clock=lambda: -5))
     numpy_ticks = itertools.count()
     import numpy as np
 
