@@ -147,6 +147,17 @@ def test_bad_json_is_a_format_error_naming_file_and_field(
     assert [p.name for p in tmp_path.iterdir()] == ["in.json"]  # no partial or temporary file
 
 
+def test_json_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "in.json"
+    src.write_text('{"run_data": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    proc = _run_cli("etdump", "from-json", str(src), "-o", str(tmp_path / "out.etdp"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {src}: not an ETDump JSON view (arrays or objects nested too deeply)"
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["in.json"]
+
+
 @pytest.mark.parametrize("content", [b"\xff\xfe{}", b'{"run_data": [], "x": "\xc3\x28"}'])
 def test_json_that_is_not_utf8_names_the_file(tmp_path: Path, content: bytes) -> None:
     src = tmp_path / "in.json"

@@ -68,6 +68,10 @@ def _from_json(args: argparse.Namespace) -> int:
             raise ETDumpFormatError(
                 f"{args.json_file}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise ETDumpFormatError(
+                f"{args.json_file}: not an ETDump JSON view (arrays or objects nested too deeply)"
+            ) from None
         except UnicodeDecodeError as exc:
             raise ETDumpFormatError(
                 f"{args.json_file}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
