@@ -388,6 +388,11 @@ def test_generate_etrecord_takes_a_dict_of_exported_programs(
     with pytest.raises(UsageError, match="exported_program must be"):
         dl.generate_etrecord(tmp_path / "d.bin", edge, pm, exported_program=edge)
     assert not (tmp_path / "d.bin").exists()
+    with pytest.raises(UsageError, match="edge_manager must be the EdgeProgramManager"):
+        dl.generate_etrecord(tmp_path / "d.bin", pm, edge)  # swapped
+    with pytest.raises(UsageError, match="program_manager must be the ProgramManager"):
+        dl.generate_etrecord(tmp_path / "d.bin", edge, mlp_ep)
+    assert not (tmp_path / "d.bin").exists()
 
 
 # --------------------------------------------------------------------------- delegation info

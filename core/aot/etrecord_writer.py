@@ -202,6 +202,8 @@ def build_etrecord(
     :param reference_compatible: write program documents the reference toolchain's
         ``parse_etrecord`` reads (see the module docstring); ``False`` keeps torch's.
     """
+    from delegate_lens.aot.edge import EdgeProgramManager
+    from delegate_lens.aot.program import ProgramManager
     from delegate_lens.etrecord import (
         DEBUG_HANDLE_MAP,
         DELEGATE_MAP,
@@ -214,6 +216,16 @@ def build_etrecord(
         dumps_json,
     )
 
+    if not isinstance(edge_manager, EdgeProgramManager):
+        raise UsageError(
+            "edge_manager must be the EdgeProgramManager from to_edge / "
+            f"to_edge_transform_and_lower, not {type(edge_manager).__name__}"
+        )
+    if not isinstance(program_manager, ProgramManager):
+        raise UsageError(
+            "program_manager must be the ProgramManager from EdgeProgramManager.to_program(), "
+            f"not {type(program_manager).__name__}"
+        )
     missing = sorted(set(program_manager.methods) - set(edge_manager.methods))
     if missing:
         raise UsageError(
