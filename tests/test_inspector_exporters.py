@@ -308,3 +308,17 @@ def test_json_export_has_the_contract_keys(vectors_dir: Path, tmp_path: Path) ->
                 assert set(value) == {"dtype", "shape", "values"}
     call = next(e for e in doc["blocks"][1]["events"] if e["name"] == "DELEGATE_CALL")
     assert [v["shape"] for v in call["debug_data"]] == [[2, 16], [], [2, 8]]
+
+
+def test_module_paths_leave_out_the_root_module(
+    vectors_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the delegate runs l1, relu, l2, relu, +1: relu and +1 sit in the root module (path "")
+    vector = vectors_dir / "mlp_xnnpack"
+    assert main(["inspect", *_args(vector), "--format", "csv"]) == 0
+    rows = {r["event_name"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows["DELEGATE_CALL"]["module_path"] == "l1;l2"
+    assert main(["inspect", *_args(vector), "--format", "chrome-trace"]) == 0
+    trace = json.loads(capsys.readouterr().out)
+    calls = [e for e in trace["traceEvents"] if e["name"] == "DELEGATE_CALL"]
+    assert calls and all(e["args"]["module"] == ["l1", "l2"] for e in calls)

@@ -141,7 +141,7 @@ def _module_path(hierarchy: dict[str, Any]) -> str:
     for frames in hierarchy.values():
         if frames:
             path = list(frames.values())[-1][0]
-            if path not in paths:
+            if path and path not in paths:  # the root module (path "") names nothing
                 paths.append(path)
     return ";".join(paths)
 

@@ -46,7 +46,7 @@ def _module_paths(hierarchy: dict[str, Any]) -> list[str]:
     for frames in hierarchy.values():
         if frames:
             path = list(frames.values())[-1][0]
-            if path not in paths:
+            if path and path not in paths:  # the root module (path "") names nothing
                 paths.append(path)
     return paths
 
