@@ -131,7 +131,7 @@ def test_chrome_trace_nests_slices_per_run(vectors_dir: Path, tmp_path: Path, na
     names = {
         e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"
     }
-    assert names[0] == "run 0: Default" and names[1] == "run 1: Execute"
+    assert names[0] == "run 0: Default" and names[1] == "run 1: Execute (forward)"
     for tid, track in tracks.items():
         _check_nesting(track)
         profiled = sum(1 for ev in runs[tid]["events"] if "profile_event" in ev)

@@ -548,3 +548,26 @@ def test_delegated_methods_without_maps_stay_unlinked() -> None:
         blocks = inspect([_npu_run(0, [0, 1])], etrecord=make_etrecord(methods)).event_blocks
     assert blocks[0].method is None
     assert all(e.op_types == [] and e.method is None for e in blocks[0].events)
+
+
+def test_chrome_trace_tracks_name_the_method_each_run_linked_to() -> None:
+    import io
+
+    from delegate_lens.inspector.trace import write_chrome_trace
+
+    runs = [
+        operator_run(1000 * i, ["add", "mul"] if i % 2 == 0 else ["mul", "sub"]) for i in range(3)
+    ]
+    inspector = inspect(runs, etrecord=make_etrecord(TWO_METHODS))
+    out = io.StringIO()
+    write_chrome_trace(inspector, out)
+    names = {
+        e["tid"]: e["args"]["name"]
+        for e in json.loads(out.getvalue())["traceEvents"]
+        if e["name"] == "thread_name"
+    }
+    assert names == {
+        0: "run 0: Execute (forward)",
+        1: "run 1: Execute (decode)",
+        2: "run 2: Execute (forward)",
+    }

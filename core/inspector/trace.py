@@ -1,6 +1,7 @@
 """The ``chrome-trace`` export: Trace Event JSON for Perfetto UI and chrome://tracing.
 
-One track (``tid``) per run of the ETDump, in file order. Each profile event of the run is
+One track (``tid``) per run of the ETDump, in file order, named after the run and the
+ETRecord method it was linked to (``run 1: Execute (forward)``). Each profile event of the run is
 a complete (``"X"``) slice; slices nest by time: ``Method::execute`` holds the
 ``OPERATOR_CALL`` / ``DELEGATE_CALL`` slices, which hold the kernel (``native_call_*``) and
 the events the delegate logged. Viewers need proper nesting on a track, so a kernel or
@@ -193,7 +194,9 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     for run in sorted(where):
         b, pos = where[run]
         sl = blocks[b]
-        name = json.dumps(f"run {run}: {fc.run_names[run] or ''}")
+        method = inspector.tables[b].method  # which method ran, when the ETRecord tells
+        label = f"run {run}: {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
+        name = json.dumps(label)
         stream.write(
             f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": {run}, '
             f'"args": {{"name": {name}}}}}'
