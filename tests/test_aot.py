@@ -368,6 +368,64 @@ def test_etrecord_with_several_methods(mlp_ep: torch.export.ExportedProgram) -> 
     assert record.export_graph_id == id(mlp_ep.graph)
 
 
+def test_two_different_methods_end_to_end(
+    mlp_ep: torch.export.ExportedProgram, tmp_path: Path
+) -> None:
+    """to_edge({forward, other}) -> to_backend -> to_program -> ETRecord file -> our reader
+    (both methods' nodes, handles and maps) and the runtime (both methods run)."""
+
+    class Conv(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(2, 3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.hardswish(torch.relu(self.conv(x))).flatten(1).sum(-1)
+
+    torch.manual_seed(1)
+    conv_x = torch.randn(1, 2, 5, 5)
+    conv_ep = torch.export.export(Conv().eval(), (conv_x,))
+    edge = dl.to_edge({"forward": mlp_ep, "other": conv_ep}, generate_etrecord=True)
+    assert edge.methods == ["forward", "other"]
+    from delegate_lens.backends_demo import DemoPartitioner
+    from delegate_lens.pluginmanager import reset_plugin_manager
+
+    reset_plugin_manager()  # the installed plugins, the demo backend among them
+    try:
+        lowered = edge.to_backend(DemoPartitioner())
+    finally:
+        reset_plugin_manager()
+    pm = lowered.to_program()
+    path = dl.generate_etrecord(tmp_path / "two.etrecord", lowered, pm)
+    record = dl.parse_etrecord(path)
+    assert record.methods == ("forward", "other")
+    for method in ("forward", "other"):
+        want = {
+            n.name: n.meta["debug_handle"]
+            for n in op_nodes(edge.exported_program(method))
+            if n.target is not operator.getitem
+        }
+        graph = record.graph(method)
+        assert {n.name: n.debug_handle for n in graph.nodes} == want
+        assert all(n.stack_trace for n in graph.nodes)
+        assert record.debug_handle_map[method] == pm.debug_handle_map[method]
+        assert record.delegate_map[method] == pm.delegate_map[method]
+        entries = record.delegate_map[method].values()
+        assert entries and all(e["name"] == "DemoBackend" and e["delegate_map"] for e in entries)
+        assert {h for hs in pm.debug_handle_map[method].values() for h in hs} == set(want.values())
+    # hardswish decomposes into several nodes that share one handle
+    other_nodes = record.graph("other").nodes
+    assert len({n.debug_handle for n in other_nodes}) < len(other_nodes)
+    from delegate_lens.runtime import Program
+
+    program = Program.load(Path(pm.save(tmp_path / "two.pte")).read_bytes())
+    x = torch.randn(2, 4)
+    for got, want_t in zip(program.load_method("forward").execute([x]), mlp_ep.module()(x)):
+        torch.testing.assert_close(got, want_t)
+    (got,) = program.load_method("other").execute([conv_x])
+    torch.testing.assert_close(got, conv_ep.module()(conv_x))
+
+
 def test_generate_etrecord_takes_a_dict_of_exported_programs(
     mlp_ep: torch.export.ExportedProgram, tmp_path: Path
 ) -> None:
