@@ -220,3 +220,14 @@ def test_run_output_is_the_first_runs_final_output(mlp: Inspector, vectors_dir: 
     expected = np.frombuffer(buffer, dtype=np.float32, count=16, offset=320).reshape(2, 8)
     np.testing.assert_array_equal(output, expected)
     assert mlp.event_blocks[0].run_output == []
+
+
+def test_print_data_tabular_defaults_to_the_current_stdout(
+    mlp: Inspector, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mlp.print_data_tabular()  # file=None: sys.stdout as it is at the call
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("event_block_name") and "DELEGATE_CALL" in out
+    stream = io.StringIO()
+    mlp.print_data_tabular(stream)
+    assert stream.getvalue() == out
