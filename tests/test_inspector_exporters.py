@@ -322,3 +322,34 @@ def test_module_paths_leave_out_the_root_module(
     trace = json.loads(capsys.readouterr().out)
     calls = [e for e in trace["traceEvents"] if e["name"] == "DELEGATE_CALL"]
     assert calls and all(e["args"]["module"] == ["l1", "l2"] for e in calls)
+
+
+def test_failing_exporter_plugin_is_one_line_naming_it(
+    vectors_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "broken_exporter_plugin.py").write_text(
+        "from delegate_lens import hookimpl\n"
+        "from delegate_lens.exporters import Exporter\n"
+        "def write_half(inspector, stream):\n"
+        "    stream.write('half a file')\n"
+        "    raise KeyError('row')\n"
+        "@hookimpl\n"
+        "def dl_exporters():\n"
+        "    return [Exporter('broken', 'fails half way', write_half)]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out" / "broken.txt"
+    out.parent.mkdir()
+    etdump = str(vectors_dir / "conv_xnnpack" / "etdump.etdp")
+    for extra in (["-o", str(out)], []):
+        with pytest.raises(SystemExit) as exc:
+            main(["inspect", etdump, "-p", "broken_exporter_plugin", "-f", "broken", *extra])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err == (
+            "error: exporter 'broken' (broken_exporter_plugin.write_half) failed: KeyError: 'row'\n"
+        )
+    assert list(out.parent.iterdir()) == []  # nothing half-written left behind

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from delegate_lens.errors import UsageError
+from delegate_lens.errors import DelegateLensError, PluginError, UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -105,13 +105,30 @@ def _run(args: argparse.Namespace) -> int:
         if args.output:
             _write_atomic(Path(args.output), exporter, inspector)
         elif exporter.binary:
-            exporter.write(inspector, sys.stdout.buffer)
+            _export(exporter, inspector, sys.stdout.buffer)
         else:
-            exporter.write(inspector, sys.stdout)
+            _export(exporter, inspector, sys.stdout)
     return 0
+
+
+def _export(exporter: Any, inspector: Any, stream: IO[Any]) -> None:
+    """Run an exporter; a failure of its own (a bug in a plugin's exporter) becomes a
+    :class:`PluginError` naming the exporter and its function instead of a traceback."""
+    try:
+        exporter.write(inspector, stream)
+    except (DelegateLensError, OSError, UnicodeError):
+        raise  # our errors and file errors already read well on one line
+    except Exception as exc:
+        write = exporter.write
+        where = f"{getattr(write, '__module__', '?')}.{getattr(write, '__qualname__', '?')}"
+        raise PluginError(
+            f"exporter {exporter.name!r} ({where}) failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
     from delegate_lens.fileio import write_atomic
 
-    write_atomic(target, lambda stream: exporter.write(inspector, stream), binary=exporter.binary)
+    write_atomic(
+        target, lambda stream: _export(exporter, inspector, stream), binary=exporter.binary
+    )
