@@ -28,6 +28,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.builtins import BUILTIN_PLUGINS
     from delegate_lens.pluginmanager import get_plugin_manager, list_plugins
 
     pm = get_plugin_manager()
@@ -49,10 +50,14 @@ def _run(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    # built-ins show their short name (what -p no:NAME takes), as pytest lists its own
+    short = {module: module.rsplit(".", 1)[-1] for module in BUILTIN_PLUGINS}
     table = [("PLUGIN", "DISTRIBUTION", "VERSION", "HOOKS")]
     for row in rows:
-        version = "-" if row.source.kind == "built-in" else (row.source.version or "?")
-        table.append((row.name, row.distribution_label, version, ", ".join(row.hooks) or "-"))
+        builtin = row.source.kind == "built-in"
+        name = short.get(row.name, row.name) if builtin else row.name
+        version = "-" if builtin else (row.source.version or "?")
+        table.append((name, row.distribution_label, version, ", ".join(row.hooks) or "-"))
     widths = [max(len(line[i]) for line in table) for i in range(3)]
     indent = sum(widths) + 2 * len(widths)
     # the hooks column wraps at the terminal's width (100 when not a terminal)
@@ -66,8 +71,9 @@ def _run(args: argparse.Namespace) -> int:
     unknown = set(getattr(pm, "unknown_blocked", ()))
     blocked = sorted(name for name, plugin in pm.list_name_plugin() if plugin is None)
     if blocked:
-        labels = [
-            f"{name} (no plugin of that name)" if name in unknown else name for name in blocked
-        ]
+        labels = sorted(
+            f"{name} (no plugin of that name)" if name in unknown else short.get(name, name)
+            for name in blocked
+        )
         print(f"blocked: {', '.join(labels)}")
     return 0
