@@ -74,6 +74,29 @@ def test_bad_file_is_one_line_and_exit_2(tmp_path: Path, content: bytes, expecte
     assert result.stderr.startswith(f"error: {path}: {expected}")
 
 
+@pytest.mark.parametrize(
+    ("entry", "data"),
+    [
+        ("edge_dialect_exported_program/forward", b'{"graph_module": 5}'),
+        ("exported_program", b"not json"),
+    ],
+)
+def test_broken_graph_entry_is_one_line_and_no_partial_summary(
+    tmp_path: Path, entry: str, data: bytes
+) -> None:
+    import zipfile
+
+    path = tmp_path / "broken.etrecord"
+    with zipfile.ZipFile(MLP) as src, zipfile.ZipFile(path, "w") as out:
+        for name in src.namelist():
+            out.writestr(name, data if name == entry else src.read(name))
+    result = _run("etrecord", "show", str(path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert f"entry {entry!r}" in result.stderr
+
+
 def test_missing_file_and_unknown_method_exit_2(tmp_path: Path) -> None:
     result = _run("etrecord", "show", str(tmp_path / "absent"))
     assert result.returncode == 2 and "No such file" in result.stderr

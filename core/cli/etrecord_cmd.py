@@ -49,6 +49,9 @@ def _show(args: argparse.Namespace) -> int:
                 f"{args.file}: no method {args.method!r} (methods: {', '.join(methods)})"
             )
         methods = (args.method,)
+    for method in methods:  # parse first: a broken graph is one error line, no half summary
+        record.graph(method)
+    record.exported_program_graph()
     write_summary(record, methods, nodes=args.nodes, out=sys.stdout)
     return 0
 
