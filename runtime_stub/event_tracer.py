@@ -201,11 +201,15 @@ def _check_ids(name: Any, delegate_debug_id: Any) -> int:
         raise EventTracerError(
             "delegate event without an identifier: give name (str) or delegate_debug_id (int)"
         )
-    if isinstance(delegate_debug_id, bool) or not isinstance(delegate_debug_id, int):
+    try:  # ints and numpy integers, not bools
+        if isinstance(delegate_debug_id, bool):
+            raise TypeError
+        delegate_debug_id = operator.index(delegate_debug_id)
+    except TypeError:
         raise EventTracerError(
             f"delegate_debug_id must be an int, not {type(delegate_debug_id).__name__} "
             f"({delegate_debug_id!r}); pass str identifiers as name"
-        )
+        ) from None
     if delegate_debug_id < 0:
         raise EventTracerError(f"delegate_debug_id must be >= 0, got {delegate_debug_id}")
     if delegate_debug_id > _I32_MAX:

@@ -68,14 +68,21 @@ def test_identifier_errors(name: object, ddi: object, match: str) -> None:
     assert events_of(gen) == []
 
 
-def test_largest_int32_identifier_is_written() -> None:
+def test_largest_int32_and_numpy_integer_identifiers_are_written() -> None:
     gen = ETDumpGen(clock=counter_clock())
     gen.create_event_block("Execute")
     entry = event_tracer_start_profiling_delegate(gen, None, 2**31 - 1)
     event_tracer_end_profiling_delegate(gen, entry)
     event_tracer_log_profiling_delegate(gen, None, 2**31 - 1, 1, 2)
+    # ids read from a backend's numpy tables (were "must be an int, not int64")
+    entry = event_tracer_start_profiling_delegate(gen, None, np.int64(5))  # type: ignore[arg-type]
+    event_tracer_end_profiling_delegate(gen, entry)
+    event_tracer_log_profiling_delegate(gen, None, np.uint32(6), 1, 2)  # type: ignore[arg-type]
     [(_, events)] = events_of(gen)
-    assert [e["profile_event"]["delegate_debug_id_int"] for e in events] == [2**31 - 1] * 2
+    ids = [e["profile_event"]["delegate_debug_id_int"] for e in events]
+    assert ids == [2**31 - 1, 2**31 - 1, 5, 6]
+    with pytest.raises(EventTracerError, match="must be an int, not bool"):
+        event_tracer_log_profiling_delegate(gen, None, np.bool_(True), 1, 2)  # type: ignore[arg-type]
 
 
 def test_end_needs_the_entry() -> None:
