@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import subprocess
 import sys
 from pathlib import Path
 
@@ -451,6 +452,55 @@ def test_generate_etrecord_takes_a_dict_of_exported_programs(
     with pytest.raises(UsageError, match="program_manager must be the ProgramManager"):
         dl.generate_etrecord(tmp_path / "d.bin", edge, mlp_ep)
     assert not (tmp_path / "d.bin").exists()
+
+
+ISSUE_4_NAMES = [
+    "DelegateMappingBuilder",
+    "CompileSpec",
+    "PreprocessResult",
+    "BackendDetails",
+    "Partitioner",
+    "PartitionResult",
+    "DelegationSpec",
+    "to_edge",
+    "to_edge_transform_and_lower",
+    "EdgeProgramManager",
+    "ProgramManager",
+    "ETRecord",
+    "parse_etrecord",
+    "generate_etrecord",
+    "get_delegation_info",
+    "print_delegated_graph",
+    "MappingError",
+]
+TORCH_FREE = [
+    "DelegateMappingBuilder",
+    "CompileSpec",
+    "PreprocessResult",
+    "BackendDetails",
+    "Partitioner",
+    "PartitionResult",
+    "DelegationSpec",
+    "ETRecord",
+    "parse_etrecord",
+    "generate_etrecord",
+    "MappingError",
+]
+
+
+def test_every_public_name_is_importable_lazily() -> None:
+    code = (
+        "import sys, delegate_lens as d\n"
+        "assert 'torch' not in sys.modules\n"
+        f"assert not set({ISSUE_4_NAMES!r}) - set(dir(d)) - {{'MappingError'}}\n"
+        f"assert not set({ISSUE_4_NAMES!r}) & set(vars(d)) - {{'MappingError'}}, 'eager'\n"
+        f"for name in {TORCH_FREE!r}: getattr(d, name)\n"
+        "assert 'torch' not in sys.modules, 'a torch-free name imported torch'\n"
+        f"from delegate_lens import {', '.join(ISSUE_4_NAMES)}\n"
+        "assert callable(to_edge) and 'torch' in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
 
 
 # --------------------------------------------------------------------------- delegation info
