@@ -89,6 +89,7 @@ def test_methods_dict(mlp_ep: torch.export.ExportedProgram) -> None:
     m = dl.to_edge({"forward": mlp_ep, "other": mlp_ep})
     assert m.methods == ["forward", "other"]
     assert m.exported_program("other") is not m.exported_program("forward")
+    assert m.exported_program(method_name="other") is m.exported_program("other")  # ExecuTorch's
     with pytest.raises(UsageError, match="nope"):
         m.exported_program("nope")
     with pytest.raises(UsageError, match="ExportedProgram"):

@@ -132,8 +132,17 @@ class EdgeProgramManager:
         """Method names, in the order given."""
         return list(self._edge_programs)
 
-    def exported_program(self, method: str = "forward") -> ExportedProgram:
-        """The (possibly lowered) edge program of ``method``."""
+    def exported_program(
+        self, method: str = "forward", *, method_name: str | None = None
+    ) -> ExportedProgram:
+        """The (possibly lowered) edge program of ``method`` (``method_name=`` is
+        ExecuTorch's spelling of the same argument)."""
+        if method_name is not None:
+            if method not in ("forward", method_name):
+                raise UsageError(
+                    f"give method or method_name, not both ({method!r}, {method_name!r})"
+                )
+            method = method_name
         try:
             return self._edge_programs[method]
         except KeyError:
