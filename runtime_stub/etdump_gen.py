@@ -182,7 +182,8 @@ class ETDumpGen(EventTracer):
         if debug_buffer_size < 0:
             raise EventTracerError(f"debug_buffer_size must be >= 0, got {debug_buffer_size}")
         self.debug_buffer_size = debug_buffer_size
-        self._debug_buffer = bytearray(debug_buffer_size)
+        # grows as tensors are stored, up to debug_buffer_size (a large limit costs nothing)
+        self._debug_buffer = bytearray()
         self._debug_used = 0
         self.log_intermediate_outputs = debug_buffer_size > 0
         """Whether the executor logs operator outputs and delegate arguments."""
@@ -340,7 +341,10 @@ class ETDumpGen(EventTracer):
                 stacklevel=4,
             )
             return None
-        self._debug_buffer[offset : offset + len(data)] = memoryview(data)
+        buffer = self._debug_buffer
+        if offset > len(buffer):
+            buffer.extend(bytes(offset - len(buffer)))  # alignment padding
+        buffer += memoryview(data)
         self._debug_used = offset + len(data)
         return offset
 

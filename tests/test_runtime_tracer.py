@@ -265,6 +265,19 @@ def test_debug_buffer_size_checked() -> None:
         ETDumpGen(debug_buffer_size=1.5)  # type: ignore[arg-type]
 
 
+def test_a_large_debug_buffer_limit_allocates_only_what_is_stored() -> None:
+    """The size is a limit: 1 PiB used to be allocated up front (MemoryError)."""
+    gen = ETDumpGen(debug_buffer_size=1 << 50)
+    gen.create_event_block("Execute")
+    gen.log_evalue(np.arange(3, dtype=np.float32))
+    gen.log_evalue(np.arange(5, dtype=np.int64))
+    assert gen.debug_buffer == (
+        np.arange(3, dtype=np.float32).tobytes()
+        + bytes(52)
+        + np.arange(5, dtype=np.int64).tobytes()
+    )
+
+
 # --------------------------------------------------------------------------- files
 
 
