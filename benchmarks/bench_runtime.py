@@ -12,7 +12,7 @@ Two figures, medians over repeated batches:
   traced by an ``ETDumpGen`` without a debug buffer (the events, not the tensor copies);
   also reported with a debug buffer. Target: traced <= 1.5x untraced.
 
-Usage: python benchmarks/bench_runtime.py [--events 20000] [--batches 25] [--runs 15] [-p no:NAME]
+Usage: python benchmarks/bench_runtime.py [--events 20000] [--batches 25] [--runs 41] [-p no:NAME]
 """
 
 from __future__ import annotations
@@ -131,28 +131,32 @@ def bench_method(n_instructions: int, runs: int) -> dict[str, float]:
     x = torch.randn(16)
     plain = program.load_method()
 
-    def timed(method: Any) -> float:
+    methods = {
+        "untraced": plain,
+        "traced": program.load_method(event_tracer=ETDumpGen()),
+        "debug": program.load_method(event_tracer=ETDumpGen(debug_buffer_size=64 << 20)),
+    }
+    for method in methods.values():
         method.execute([x])  # warm up
-        samples = []
-        for _ in range(runs):
+    # Interleave run by run, so a burst of load from other processes on a shared machine
+    # hits both sides of a ratio alike; report medians of the times and of the per-run ratios.
+    times: dict[str, list[float]] = {key: [] for key in methods}
+    for _ in range(runs):
+        for key, method in methods.items():
             t0 = time.perf_counter_ns()
             method.execute([x])
-            samples.append(time.perf_counter_ns() - t0)
-        return statistics.median(samples) / 1e6
-
-    # interleave untraced and traced so machine noise hits both alike
-    untraced, traced, debug = [], [], []
-    for _ in range(3):
-        untraced.append(timed(plain))
-        traced.append(timed(program.load_method(event_tracer=ETDumpGen())))
-        debug.append(timed(program.load_method(event_tracer=ETDumpGen(debug_buffer_size=64 << 20))))
-    u, t, d = min(untraced), min(traced), min(debug)
+            times[key].append((time.perf_counter_ns() - t0) / 1e6)
+    untraced = times["untraced"]
     return {
-        "untraced (ms)": u,
-        "traced, ETDumpGen (ms)": t,
-        "traced / untraced": t / u,
-        "traced with debug buffer (ms)": d,
-        "debug buffer / untraced": d / u,
+        "untraced (ms)": statistics.median(untraced),
+        "traced, ETDumpGen (ms)": statistics.median(times["traced"]),
+        "traced / untraced": statistics.median(
+            t / u for t, u in zip(times["traced"], untraced, strict=True)
+        ),
+        "traced with debug buffer (ms)": statistics.median(times["debug"]),
+        "debug buffer / untraced": statistics.median(
+            d / u for d, u in zip(times["debug"], untraced, strict=True)
+        ),
     }
 
 
@@ -161,7 +165,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--batches", type=int, default=25)
     parser.add_argument("--instructions", type=int, default=5000)
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=41)
     parser.add_argument(
         "-p",
         dest="plugin_options",
@@ -186,7 +190,7 @@ def main() -> None:
     for label, ns in bench_events(args.events, args.batches).items():
         print(f"  {label:<52} {ns / 1000:8.3f} us")
     print(
-        f"method of {args.instructions} operator instructions (median of {args.runs} runs, best of 3 rounds):"
+        f"method of {args.instructions} operator instructions (medians of {args.runs} interleaved runs):"
     )
     for label, value in bench_method(args.instructions, args.runs).items():
         print(f"  {label:<52} {value:8.3f}")
