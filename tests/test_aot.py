@@ -428,6 +428,15 @@ def test_two_different_methods_end_to_end(
     torch.testing.assert_close(got, conv_ep.module()(conv_x))
 
 
+def test_methods_whose_entries_would_clash_are_refused(
+    mlp_ep: torch.export.ExportedProgram, tmp_path: Path
+) -> None:
+    edge = dl.to_edge({"a": mlp_ep, "a_constants": mlp_ep})
+    with pytest.raises(UsageError, match="'edge_dialect_exported_program/a_constants'"):
+        dl.generate_etrecord(tmp_path / "x.bin", edge, edge.to_program())
+    assert not (tmp_path / "x.bin").exists()
+
+
 def test_generate_etrecord_takes_a_dict_of_exported_programs(
     mlp_ep: torch.export.ExportedProgram, tmp_path: Path
 ) -> None:

@@ -252,13 +252,16 @@ def build_etrecord(
         )
     for method in program_manager.methods:
         program = edge_manager.unlowered_program(method)
-        entries.update(
-            program_entries(
-                f"{EDGE_PROGRAM_PREFIX}/{method}",
-                program,
-                reference_compatible=reference_compatible,
-            )
+        written = program_entries(
+            f"{EDGE_PROGRAM_PREFIX}/{method}", program, reference_compatible=reference_compatible
         )
+        clash = sorted(set(written) & set(entries))
+        if clash:  # e.g. methods "a" and "a_constants": one entry name for two things
+            raise UsageError(
+                f"method {method!r} cannot be stored: its entry {clash[0]!r} is already used "
+                f"by another method (methods: {program_manager.methods})"
+            )
+        entries.update(written)
     debug_handle_map = {
         method: {str(i): _handles_json(h) for i, h in by_instruction.items()}
         for method, by_instruction in program_manager.debug_handle_map.items()
