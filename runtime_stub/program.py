@@ -306,11 +306,15 @@ class Method:
                     tracer.set_chain_debug_handle(0, iid)
                 t_op = clock()
                 t_kernel = clock()
-                self._run_step(step, vals)
-                if log_values:
-                    for vid in step[5]:
-                        if vid >= 0:
-                            tracer.log_evalue(vals[vid])
+                result = self._run_step(step, vals)
+                if log_values and step[5]:
+                    # as the reference's kernels: each out argument once, unused ones too;
+                    # a Tensor[] return (a list) is one TensorList value
+                    if type(result) is tuple:
+                        for item in result:
+                            tracer.log_evalue(item)
+                    else:
+                        tracer.log_evalue(result)
                 t_kernel_end = clock()
                 add(step[3], 0, iid, t_kernel, t_kernel_end)
                 add("OPERATOR_CALL", 0, iid, t_op, clock())
@@ -335,7 +339,8 @@ class Method:
                 tracer.log_evalue(value, output=True)
         return outputs
 
-    def _run_step(self, step: tuple[Any, ...], vals: list[Any]) -> None:
+    def _run_step(self, step: tuple[Any, ...], vals: list[Any]) -> Any:
+        """Run one step, storing its outputs in ``vals``; returns an operator's raw result."""
         for vid, items in step[6]:
             vals[vid] = [vals[i] for i in items]
         if step[0] == 0:
@@ -360,7 +365,7 @@ class Method:
                             vals[vid] = result[k]
             else:
                 vals[outs[0]] = result
-            return
+            return result
         _, iid, backend, handle, arg_ids, outs, _lists, context = step
         try:
             result = backend.execute(context, handle, [vals[i] for i in arg_ids])

@@ -458,6 +458,41 @@ def test_values_without_an_etdump_scalar_type_are_skipped_not_fatal() -> None:
     )
 
 
+def test_operator_outputs_are_logged_as_the_reference_kernels_do() -> None:
+    """Every out argument once, in order, unused ones too (native_layer_norm's mean and
+    rstd); a Tensor[] return (split) is one TensorList debug event, not one per tensor."""
+
+    class M(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(6)
+
+        def forward(self, x: Any) -> Any:
+            a, b = torch.split(self.norm(x), [2, 4], dim=1)
+            return a.sum() + b.sum()
+
+    x = torch.randn(3, 6)
+    manager = dl.to_edge(torch.export.export(M(), (x,))).to_program()
+    ops = [i.op for i in manager.program.methods[0].instructions]
+    norm, split = (
+        ops.index("aten.native_layer_norm.default"),
+        ops.index("aten.split_with_sizes.default"),
+    )
+    gen = ETDumpGen(debug_buffer_size=1 << 16)
+    Program.load(manager.buffer).load_method(event_tracer=gen).execute([x])
+    debug: dict[int, list[Any]] = {}
+    for event in to_json(loads(gen.get_etdump_data()))["run_data"][1]["events"]:
+        if "debug_event" in event and "output" not in event["debug_event"]["debug_entry"]:
+            body = event["debug_event"]
+            debug.setdefault(body.get("instruction_id", 0), []).append(body["debug_entry"])
+    assert [e["val"] for e in debug[norm]] == ["Tensor"] * 3
+    assert [e["tensor"]["sizes"] for e in debug[norm]] == [[3, 6], [3, 1], [3, 1]]
+    [entry] = debug[split]
+    assert entry["val"] == "TensorList"
+    assert [t["sizes"] for t in entry["tensor_list"]["tensors"]] == [[3, 2], [3, 4]]
+    assert all(len(debug[i]) == 1 for i in debug if i not in (norm, split))
+
+
 def test_untraced_and_traced_give_same_outputs() -> None:
     torch.manual_seed(1)
     module = MLP().eval()
