@@ -417,8 +417,9 @@ def test_a_clock_that_does_not_return_int_ticks_is_a_clear_error() -> None:
     program = Program.load(serialize(_demo_blob_program("operator")))
     with pytest.raises(EventTracerError, match=r"clock returned float .*int ticks"):
         program.load_method(event_tracer=ETDumpGen(clock=time.perf_counter))
-    ticks = iter([0, 1, 2, 3, 4.5])  # four at load, then the start of execute
-    method = program.load_method(event_tracer=ETDumpGen(clock=lambda: next(ticks)))
+    gen = ETDumpGen(clock=counter_clock())
+    method = program.load_method(event_tracer=gen)
+    gen.clock = lambda: 4.5  # type: ignore[assignment,return-value]
     with pytest.raises(EventTracerError, match=r"clock returned float 4\.5"):
         method.execute([torch.randn(2, 8)])
     with pytest.raises(EventTracerError, match="clock returned int -5"):  # broke the build
