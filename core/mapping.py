@@ -42,6 +42,10 @@ DelegateMap = dict[Identifier, tuple[int, ...]]
 """A Debug Handle Map: identifier -> sorted tuple of debug handles."""
 
 
+_INT32_MAX = 2**31 - 1
+"""Largest int identifier: ETDump stores ``delegate_debug_id_int`` as an int32."""
+
+
 def _check_identifier(identifier: object) -> Identifier:
     if isinstance(identifier, str):
         if not identifier:
@@ -55,6 +59,11 @@ def _check_identifier(identifier: object) -> Identifier:
         if value < 0:
             raise MappingError(
                 f"delegate debug identifier {identifier!r}: an int identifier must be >= 0"
+            )
+        if value > _INT32_MAX:
+            raise MappingError(
+                f"delegate debug identifier {identifier!r}: an int identifier must fit the "
+                f"ETDump's int32 delegate_debug_id_int (<= {_INT32_MAX})"
             )
         return value
     raise MappingError(

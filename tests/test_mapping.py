@@ -62,6 +62,7 @@ def test_insert_existing_identifier_is_an_error_and_changes_nothing() -> None:
         (False, {"handles": [None, None], "identifier": "x"}, "no valid debug handle"),
         (False, {"nodes": [FakeNode(None)], "identifier": "x"}, "no valid debug handle"),
         (False, {"handles": [1], "identifier": -1}, ">= 0"),
+        (False, {"handles": [1], "identifier": 2**31}, "int32"),
         (False, {"handles": [1], "identifier": ""}, "must not be empty"),
         (False, {"handles": [1], "identifier": 1.5}, "int or a str"),
         (False, {"handles": [1], "identifier": True}, "int or a str"),

@@ -110,6 +110,7 @@ def test_validator_accepts_partition_handles() -> None:
         ({"fused": (1, 9)}, "'B'.*'fused'.*debug handle 9"),
         ({0: ()}, "non-empty"),
         ({-1: (1,)}, "negative"),
+        ({2**31: (1,)}, "'B'.*2147483648 does not fit.*int32"),
         ({"": (1,)}, "empty"),
         ({1.5: (1,)}, "not an int or a str"),
         ({True: (1,)}, "not an int or a str"),

@@ -54,6 +54,11 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier} is negative"
             )
+        if isinstance(identifier, int) and identifier > 2**31 - 1:
+            raise MappingError(
+                f"backend {backend_id!r}: delegate debug identifier {identifier} does not fit "
+                "the ETDump's int32 delegate_debug_id_int"
+            )
         text = identifier if isinstance(identifier, str) else str(identifier)
         if text in texts:
             raise MappingError(
