@@ -54,7 +54,7 @@ def _check_identifier(identifier: object) -> Identifier:
                 "(runtime events could not name it)"
             )
         return identifier
-    value = _as_int(identifier)
+    value = as_int(identifier)
     if value is not None:
         if value < 0:
             raise MappingError(
@@ -72,7 +72,7 @@ def _check_identifier(identifier: object) -> Identifier:
     )
 
 
-def _as_int(value: object) -> int | None:
+def as_int(value: object) -> int | None:
     """``value`` as an int when it is an integer (numpy ones too) but not a bool."""
     if isinstance(value, bool):
         return None
@@ -83,7 +83,7 @@ def _as_int(value: object) -> int | None:
 
 
 def _check_handle(handle: object, identifier: Identifier | None) -> int:
-    value = _as_int(handle)
+    value = as_int(handle)
     if value is None:
         raise MappingError(
             f"delegate debug identifier {identifier!r}: debug handle {handle!r} is not an int"
@@ -135,7 +135,7 @@ def _collect(
         raw = [_node_handle(node, shown) for node in items]
     elif isinstance(handles, (list, tuple)):  # first: the common case, and cheap
         raw = handles
-    elif _as_int(handles) is not None:
+    elif as_int(handles) is not None:
         raw = [handles]
     elif _is_iterable(handles):  # a set, range, generator, numpy array, ...
         raw = list(handles)

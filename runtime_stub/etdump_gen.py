@@ -253,12 +253,7 @@ class ETDumpGen(EventTracer):
             metadata = list(metadata)
         return (backend_id, metadata)
 
-    def start_profiling_delegate(
-        self, name: str | None, delegate_debug_id: int
-    ) -> EventTracerEntry:
-        return EventTracerEntry(
-            name, delegate_debug_id, self.chain_index, self.instruction_id, self.clock()
-        )
+    # start_profiling_delegate is EventTracer's: it only stamps the start time
 
     def end_profiling_delegate(self, entry: EventTracerEntry, metadata: Any) -> None:
         end_time = self.clock()

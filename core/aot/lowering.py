@@ -36,7 +36,7 @@ from torch.export.graph_signature import (
 
 from delegate_lens.backend import CompileSpec, PreprocessResult
 from delegate_lens.errors import MappingError, PluginError, UsageError
-from delegate_lens.mapping import DelegateMap
+from delegate_lens.mapping import DelegateMap, as_int
 from delegate_lens.partitioner import DELEGATION_TAG, DelegationSpec
 
 __all__ = [
@@ -301,16 +301,6 @@ def _outside(members: set[torch.fx.Node]) -> Any:
     return keep
 
 
-def _int_or_none(value: object) -> int | None:
-    """``value`` as an int when it is an integer (numpy ones too), not a bool or a float."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
-
-
 def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | None:
     """The backend's map with plain-int handles (numpy integers converted), each entry a
     sorted tuple without duplicates; anything that is not a debug handle is a MappingError
@@ -321,9 +311,9 @@ def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | N
     out: DelegateMap = {}
     for identifier, handles in raw.items():
         if not isinstance(identifier, str):
-            as_int = _int_or_none(identifier)
-            identifier = as_int if as_int is not None else identifier  # validator rejects
-        single = _int_or_none(handles)
+            number = as_int(identifier)
+            identifier = number if number is not None else identifier  # validator rejects
+        single = as_int(handles)
         if single is not None:
             out[identifier] = (single,)
             continue
@@ -341,7 +331,7 @@ def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | N
             )
         found: set[int] = set()
         for handle in items:
-            value = _int_or_none(handle)
+            value = as_int(handle)
             if value is None:
                 raise MappingError(
                     f"backend {backend_id!r}: delegate debug identifier {identifier!r}: "
