@@ -62,11 +62,22 @@ def test_console_script_round_trip(tmp_path: Path) -> None:
 def test_summary_of_the_big_vector(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["etdump", "summary", str(VECTORS / "gpt_portable_big" / "etdump.etdp")]) == 0
     out = capsys.readouterr().out
-    assert "2001 runs" in out and "482,002 events" in out
+    assert "2,001 runs" in out and "482,002 events" in out
     assert "Execute" in out and "x2000" in out
     assert "OPERATOR_CALL" in out and "240,000" in out
     assert "allocators: none" in out
     assert "time span:" in out
+
+
+def test_summary_counts_in_the_singular(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dump
+
+    one = ETDump(
+        run_data=[RunData(name="Execute", events=[Event(profile_event=ProfileEvent("x"))])]
+    )
+    dump(one, tmp_path / "one.etdp")
+    assert main(["etdump", "summary", str(tmp_path / "one.etdp")]) == 0
+    assert "version 0, 1 run, 1 event\n" in capsys.readouterr().out
 
 
 def test_summary_names_delegate_events_by_their_identifier(

@@ -194,6 +194,21 @@ def test_unknown_format_is_one_line_and_exit_2(
     assert "unknown format 'xml'" in err and "chrome-trace, csv, json, table, tsv" in err
 
 
+def test_no_exporter_loaded_says_so(vectors_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from delegate_lens.pluginmanager import reset_plugin_manager
+
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(
+                ["-p", "no:exporters", "inspect", str(vectors_dir / "conv_xnnpack" / "etdump.etdp")]
+            )
+    finally:
+        reset_plugin_manager()  # the -p option rebuilt the process's plugin manager
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no exporter plugin is loaded" in err
+
+
 def test_bad_input_leaves_no_output_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -81,6 +81,11 @@ def _run(args: argparse.Namespace) -> int:
     exporters = get_exporters()
     exporter = exporters.get(args.format)
     if exporter is None:
+        if not exporters:
+            raise UsageError(
+                f"unknown format {args.format!r}: no exporter plugin is loaded (is the "
+                "built-in 'exporters' plugin blocked with -p no:exporters?)"
+            )
         raise UsageError(
             f"unknown format {args.format!r} (formats: {', '.join(sorted(exporters))})"
         )

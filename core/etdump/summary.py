@@ -135,9 +135,10 @@ def _ticks(value: float) -> str:
 
 
 def format_summary(summary: Summary, *, title: str = "ETDump", top: int = 40) -> str:
+    n_runs = sum(n for _name, n, _e in summary.runs)
     lines = [
-        f"{title}: version {summary.version}, {sum(n for _name, n, _e in summary.runs)} runs, "
-        f"{summary.events:,} events"
+        f"{title}: version {summary.version}, {n_runs:,} run{'' if n_runs == 1 else 's'}, "
+        f"{summary.events:,} event{'' if summary.events == 1 else 's'}"
     ]
     lines.append("runs:")
     for name, count, events in summary.runs:
