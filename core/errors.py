@@ -13,9 +13,11 @@ __all__ = [
     "ETDumpFormatError",
     "ETRecordFormatError",
     "EventTracerError",
+    "InputFileError",
     "InspectorError",
     "MappingError",
     "MissingExtraError",
+    "MissingFileError",
     "PluginError",
     "PluginWarning",
     "ProgramFormatError",
@@ -46,6 +48,17 @@ class ProgramFormatError(DelegateLensError, ValueError):
 
 class ConfigError(DelegateLensError, ValueError):
     """The user's configuration is malformed (the message names the file and the key)."""
+
+
+class InputFileError(DelegateLensError, OSError):
+    """An input file could not be read (``filename`` names it; still an ``OSError``)."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+class MissingFileError(InputFileError, FileNotFoundError):
+    """An input file does not exist (still a ``FileNotFoundError``)."""
 
 
 class PluginError(DelegateLensError):

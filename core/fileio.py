@@ -12,9 +12,28 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
-__all__ = ["write_atomic", "write_bytes_atomic"]
+from delegate_lens.errors import InputFileError, MissingFileError
+
+__all__ = ["read_input", "reraise_as_input_error", "write_atomic", "write_bytes_atomic"]
+
+
+def reraise_as_input_error(exc: OSError, path: str | os.PathLike[str], what: str) -> NoReturn:
+    """Raise ``exc`` (reading ``path``) as our :class:`InputFileError` naming the file."""
+    cls = MissingFileError if isinstance(exc, FileNotFoundError) else InputFileError
+    reason = f"cannot read the {what}: {exc.strerror or exc}"
+    raise cls(exc.errno, reason, os.fspath(path)) from exc
+
+
+def read_input(path: str | os.PathLike[str], what: str) -> bytes:
+    """The bytes of the input file ``path`` (``what`` it is, e.g. ``"ETDump"``, names it in
+    errors): a missing or unreadable file is an :class:`InputFileError` (an ``OSError``)."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read()
+    except OSError as exc:
+        reraise_as_input_error(exc, path, what)
 
 
 def _mode_for(target: Path) -> int:

@@ -24,6 +24,7 @@ import torch
 from attrs import frozen
 
 from delegate_lens.errors import DelegateLensError, ProgramFormatError, RuntimeBackendError
+from delegate_lens.fileio import read_input
 from delegate_lens.program_format import (
     DelegateCallInstruction,
     ListValue,
@@ -68,7 +69,7 @@ class Program:
         if isinstance(path_or_bytes, bytes | bytearray | memoryview):
             return cls(deserialize(path_or_bytes))
         path = Path(path_or_bytes)
-        data = path.read_bytes()
+        data = read_input(path, "program")
         try:
             return cls(deserialize(data), str(path))
         except ProgramFormatError as exc:

@@ -56,3 +56,41 @@ def test_target_that_is_a_folder_names_it_and_leaves_nothing(tmp_path: Path) -> 
         write_bytes_atomic(target, b"x")
     assert info.value.filename == str(target)
     assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(target.iterdir())
+
+
+@pytest.mark.parametrize("what", ["etdump", "etrecord", "inspector-debug-buffer"])
+def test_missing_input_files_are_our_error_and_still_oserrors(tmp_path: Path, what: str) -> None:
+    from delegate_lens.errors import DelegateLensError, InputFileError, MissingFileError
+
+    missing = tmp_path / "nope.bin"
+    with pytest.raises(MissingFileError) as info:
+        if what == "etdump":
+            from delegate_lens.etdump import load
+
+            load(missing)
+        elif what == "etrecord":
+            from delegate_lens.etrecord import parse_etrecord
+
+            parse_etrecord(missing)
+        else:
+            from conftest import VECTORS
+
+            from delegate_lens.inspector import Inspector
+
+            Inspector(
+                etdump_path=VECTORS / "mlp_xnnpack" / "etdump.etdp", debug_buffer_path=missing
+            )
+    err = info.value
+    assert isinstance(err, DelegateLensError) and isinstance(err, InputFileError)
+    assert isinstance(err, FileNotFoundError) and err.filename == str(missing)
+    assert str(err).startswith(f"{missing}: cannot read the ")
+
+
+def test_a_folder_given_as_input_is_an_input_file_error(tmp_path: Path) -> None:
+    from delegate_lens.errors import InputFileError, MissingFileError
+    from delegate_lens.etdump import load
+
+    with pytest.raises(InputFileError) as info:
+        load(tmp_path)
+    assert not isinstance(info.value, MissingFileError)
+    assert str(tmp_path) in str(info.value)

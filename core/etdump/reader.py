@@ -38,8 +38,9 @@ I64 = npt.NDArray[np.int64]
 
 def load(path: str | os.PathLike[str]) -> ETDump:
     """Read an ETDump file (size-prefixed or not). Errors name the file."""
-    with open(path, "rb") as f:
-        data = f.read()
+    from delegate_lens.fileio import read_input
+
+    data = read_input(path, "ETDump")
     try:
         return loads(data)
     except ETDumpFormatError as exc:

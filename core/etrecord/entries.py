@@ -135,7 +135,9 @@ class ZipSource:
             return zipfile.ZipFile(target, "r")
         except OSError as exc:
             if self._path is not None and not isinstance(exc, zipfile.BadZipFile):
-                raise
+                from delegate_lens.fileio import reraise_as_input_error
+
+                reraise_as_input_error(exc, self._path, "ETRecord")
             raise self._error(None, exc) from None
         except _ZIP_ERRORS as exc:
             raise self._error(None, exc) from None

@@ -102,7 +102,9 @@ class Inspector:
         """The decoded ETDump (:class:`delegate_lens.etdump.ETDump`)."""
         buffer_data = None
         if debug_buffer_path is not None:
-            buffer_data = Path(debug_buffer_path).read_bytes()
+            from delegate_lens.fileio import read_input
+
+            buffer_data = read_input(debug_buffer_path, "debug buffer")
         self._debug_buffer = DebugBuffer(buffer_data)
 
         self._fc: FileColumns = concat_runs(dump)
