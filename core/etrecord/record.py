@@ -428,7 +428,7 @@ def parse_etrecord(
 
     Only the archive's directory and the small JSON maps are read now (and checked);
     graphs are parsed on first use. Bad input raises ETRecordFormatError naming the file
-    and the entry; a missing file raises the usual OSError.
+    and the entry; a missing or unreadable file raises InputFileError (an OSError naming it).
     """
     if isinstance(source, (str, os.PathLike)):
         return ETRecord._load(ZipSource(source, origin=os.fspath(source)))
