@@ -168,6 +168,30 @@ def _fails(data: bytes, *words: str) -> str:
 # --- specific defects -------------------------------------------------------------------------------
 
 
+def _one_run_file(
+    b: flatbuffers.Builder, events: list[int], *, size_prefixed: bool = True
+) -> bytes:
+    """Finish builder ``b`` as an ETDump of one run holding the already built ``events``."""
+    b.StartVector(4, len(events), 4)
+    for event in reversed(events):
+        b.PrependUOffsetTRelative(event)
+    vec = b.EndVector()
+    b.StartObject(4)
+    b.PrependUOffsetTRelativeSlot(3, vec, 0)
+    run = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(run)
+    runs = b.EndVector()
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(1, runs, 0)
+    root = b.EndObject()
+    if size_prefixed:
+        b.FinishSizePrefixed(root, file_identifier=b"ED00")
+    else:
+        b.Finish(root, file_identifier=b"ED00")
+    return bytes(b.Output())
+
+
 def test_small_buffer_is_valid() -> None:
     etdump = loads(SMALL)
     assert len(etdump.run_data[0].events) == 3
@@ -245,20 +269,7 @@ def test_event_with_two_members() -> None:
     b.PrependUOffsetTRelativeSlot(0, prof, 0)
     b.PrependUOffsetTRelativeSlot(1, alloc, 0)
     event = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(event)
-    events = b.EndVector()
-    b.StartObject(4)
-    b.PrependUOffsetTRelativeSlot(3, events, 0)
-    run = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(run)
-    runs = b.EndVector()
-    b.StartObject(2)
-    b.PrependUOffsetTRelativeSlot(1, runs, 0)
-    root = b.EndObject()
-    b.FinishSizePrefixed(root, file_identifier=b"ED00")
-    _fails(bytes(b.Output()), "more than one")
+    _fails(_one_run_file(b, [event]), "more than one")
 
 
 def test_unknown_enum_values_are_kept_as_ints() -> None:
@@ -351,21 +362,7 @@ def test_shared_strings_and_long_strings_decode_once() -> None:
         b.StartObject(3)
         b.PrependUOffsetTRelativeSlot(0, p, 0)
         events.append(b.EndObject())
-    b.StartVector(4, len(events), 4)
-    for e in reversed(events):
-        b.PrependUOffsetTRelative(e)
-    vec = b.EndVector()
-    b.StartObject(4)
-    b.PrependUOffsetTRelativeSlot(3, vec, 0)
-    run = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(run)
-    runs = b.EndVector()
-    b.StartObject(2)
-    b.PrependUOffsetTRelativeSlot(1, runs, 0)
-    root = b.EndObject()
-    b.Finish(root, file_identifier=b"ED00")  # not size-prefixed
-    etdump = loads(bytes(b.Output()))
+    etdump = loads(_one_run_file(b, events, size_prefixed=False))
     cols = etdump.run_data[0].columns
     assert len(cols) == 2000
     assert cols.strings == ["op", long_name] or cols.strings == [long_name, "op"]
