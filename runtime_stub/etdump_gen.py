@@ -256,22 +256,14 @@ class ETDumpGen(EventTracer):
     # start_profiling_delegate is EventTracer's: it only stamps the start time
 
     def end_profiling_delegate(self, entry: EventTracerEntry, metadata: Any) -> None:
-        end_time = self.clock()
-        if type(metadata) is not bytes:
-            metadata = self._metadata(metadata)
-        events = self._events if self._events is not None else self._current()
-        events.append(
-            (
-                _PROFILE,
-                None,
-                entry.chain_index,
-                entry.instruction_id,
-                entry.delegate_debug_id,
-                entry.name,
-                entry.start_time,
-                end_time,
-                metadata,
-            )
+        self._record_delegate(
+            entry.chain_index,
+            entry.instruction_id,
+            entry.delegate_debug_id,
+            entry.name,
+            entry.start_time,
+            self.clock(),
+            metadata,
         )
 
     def log_profiling_delegate(
@@ -282,6 +274,27 @@ class ETDumpGen(EventTracer):
         end_time: int,
         metadata: Any,
     ) -> None:
+        self._record_delegate(
+            self.chain_index,
+            self.instruction_id,
+            delegate_debug_id,
+            name,
+            start_time,
+            end_time,
+            metadata,
+        )
+
+    def _record_delegate(
+        self,
+        chain_index: int,
+        instruction_id: int,
+        delegate_debug_id: int,
+        name: str | None,
+        start_time: int,
+        end_time: int,
+        metadata: Any,
+    ) -> None:
+        """Append one delegate profile event (real-time and post-time logging end here)."""
         if type(metadata) is not bytes:
             metadata = self._metadata(metadata)
         events = self._events if self._events is not None else self._current()
@@ -289,8 +302,8 @@ class ETDumpGen(EventTracer):
             (
                 _PROFILE,
                 None,
-                self.chain_index,
-                self.instruction_id,
+                chain_index,
+                instruction_id,
                 delegate_debug_id,
                 name,
                 start_time,
