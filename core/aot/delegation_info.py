@@ -18,6 +18,7 @@ import torch
 from delegate_lens.aot.lowering import LoweredBackendModule, is_delegate_call, lowered_module_of
 from delegate_lens.aot.program import op_name
 from delegate_lens.errors import MissingExtraError, UsageError
+from delegate_lens.texttable import align_columns
 
 __all__ = [
     "DelegationBreakdown",
@@ -83,14 +84,7 @@ class DelegationInfo:
     def format_table(self) -> str:
         """The per-operator table as aligned text."""
         rows = [COLUMNS, *((a, str(b), str(c)) for a, b, c in self.rows())]
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        return "\n".join(
-            "  ".join(
-                cell.ljust(w) if i == 0 else cell.rjust(w)
-                for i, (cell, w) in enumerate(zip(row, widths))
-            )
-            for row in rows
-        )
+        return "\n".join(align_columns(rows, right={1, 2}))
 
 
 def _graph_module(obj: Any) -> torch.fx.GraphModule:

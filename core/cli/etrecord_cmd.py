@@ -127,18 +127,9 @@ def _write_nodes(graph: GraphInfo, out: TextIO) -> None:
         )
         for node in graph.nodes
     ]
+    from delegate_lens.texttable import align_columns
+
     header = ("handle", "op type", "node", "module path")
-    widths = [
-        max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
-        for i in range(3)
-    ]
     print("  nodes:", file=out)
-    print(
-        f"    {header[0]:>{widths[0]}}  {header[1]:<{widths[1]}}  {header[2]:<{widths[2]}}  {header[3]}",
-        file=out,
-    )
-    for handle, op_type, name, path in rows:
-        print(
-            f"    {handle:>{widths[0]}}  {op_type:<{widths[1]}}  {name:<{widths[2]}}  {path}",
-            file=out,
-        )
+    for text in align_columns([header, *rows], right={0}):
+        print(f"    {text}", file=out)

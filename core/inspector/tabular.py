@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.errors import MissingExtraError
+from delegate_lens.texttable import align_columns
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
@@ -78,22 +79,8 @@ def write_table(
     """A human-readable table, columns aligned."""
     headers = _headers(inspector, include_units, include_delegate_debug_data)
     body = [[_fmt(v) for v in row] for row in _rows(inspector, include_delegate_debug_data)]
-    widths = [len(h) for h in headers]
-    for row in body:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    numeric = set(range(2, 8))
-
-    def line(cells: list[str]) -> str:
-        parts = [
-            c.rjust(widths[i]) if i in numeric else c.ljust(widths[i]) for i, c in enumerate(cells)
-        ]
-        return "  ".join(parts).rstrip()
-
-    file.write(line(headers) + "\n")
-    file.write("  ".join("-" * w for w in widths) + "\n")
-    for row in body:
-        file.write(line(row) + "\n")
+    for text in align_columns([headers, *body], right=range(2, 8), rule=True):
+        file.write(text + "\n")
 
 
 def _tsv_cell(value: Any) -> str:
