@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from docblocks import DOCS, blocks, exec_blocks
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "aot.md"
-_FENCE = re.compile(r"^```(\w+)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
-
-
-def _blocks() -> list[tuple[int, str]]:
-    text = DOC.read_text(encoding="utf-8")
-    return [
-        (text.count("\n", 0, m.start()) + 2, m.group(2))
-        for m in _FENCE.finditer(text)
-        if m.group(1) == "python"
-    ]
+DOC = DOCS / "aot.md"
 
 
 @pytest.fixture
@@ -32,7 +21,7 @@ def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_mapping_example_runs_without_torch(capsys: pytest.CaptureFixture[str]) -> None:
-    line, source = _blocks()[0]
+    line, source = blocks(DOC)[0]
     namespace: dict[str, object] = {"__name__": "docs_aot_mapping"}
     exec(compile(source, f"{DOC}:{line}", "exec"), namespace)
     assert capsys.readouterr().out.strip() == "{0: (1, 2), 1: (3,)}"
@@ -40,11 +29,8 @@ def test_mapping_example_runs_without_torch(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.mark.torch
 def test_python_examples_run(isolated: None, capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = _blocks()
-    assert len(blocks) == 2
-    namespace: dict[str, object] = {"__name__": "docs_aot_example"}
-    for line, source in blocks:
-        exec(compile(source, f"{DOC}:{line}", "exec"), namespace)
+    assert len(blocks(DOC)) == 2
+    exec_blocks(DOC, "docs_aot_example")
     out = capsys.readouterr().out
     assert "delegate 'TinyBackend'" in out
     assert "{2: {'name': 'TinyBackend', 'delegate_map': {0: (2,)}}}" in out

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docblocks import DOCS, blocks, exec_blocks
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "backend-authors.md"
-_FENCE = re.compile(r"^```(\w+)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
-
-
-def _blocks(language: str) -> list[tuple[int, str]]:
-    text = DOC.read_text(encoding="utf-8")
-    return [
-        (text.count("\n", 0, m.start()) + 2, m.group(2))
-        for m in _FENCE.finditer(text)
-        if m.group(1) == language
-    ]
+DOC = DOCS / "backend-authors.md"
 
 
 @pytest.fixture
@@ -37,11 +27,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.mark.torch
 def test_python_examples_run(isolated: None, capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = _blocks("python")
-    assert len(blocks) >= 6
-    namespace: dict[str, object] = {"__name__": "docs_backend_authors_example"}
-    for line, source in blocks:
-        exec(compile(source, f"{DOC}:{line}", "exec"), namespace)
+    assert len(blocks(DOC)) >= 6
+    namespace = exec_blocks(DOC, "docs_backend_authors_example")
     out = capsys.readouterr().out
     assert "'add_relu#0'" in out and "'neg#1'" in out and "'add#2'" in out
     manager = namespace["manager"]
@@ -54,7 +41,7 @@ def test_python_examples_run(isolated: None, capsys: pytest.CaptureFixture[str])
 def test_toml_blocks_parse() -> None:
     import tomllib
 
-    blocks = _blocks("toml")
-    assert blocks
-    for _, source in blocks:
+    toml_blocks = blocks(DOC, "toml")
+    assert toml_blocks
+    for _, source in toml_blocks:
         tomllib.loads(source)

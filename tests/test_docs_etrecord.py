@@ -3,37 +3,18 @@ the CLI sample matches what the command prints."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "etrecord.md"
-_FENCE = re.compile(r"^```(\w+)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
+from docblocks import DOCS, blocks, run_blocks_torch_free
 
-
-def _blocks(language: str) -> list[tuple[int, str]]:
-    text = DOC.read_text(encoding="utf-8")
-    return [
-        (text.count("\n", 0, match.start()) + 2, match.group(2))
-        for match in _FENCE.finditer(text)
-        if match.group(1) == language
-    ]
+DOC = DOCS / "etrecord.md"
 
 
 def _run_examples(workdir: Path) -> None:
-    blocks = _blocks("python")
-    assert len(blocks) >= 6
-    script = "\n".join(
-        f"exec(compile({source!r}, {f'{DOC}:{line}'!r}, 'exec'), ns)" for line, source in blocks
-    )
-    code = (
-        "import sys\n"
-        "ns = {'__name__': 'docs_etrecord_example'}\n"
-        f"{script}\n"
-        "assert 'torch' not in sys.modules, 'the examples imported torch'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], cwd=workdir, check=True, timeout=120)
+    assert len(blocks(DOC)) >= 6
+    run_blocks_torch_free(DOC, "docs_etrecord_example", workdir)
 
 
 def test_python_examples_run_without_torch(tmp_path: Path) -> None:
@@ -44,7 +25,7 @@ def test_python_examples_run_without_torch(tmp_path: Path) -> None:
 
 def test_cli_sample_matches_the_command(tmp_path: Path) -> None:
     _run_examples(tmp_path)
-    ((_, sample),) = _blocks("text")
+    ((_, sample),) = blocks(DOC, "text")
     lines = sample.splitlines()
     assert lines[0] == "$ delegate-lens etrecord show model.etrecord --nodes"
     result = subprocess.run(

@@ -1,0 +1,58 @@
+"""Running the code blocks of docs/*.md: the docs' examples are tests."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+_FENCE = re.compile(r"^```(\w+)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
+
+
+def blocks(doc: Path, language: str = "python") -> list[tuple[int, str]]:
+    """``(first line number, source)`` of each ```language block of ``doc``, in order."""
+    text = doc.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, match.start()) + 2, match.group(2))
+        for match in _FENCE.finditer(text)
+        if match.group(1) == language
+    ]
+
+
+def exec_blocks(doc: Path, name: str) -> dict[str, Any]:
+    """Run every python block of ``doc`` in this process, in order, in one namespace."""
+    namespace: dict[str, Any] = {"__name__": name}
+    for line, source in blocks(doc):
+        exec(compile(source, f"{doc}:{line}", "exec"), namespace)
+    return namespace
+
+
+def run_blocks_torch_free(
+    doc: Path, name: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run every python block of ``doc`` in a fresh interpreter (in order, one namespace)
+    in ``cwd``, then check the examples did not import torch. ``env`` entries are set in
+    ``os.environ`` first."""
+    script = "\n".join(
+        f"exec(compile({source!r}, {f'{doc}:{line}'!r}, 'exec'), ns)"
+        for line, source in blocks(doc)
+    )
+    code = (
+        "import os, sys\n"
+        f"os.environ.update({dict(env or {})!r})\n"
+        f"ns = {{'__name__': {name!r}}}\n"
+        f"{script}\n"
+        "assert 'torch' not in sys.modules, 'the examples imported torch'\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
