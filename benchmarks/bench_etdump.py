@@ -11,8 +11,6 @@ Targets (issue 2): load <= 0.3 s, dumps <= 25 ms / <= 1 s, peak RSS <= 150 MB.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -20,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from machine import describe as describe_machine
 
 REPO = Path(__file__).resolve().parent.parent
 VECTORS = REPO.parent / "shared" / "vectors"
@@ -43,23 +43,6 @@ except OSError:
     pass
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, hwm)
 """
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import numpy
-
-    return (
-        f"{platform.node()} · {cpu} · nproc {os.cpu_count()} · Python {platform.python_version()} "
-        f"· numpy {numpy.__version__} · {platform.system()} {platform.release()}"
-    )
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], list[float]]:
@@ -111,7 +94,7 @@ def main() -> int:
         print(f"missing vector: {BIG}", file=sys.stderr)
         return 2
 
-    print(f"machine: {machine()}")
+    print(f"machine: {describe_machine()}")
     maxrss, hwm = peak_rss_mb(BIG, max(3, args.repeat // 3))
 
     from delegate_lens.etdump import dumps, load, loads

@@ -16,13 +16,13 @@ Usage: python benchmarks/bench_etrecord.py [--vector gpt_portable] [--runs 21] [
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from machine import describe as describe_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT.parent / "shared" / "vectors"
@@ -52,25 +52,6 @@ program = record.exported_program
 t1 = time.perf_counter()
 print(t1 - t0)
 """
-
-
-def machine() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-    except OSError:
-        load = "load unknown"
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({model or 'unknown CPU'}), "
-        f"Python {platform.python_version()}, {load}"
-    )
 
 
 def synthetic(count: int) -> bytes:
@@ -130,7 +111,7 @@ def main() -> int:
 
     from delegate_lens.etrecord import parse_etrecord
 
-    print(f"machine: {machine()}")
+    print(f"machine: {describe_machine()}")
     print(f"file:    {path} ({path.stat().st_size:,} bytes)")
 
     imports, reads, totals, walls = [], [], [], []

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -25,27 +24,10 @@ import sys
 import time
 from pathlib import Path
 
+from machine import describe as describe_machine
+
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT.parent / "shared" / "vectors"
-
-
-def machine() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
-    import numpy
-
-    return (
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({model or '?'}), "
-        f"Python {platform.python_version()}, numpy {numpy.__version__}, "
-        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    )
 
 
 def command(vector: Path, fmt: str) -> list[str]:
@@ -110,7 +92,7 @@ def main() -> int:
     args = parser.parse_args()
     vector = VECTORS / args.vector
     cmd = command(vector, args.format)
-    print(f"machine: {machine()}")
+    print(f"machine: {describe_machine()}")
     print(f"command: {' '.join(cmd)} > /dev/null")
     run_once(cmd)  # warm the page cache
     walls, cpus, rss = [], [], []

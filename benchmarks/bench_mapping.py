@@ -11,11 +11,12 @@ Three workloads, each timed ``--repeat`` times (median reported):
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+
+from machine import describe as describe_machine
 
 from delegate_lens import DelegateMappingBuilder
 
@@ -73,9 +74,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--entries", type=int, default=100_000)
     args = parser.parse_args()
-    print(
-        f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}"
-    )
+    print(f"machine: {describe_machine()}")
     worst = 0.0
     for name, factory in (
         ("handles", bench_handles),

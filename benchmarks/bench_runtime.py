@@ -18,12 +18,12 @@ Usage: python benchmarks/bench_runtime.py [--events 20000] [--batches 25] [--run
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+
+from machine import describe as describe_machine
 
 
 def _per_event(fn: Callable[[int], None], n: int, batches: int) -> float:
@@ -182,10 +182,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)  # tiny kernels: avoid OpenMP hand-offs on a shared 2-core box
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"python {platform.python_version()}, torch {torch.__version__} (1 intra-op thread)"
-    )
+    print(f"machine: {describe_machine(f'torch {torch.__version__} (1 intra-op thread)')}")
     print("one delegate event (median per event over batches):")
     for label, ns in bench_events(args.events, args.batches).items():
         print(f"  {label:<52} {ns / 1000:8.3f} us")
