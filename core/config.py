@@ -28,11 +28,12 @@ directory, environment variables) and cached; :func:`reset_config` forgets it.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -50,11 +51,22 @@ __all__ = [
     "Config",
     "ConfigError",
     "Section",
+    "derived_per_config",
     "get_config",
     "load_config",
     "plugin_config",
     "reset_config",
 ]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Derived(Protocol[T_co]):
+    """What :func:`derived_per_config` returns: call it with or without a config."""
+
+    def __call__(self, config: Config | None = None) -> T_co: ...
+
 
 CONFIG_ENV = "DELEGATE_LENS_CONFIG"
 OPTIONS_ENV = "DELEGATE_LENS_OPTIONS"
@@ -224,6 +236,33 @@ def reset_config() -> None:
 def plugin_config(name: str) -> Section:
     """The section ``name`` of :func:`get_config` — what a plugin calls."""
     return get_config().section(name)
+
+
+def derived_per_config(derive: Callable[[Config], T]) -> Derived[T]:
+    """Cache what a plugin derives from the configuration, once per configuration read.
+
+    ``derive(config)`` runs again only when :func:`get_config` gives another
+    :class:`Config` (another working directory or environment, or after
+    :func:`reset_config`). The wrapped function takes an optional ``config``; without
+    one it uses :func:`get_config`::
+
+        @derived_per_config
+        def clock_rates(config: Config) -> dict[str, float]:
+            section = config.section("my_clock")
+            ...
+    """
+    cache: list[tuple[Config, T]] = []
+
+    @functools.wraps(derive)
+    def get(config: Config | None = None) -> T:
+        config = get_config() if config is None else config
+        if cache and cache[0][0] is config:
+            return cache[0][1]
+        value = derive(config)
+        cache[:] = [(config, value)]
+        return value
+
+    return get
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

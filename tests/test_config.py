@@ -12,6 +12,7 @@ from delegate_lens.config import (
     Config,
     ConfigError,
     Section,
+    derived_per_config,
     get_config,
     load_config,
     plugin_config,
@@ -83,6 +84,24 @@ def test_get_config_is_cached_per_directory_and_environment(
     monkeypatch.chdir(other)
     monkeypatch.delenv("DELEGATE_LENS_OPTIONS")
     assert get_config().data == {}
+
+
+def test_derived_values_are_computed_once_per_configuration_read(tmp_path: Path) -> None:
+    calls: list[Config] = []
+
+    @derived_per_config
+    def k_doubled(config: Config) -> int:
+        calls.append(config)
+        return 2 * int(config.section("p").get("k"))
+
+    (tmp_path / "delegate-lens.toml").write_text("[p]\nk = 1\n")
+    assert k_doubled() == 2 and k_doubled() == 2
+    assert len(calls) == 1
+    (tmp_path / "delegate-lens.toml").write_text("[p]\nk = 5\n")
+    reset_config()
+    assert k_doubled() == 10 and len(calls) == 2
+    explicit = Config({"p": {"k": 7}})
+    assert k_doubled(explicit) == 14 and calls[-1] is explicit
 
 
 def test_missing_file_named_by_env_var(monkeypatch: pytest.MonkeyPatch) -> None:

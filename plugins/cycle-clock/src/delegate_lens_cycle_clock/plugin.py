@@ -16,7 +16,7 @@ not configured are left to other plugins (the hook returns ``None``).
 from __future__ import annotations
 
 from delegate_lens import hookimpl
-from delegate_lens.config import Config, get_config
+from delegate_lens.config import Config, derived_per_config
 from delegate_lens_cycle_clock.clock import UNITS, parse_rate
 
 __all__ = ["SECTION", "dl_delegate_time_scale", "time_factors"]
@@ -24,16 +24,10 @@ __all__ = ["SECTION", "dl_delegate_time_scale", "time_factors"]
 SECTION = "cycle_clock"
 """This plugin's configuration section (its entry-point name)."""
 
-_cache: tuple[Config, dict[str, float]] | None = None
 
-
-def time_factors(config: Config | None = None) -> dict[str, float]:
+@derived_per_config
+def time_factors(config: Config) -> dict[str, float]:
     """``{backend_id: time units per tick}`` from the ``[cycle_clock]`` section."""
-    global _cache
-    config = get_config() if config is None else config
-    cached = _cache
-    if cached is not None and cached[0] is config:
-        return cached[1]
     section = config.section(SECTION)
     section.check_keys({"unit", "backends"})
     per_second = UNITS[section.get_choice("unit", UNITS, "ns")]
@@ -44,7 +38,6 @@ def time_factors(config: Config | None = None) -> dict[str, float]:
             factors[backend_id] = per_second / parse_rate(value)
         except ValueError as exc:
             raise backends.error(backend_id, str(exc)) from None
-    _cache = (config, factors)
     return factors
 
 

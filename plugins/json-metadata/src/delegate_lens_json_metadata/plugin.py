@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from delegate_lens import hookimpl
-from delegate_lens.config import Config, get_config
+from delegate_lens.config import Config, derived_per_config
 from delegate_lens_json_metadata.codec import FORMATS, decode, encode, to_text
 
 __all__ = [
@@ -34,28 +34,18 @@ __all__ = [
 SECTION = "json_metadata"
 """This plugin's configuration section (its entry-point name)."""
 
-_cache: tuple[Config, dict[str, str]] | None = None
 
-
-def backend_formats(config: Config | None = None) -> dict[str, str]:
+@derived_per_config
+def backend_formats(config: Config) -> dict[str, str]:
     """``{backend_id: format}`` for the backends configured in ``[json_metadata]``."""
-    global _cache
-    config = get_config() if config is None else config
-    cached = _cache
-    if cached is not None and cached[0] is config:
-        return cached[1]
     section = config.section(SECTION)
     section.check_keys({"backends", "format"})
     default = section.get_choice("format", FORMATS, "json")
     backends = section.get("backends", [])
-    formats: dict[str, str]
     if isinstance(backends, Mapping):
         table = section.get_table("backends")
-        formats = {name: table.get_choice(name, FORMATS) for name in table.values}
-    else:
-        formats = dict.fromkeys(section.get_str_list("backends", []), default)
-    _cache = (config, formats)
-    return formats
+        return {name: table.get_choice(name, FORMATS) for name in table.values}
+    return dict.fromkeys(section.get_str_list("backends", []), default)
 
 
 @hookimpl
