@@ -59,7 +59,7 @@ def _to_json(args: argparse.Namespace) -> int:
 def _from_json(args: argparse.Namespace) -> int:
     from delegate_lens.etdump import dumps
     from delegate_lens.etdump.jsonview import from_json
-    from delegate_lens.etdump.writer import write_atomically
+    from delegate_lens.fileio import write_bytes_atomic
 
     with open(args.json_file, encoding="utf-8") as f:
         try:
@@ -81,7 +81,7 @@ def _from_json(args: argparse.Namespace) -> int:
         data = dumps(from_json(obj))
     except ETDumpFormatError as exc:
         raise ETDumpFormatError(f"{args.json_file}: {exc}") from None
-    write_atomically(args.output, data)
+    write_bytes_atomic(args.output, data)
     return 0
 
 

@@ -25,7 +25,7 @@ from delegate_lens.etdump.values import DebugEntries, ValueColumns
 from delegate_lens.etdump.valuewriter import ValueLayout
 from delegate_lens.fileio import write_bytes_atomic
 
-__all__ = ["dump", "dumps", "write_atomically"]
+__all__ = ["dump", "dumps"]
 
 I64 = npt.NDArray[np.int64]
 _HEADER = 12  # size prefix, root uoffset, identifier
@@ -33,12 +33,7 @@ _HEADER = 12  # size prefix, root uoffset, identifier
 
 def dump(etdump: ETDump, path: str | os.PathLike[str]) -> None:
     """Write ``etdump`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    write_atomically(path, dumps(etdump))
-
-
-def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    write_bytes_atomic(path, data)
+    write_bytes_atomic(path, dumps(etdump))
 
 
 class _Strings:
