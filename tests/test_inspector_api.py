@@ -222,6 +222,30 @@ def test_run_output_is_the_first_runs_final_output(mlp: Inspector, vectors_dir: 
     assert mlp.event_blocks[0].run_output == []
 
 
+def test_output_flags_of_decoded_and_in_memory_runs_agree(mlp: Inspector) -> None:
+    """Decoded runs give their output flags as a column; runs built from Event objects
+    are read value by value: both must flag the same events."""
+    from delegate_lens.etdump import ETDump, EventColumns, RunData
+    from delegate_lens.inspector.build import concat_runs
+
+    decoded = mlp.etdump
+    rebuilt = ETDump(
+        version=decoded.version,
+        run_data=[
+            RunData.from_columns(
+                run.name,
+                run.bundled_input_index,
+                run.allocators,
+                EventColumns.from_events(run.columns.event(i) for i in range(len(run.columns))),
+            )
+            for run in decoded.run_data
+        ],
+    )
+    flags = mlp.file_columns.is_output
+    assert flags.sum() == 5
+    assert concat_runs(rebuilt).is_output.tolist() == flags.tolist()
+
+
 def test_print_data_tabular_defaults_to_the_current_stdout(
     mlp: Inspector, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from attrs import define
 
-from delegate_lens.etdump import ETDump
+from delegate_lens.etdump import DebugEntries, ETDump
 from delegate_lens.etdump.columns import EventColumns, EventKind
 
 __all__ = ["Block", "FileColumns", "build_blocks", "concat_runs"]
@@ -179,7 +179,11 @@ def concat_runs(etdump: ETDump) -> FileColumns:
     kind = column("kind", np.uint8)
     is_output = np.zeros(total, dtype=bool)
     for c, offset in zip(cols, starts.tolist()):
-        for i, entry in c.debug_entries.items():
+        entries = c.debug_entries
+        if isinstance(entries, DebugEntries):  # decoded: the flags are a column already
+            is_output[offset + entries.events[entries.output_flags()]] = True
+            continue
+        for i, entry in entries.items():
             out = getattr(entry, "output", None)
             if out is not None and out.bool_val:
                 is_output[offset + i] = True
