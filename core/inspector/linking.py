@@ -73,6 +73,18 @@ class RowLink:
     delegate_backend_name: str | None = None
     method: str | None = None
 
+    @property
+    def module_paths(self) -> list[str]:
+        """The innermost module path of each node, each path once, in node order (the
+        root module, path ``""``, names nothing)."""
+        paths: list[str] = []
+        for frames in self.module_hierarchy.values():
+            if frames:
+                path = list(frames.values())[-1][0]
+                if path and path not in paths:
+                    paths.append(path)
+        return paths
+
 
 NO_LINK = RowLink()
 

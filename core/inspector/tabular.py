@@ -123,16 +123,6 @@ CSV_COLUMNS = (
 )
 
 
-def _module_path(hierarchy: dict[str, Any]) -> str:
-    paths = []
-    for frames in hierarchy.values():
-        if frames:
-            path = list(frames.values())[-1][0]
-            if path and path not in paths:  # the root module (path "") names nothing
-                paths.append(path)
-    return ";".join(paths)
-
-
 def write_csv(inspector: Inspector, file: IO[str]) -> None:
     """Every row (``OPERATOR_CALL`` included) with ids, handles and module paths."""
     writer = csv.writer(file, lineterminator="\n")
@@ -158,7 +148,7 @@ def write_csv(inspector: Inspector, file: IO[str]) -> None:
                     *(repr(float(v)) if perf else "" for v in table.stats[:, j]),
                     ";".join(link.op_types),
                     ";".join(str(h) for h in handles or []),
-                    _module_path(link.module_hierarchy),
+                    ";".join(link.module_paths),
                 ]
             )
 

@@ -42,16 +42,6 @@ def _level(name: str, delegated: bool) -> int:
     return 3 if delegated else 2
 
 
-def _module_paths(hierarchy: dict[str, Any]) -> list[str]:
-    paths: list[str] = []
-    for frames in hierarchy.values():
-        if frames:
-            path = list(frames.values())[-1][0]
-            if path and path not in paths:  # the root module (path "") names nothing
-                paths.append(path)
-    return paths
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
@@ -93,7 +83,7 @@ def _static_args(table: BlockTable, j: int) -> str:
         args["op_types"] = link.op_types
     if link.debug_handles is not None:
         args["debug_handles"] = link.debug_handles
-    paths = _module_paths(link.module_hierarchy)
+    paths = link.module_paths
     if paths:
         args["module"] = paths
     if link.delegate_backend_name:
