@@ -379,26 +379,27 @@ class ETDumpGen(EventTracer):
         if isinstance(value, float):
             return (_REC_DOUBLE, value, output)
         if isinstance(value, list | tuple):
-            if not value or not all(_tensor_bytes_supported(v) for v in value):
+            if not value:
                 return None
-            infos = [_tensor_bytes(v) for v in value]
-            if any(info is None for info in infos):
-                return None
-            parts = [self._stored(info) for info in infos]  # type: ignore[arg-type]
+            infos: list[tuple[int, list[int], Any]] = []
+            for item in value:
+                info = _tensor_bytes(item)
+                if info is None:  # not all tensors/arrays, or a dtype without a code
+                    return None
+                infos.append(info)
+            parts = [self._stored(info) for info in infos]
             if any(p is None for p in parts):
                 self.dropped_debug_values += 1
                 return None
             return (_REC_LIST, parts, output)
-        if _tensor_bytes_supported(value):
-            info = _tensor_bytes(value)
-            if info is None:
-                return None
-            part = self._stored(info)
-            if part is None:
-                self.dropped_debug_values += 1
-                return None
-            return (_REC_TENSOR, part, output)
-        return None
+        info = _tensor_bytes(value)
+        if info is None:
+            return None
+        part = self._stored(info)
+        if part is None:
+            self.dropped_debug_values += 1
+            return None
+        return (_REC_TENSOR, part, output)
 
     # ------------------------------------------------------------------ output
 
@@ -449,13 +450,6 @@ class ETDumpGen(EventTracer):
         write_bytes_atomic(etdump_path, self.get_etdump_data())
         if debug_buffer_path is not None:
             write_bytes_atomic(debug_buffer_path, self.debug_buffer)
-
-
-def _tensor_bytes_supported(value: Any) -> bool:
-    if isinstance(value, np.ndarray | np.generic):
-        return True
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _columns(events: list[tuple[Any, ...]], columns_cls: Any, failures: list[str]) -> Any:
