@@ -15,10 +15,19 @@ import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
 
-__all__ = ["Buffer", "Tables"]
+__all__ = ["Buffer", "Tables", "spans"]
 
 I64 = npt.NDArray[np.int64]
-_CHUNK = 1 << 16
+
+
+def spans(starts: I64, counts: I64, step: int = 1) -> I64:
+    """``starts[i] + step * k`` for ``k`` in ``range(counts[i])``, every span in order."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    first = np.repeat(starts - (ends - counts) * step, counts)
+    return first + np.arange(total, dtype=np.int64) * step
 
 
 class Buffer:
@@ -100,14 +109,9 @@ class Buffer:
 
     def expand(self, starts: I64, lengths: I64, elem_size: int) -> I64:
         """Positions of every element of several vectors, concatenated in order."""
-        total = int(lengths.sum())
-        if total == 0:
-            return np.zeros(0, dtype=np.int64)
-        if total > self.n:  # cannot happen after vectors(); keeps allocations bounded anyway
+        if int(lengths.sum()) > self.n:  # cannot happen after vectors(); bounds allocations
             raise self.fail("vector lengths exceed the buffer", int(starts[0]))
-        ends = np.cumsum(lengths)
-        first = np.repeat(starts - (ends - lengths) * elem_size, lengths)
-        return first + np.arange(total, dtype=np.int64) * elem_size
+        return spans(starts, lengths, elem_size)
 
     def tables(self, pos: I64, what: str) -> Tables:
         return Tables(self, pos, what)

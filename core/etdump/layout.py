@@ -18,13 +18,29 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Output", "TableGroup", "VTables", "pad8", "table_layout"]
+from delegate_lens.etdump.buffer import spans
+
+__all__ = [
+    "Output",
+    "TableGroup",
+    "VTables",
+    "pad8",
+    "sequential",
+    "table_layout",
+    "write_offset_vectors",
+]
 
 I64 = npt.NDArray[np.int64]
 
 
 def pad8(n: int) -> int:
     return (n + 7) & ~7
+
+
+def sequential(start: int, sizes: I64) -> tuple[I64, int]:
+    """Objects of ``sizes`` placed one after the other from ``start``: (positions, end)."""
+    ends = np.cumsum(sizes)
+    return start + ends - sizes, start + (int(ends[-1]) if len(sizes) else 0)
 
 
 class VTables:
@@ -112,9 +128,8 @@ class TableGroup:
         """Put the tables one after the other from ``start``; returns the end."""
         if self.n == 0:
             return start
-        ends = np.cumsum(self.sizes)
-        self.pos = start + ends - self.sizes
-        return start + int(ends[-1])
+        self.pos, end = sequential(start, self.sizes)
+        return end
 
     def field_positions(self, i: int) -> tuple[npt.NDArray[np.bool_], I64]:
         """(present mask, absolute positions of field i where present)."""
@@ -156,3 +171,12 @@ class Output:
 
     def put_bytes(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         self.u8[pos : pos + len(data)] = np.frombuffer(data, dtype=np.uint8)
+
+
+def write_offset_vectors(out: Output, vec_pos: I64, counts: I64, targets: I64) -> None:
+    """Vectors of uoffsets at ``vec_pos`` holding ``counts`` entries each, in ``targets`` order."""
+    if len(vec_pos) == 0:
+        return
+    out.put(vec_pos, counts.astype(np.uint32))
+    elem = spans(vec_pos + 4, counts, 4)
+    out.put(elem, (targets - elem).astype(np.uint32))

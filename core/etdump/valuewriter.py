@@ -13,26 +13,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.etdump.layout import Output, TableGroup, VTables
+from delegate_lens.etdump.buffer import spans
+from delegate_lens.etdump.layout import (
+    Output,
+    TableGroup,
+    VTables,
+    sequential,
+    write_offset_vectors,
+)
 from delegate_lens.etdump.values import SCALAR_MEMBERS, ValueColumns
 
 __all__ = ["ValueLayout"]
 
 I64 = npt.NDArray[np.int64]
-
-
-def _expand(starts: I64, counts: I64) -> I64:
-    """Indices ``start .. start + count`` of every span, concatenated."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(counts)
-    return np.repeat(starts - (ends - counts), counts) + np.arange(total, dtype=np.int64)
-
-
-def _sequential(start: int, sizes: I64) -> tuple[I64, int]:
-    ends = np.cumsum(sizes)
-    return start + ends - sizes, start + (int(ends[-1]) if len(sizes) else 0)
 
 
 class ValueLayout:
@@ -71,13 +64,13 @@ class ValueLayout:
         at = self.value_t.place(at)
         at = self.list_t.place(at)
         counts = self.values.list_count[self.list_rows]
-        self.list_vec, at = _sequential(at, (4 + 4 * counts + 7) & ~7)
+        self.list_vec, at = sequential(at, (4 + 4 * counts + 7) & ~7)
         at = self.tensor_t.place(at)
         for _rows, group, _vals in self.scalar_t.values():
             at = group.place(at)
         t = self.values.tensors
-        self.sizes_vec, at = _sequential(at, (4 + 8 * t.sizes_count + 7) & ~7)
-        self.strides_vec, at = _sequential(at, (4 + 8 * t.strides_count + 7) & ~7)
+        self.sizes_vec, at = sequential(at, (4 + 8 * t.sizes_count + 7) & ~7)
+        self.strides_vec, at = sequential(at, (4 + 8 * t.strides_count + 7) & ~7)
         return at
 
     def write(self, out: Output, vt: VTables) -> None:
@@ -107,8 +100,8 @@ class ValueLayout:
         self.list_t.write_offset(out, 0, self.list_vec)
         starts = v.list_start[self.list_rows]
         counts = v.list_count[self.list_rows]
-        _write_offsets(
-            out, self.list_vec, counts, self.tensor_t.pos[v.list_items[_expand(starts, counts)]]
+        write_offset_vectors(
+            out, self.list_vec, counts, self.tensor_t.pos[v.list_items[spans(starts, counts)]]
         )
         # tensors and their dims
         t = v.tensors
@@ -121,13 +114,4 @@ class ValueLayout:
             (self.strides_vec, t.strides_start, t.strides_count),
         ):
             out.put(vec, count.astype(np.uint32))
-            elem_pos = np.repeat(vec + 4, count) + 8 * _expand(np.zeros_like(count), count)
-            out.put(elem_pos, t.dims[_expand(start, count)].astype(np.int64))
-
-
-def _write_offsets(out: Output, vec_pos: I64, counts: I64, targets: I64) -> None:
-    if len(vec_pos) == 0:
-        return
-    out.put(vec_pos, counts.astype(np.uint32))
-    elem = np.repeat(vec_pos + 4, counts) + 4 * _expand(np.zeros_like(counts), counts)
-    out.put(elem, (targets - elem).astype(np.uint32))
+            out.put(spans(vec + 4, count, 8), t.dims[spans(start, count)].astype(np.int64))

@@ -17,8 +17,16 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
+from delegate_lens.etdump.buffer import spans
 from delegate_lens.etdump.columns import COLUMN_SPECS, EventColumns, EventKind
-from delegate_lens.etdump.layout import Output, TableGroup, VTables, pad8
+from delegate_lens.etdump.layout import (
+    Output,
+    TableGroup,
+    VTables,
+    pad8,
+    sequential,
+    write_offset_vectors,
+)
 from delegate_lens.etdump.model import ETDump, RunData
 from delegate_lens.etdump.reader import FILE_IDENTIFIER
 from delegate_lens.etdump.values import DebugEntries, ValueColumns
@@ -202,14 +210,8 @@ def dumps(etdump: ETDump) -> bytes:
     run_vec = at
     at += pad8(4 + 4 * n_runs)
     at = run_t.place(at)
-    alloc_vec = np.zeros(n_runs, dtype=np.int64)
-    alloc_sizes = np.where(alloc_counts > 0, (4 + 4 * alloc_counts + 7) & ~7, 0)
-    if n_runs:
-        alloc_vec = at + np.cumsum(alloc_sizes) - alloc_sizes
-        at += int(alloc_sizes.sum())
-    ev_sizes = (4 + 4 * counts + 7) & ~7
-    ev_vec = at + np.cumsum(ev_sizes) - ev_sizes if n_runs else np.zeros(0, np.int64)
-    at += int(ev_sizes.sum())
+    alloc_vec, at = sequential(at, np.where(alloc_counts > 0, (4 + 4 * alloc_counts + 7) & ~7, 0))
+    ev_vec, at = sequential(at, (4 + 4 * counts + 7) & ~7)
     at = alloc_t.place(at)
     at = event_t.place(at)
     at = prof_t.place(at)
@@ -225,9 +227,7 @@ def dumps(etdump: ETDump) -> bytes:
     meta_len = p["metadata_length"]
     meta_rows = meta_len >= 0
     m_len = meta_len[meta_rows]
-    m_sizes = (4 + m_len + 7) & ~7
-    m_pos_rows = at + np.cumsum(m_sizes) - m_sizes
-    at += int(m_sizes.sum())
+    m_pos_rows, at = sequential(at, (4 + m_len + 7) & ~7)
 
     # only strings something refers to (a decoded file's table is shared by all its runs)
     n_codes = len(strings.codes)
@@ -242,9 +242,7 @@ def dumps(etdump: ETDump) -> bytes:
         raise ETDumpFormatError(
             f"cannot write the string {exc.object!r}: {exc.reason} (strings are UTF-8)"
         ) from None
-    s_sizes = np.array([pad8(4 + len(t) + 1) for t in text], dtype=np.int64)
-    s_pos = at + np.cumsum(s_sizes) - s_sizes
-    at += int(s_sizes.sum())
+    s_pos, at = sequential(at, np.array([pad8(4 + len(t) + 1) for t in text], dtype=np.int64))
     s_lookup = np.full(n_codes + 1, -1, dtype=np.int64)  # code -1 -> -1 (absent)
     s_lookup[used_codes] = s_pos
 
@@ -267,15 +265,15 @@ def dumps(etdump: ETDump) -> bytes:
     root.write_offset(out, 1, np.array([run_vec], dtype=np.int64))
 
     # --- runs ------------------------------------------------------------------------------
-    _write_offset_vector(out, np.array([run_vec], dtype=np.int64), np.array([n_runs]), run_t.pos)
+    write_offset_vectors(out, np.array([run_vec], dtype=np.int64), np.array([n_runs]), run_t.pos)
     run_t.write_offset(out, 0, s_lookup[run_names])
     run_t.write_scalar(out, 1, np.array([r.bundled_input_index for r in runs], dtype=np.int32))
     run_t.write_offset(out, 2, alloc_vec)
     run_t.write_offset(out, 3, ev_vec)
     has_alloc = alloc_counts > 0
-    _write_offset_vector(out, alloc_vec[has_alloc], alloc_counts[has_alloc], alloc_t.pos)
+    write_offset_vectors(out, alloc_vec[has_alloc], alloc_counts[has_alloc], alloc_t.pos)
     alloc_t.write_offset(out, 0, s_lookup[all_alloc_names])
-    _write_offset_vector(out, ev_vec, counts, event_t.pos)
+    write_offset_vectors(out, ev_vec, counts, event_t.pos)
 
     # --- events ----------------------------------------------------------------------------
     sub = np.full(n_events, -1, dtype=np.int64)
@@ -358,21 +356,6 @@ def _debug_entries(
     return np.concatenate(events), np.concatenate(groups), np.concatenate(rows), values_list
 
 
-def _write_offset_vector(out: Output, vec_pos: I64, counts: I64, targets: I64) -> None:
-    """Vectors of uoffsets at ``vec_pos`` holding ``counts`` entries each, in ``targets`` order."""
-    if len(vec_pos) == 0:
-        return
-    out.put(vec_pos, counts.astype(np.uint32))
-    total = int(counts.sum())
-    if total == 0:
-        return
-    ends = np.cumsum(counts)
-    elem = np.repeat(vec_pos + 4 - 4 * (ends - counts), counts) + 4 * np.arange(
-        total, dtype=np.int64
-    )
-    out.put(elem, (targets - elem).astype(np.uint32))
-
-
 def _copy_ragged(
     out: Output, src: npt.NDArray[np.uint8], src_off: I64, dst_off: I64, lengths: I64
 ) -> None:
@@ -383,11 +366,5 @@ def _copy_ragged(
         cum = np.cumsum(lengths[lo:])
         hi = lo + max(1, int(np.searchsorted(cum, budget)))
         counts = lengths[lo:hi]
-        total = int(counts.sum())
-        if total:
-            ends = np.cumsum(counts)
-            inner = np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
-            out.u8[np.repeat(dst_off[lo:hi], counts) + inner] = src[
-                np.repeat(src_off[lo:hi], counts) + inner
-            ]
+        out.u8[spans(dst_off[lo:hi], counts)] = src[spans(src_off[lo:hi], counts)]
         lo = hi
