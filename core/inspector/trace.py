@@ -150,9 +150,7 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     source = inspector.source_time_scale
     target = inspector.target_time_scale
     ups = 1_000_000 if source is TimeScale.CYCLES else units_per_second(source)
-    ticks_per_target = (
-        1.0 if source is TimeScale.CYCLES else units_per_second(source) / units_per_second(target)
-    )
+    ticks_per_target = inspector.time_factor  # source ticks per target unit
     divisor = ups // 1_000_000 if ups >= 1_000_000 else 0
     multiplier = 1_000_000 / ups
 
