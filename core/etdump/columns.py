@@ -8,7 +8,7 @@ event), so columns compare directly.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from delegate_lens.etdump.model import (
     Value,
 )
 
-__all__ = ["EventColumns", "EventColumnsBuilder", "EventKind"]
+__all__ = ["EventColumns", "EventColumnsBuilder", "EventKind", "concat_columns"]
 
 
 class EventKind(enum.IntEnum):
@@ -438,3 +438,32 @@ def _as_i64(value: int) -> int:
     if not -(1 << 63) <= value <= _U64_MASK:
         raise ValueError(f"chain_index={value} does not fit uint64")
     return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def concat_columns(
+    runs: Sequence[EventColumns], code: Callable[[str], int]
+) -> dict[str, npt.NDArray[Any]]:
+    """The columns of ``runs`` end to end, string codes translated by ``code`` into one table.
+
+    Each distinct string table is translated once, in run order (the runs of a loaded file
+    share theirs); absent strings stay -1. ``metadata_offset`` still points into each run's
+    own ``blob``.
+    """
+    cols: dict[str, npt.NDArray[Any]] = {}
+    for name, (dtype, _default) in COLUMN_SPECS.items():
+        parts = [getattr(c, name) for c in runs]
+        cols[name] = np.concatenate(parts) if parts else np.zeros(0, dtype)
+    remaps: dict[int, npt.NDArray[np.int64]] = {}
+    for c in runs:
+        if id(c.strings) not in remaps:
+            remaps[id(c.strings)] = np.array([*map(code, c.strings), -1], dtype=np.int64)
+    for name in ("name", "delegate_debug_id_str"):
+        if len(remaps) == 1:
+            cols[name] = next(iter(remaps.values()))[cols[name]]
+        else:
+            cols[name] = (
+                np.concatenate([remaps[id(c.strings)][getattr(c, name)] for c in runs])
+                if runs
+                else np.zeros(0, np.int64)
+            )
+    return cols

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from attrs import frozen
 
-from delegate_lens.etdump.columns import COLUMN_SPECS, EventColumns, EventKind
+from delegate_lens.etdump.columns import EventKind, concat_columns
 from delegate_lens.etdump.model import ETDump
 
 __all__ = ["NameStats", "Summary", "format_summary", "summarize"]
@@ -40,29 +40,11 @@ class Summary:
 
 def _merged(etdump: ETDump) -> tuple[dict[str, Any], list[str]]:
     """All runs' columns as one set of arrays, names as codes into one string list."""
-    columns: list[EventColumns] = [run.columns for run in etdump.run_data]
-    strings: list[str] = []
     index: dict[str, int] = {}
-    parts: dict[str, list[Any]] = {k: [] for k in COLUMN_SPECS}
-    remaps: dict[int, Any] = {}
-    for c in columns:
-        remap = remaps.get(id(c.strings))
-        if remap is None:
-            codes = []
-            for s in c.strings:
-                if s not in index:
-                    index[s] = len(strings)
-                    strings.append(s)
-                codes.append(index[s])
-            remap = remaps[id(c.strings)] = np.array([*codes, -1], dtype=np.int64)
-        for k in COLUMN_SPECS:
-            arr = getattr(c, k)
-            parts[k].append(remap[arr] if k in ("name", "delegate_debug_id_str") else arr)
-    merged = {
-        k: np.concatenate(v) if v else np.zeros(0, dtype=COLUMN_SPECS[k][0])
-        for k, v in parts.items()
-    }
-    return merged, strings
+    cols = concat_columns(
+        [run.columns for run in etdump.run_data], lambda s: index.setdefault(s, len(index))
+    )
+    return cols, list(index)
 
 
 def _labels(cols: dict[str, Any], strings: list[str]) -> Any:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump.buffer import spans
-from delegate_lens.etdump.columns import COLUMN_SPECS, EventColumns, EventKind
+from delegate_lens.etdump.columns import EventColumns, EventKind, concat_columns
 from delegate_lens.etdump.layout import (
     Output,
     TableGroup,
@@ -45,11 +45,10 @@ def dump(etdump: ETDump, path: str | os.PathLike[str]) -> None:
 
 
 class _Strings:
-    """The file's distinct strings: codes of every run mapped into one table."""
+    """The file's distinct strings, each with its code (the order they are first seen)."""
 
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
-        self._remaps: dict[int, tuple[list[str], I64]] = {}
 
     def code(self, text: str | None) -> int:
         if text is None:
@@ -59,33 +58,10 @@ class _Strings:
             code = self.codes[text] = len(self.codes)
         return code
 
-    def remap(self, strings: list[str]) -> I64:
-        """Global code for each local code of ``strings``, with -1 -> -1 at index -1."""
-        hit = self._remaps.get(id(strings))
-        if hit is not None and hit[0] is strings:
-            return hit[1]
-        table = np.array([self.code(s) for s in strings] + [-1], dtype=np.int64)
-        self._remaps[id(strings)] = (strings, table)
-        return table
-
 
 def _concat(runs: Sequence[EventColumns], strings: _Strings) -> dict[str, Any]:
     """All runs' columns as one set of arrays (codes global, metadata into one source)."""
-    cols: dict[str, Any] = {}
-    for name in COLUMN_SPECS:
-        parts = [getattr(c, name) for c in runs]
-        cols[name] = np.concatenate(parts) if parts else np.zeros(0, COLUMN_SPECS[name][0])
-    # strings: one remap per distinct table (runs of a loaded file share theirs)
-    tables = {id(c.strings): c.strings for c in runs}
-    for name in ("name", "delegate_debug_id_str"):
-        if len(tables) == 1 and runs:
-            cols[name] = strings.remap(runs[0].strings)[cols[name]]
-        else:
-            cols[name] = (
-                np.concatenate([strings.remap(c.strings)[getattr(c, name)] for c in runs])
-                if runs
-                else np.zeros(0, np.int64)
-            )
+    cols: dict[str, Any] = concat_columns(runs, strings.code)
     # metadata: one source buffer
     blobs: dict[int, Any] = {}
     for c in runs:
