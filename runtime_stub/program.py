@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from attrs import frozen
 
+from delegate_lens.backend import CompileSpec
 from delegate_lens.errors import DelegateLensError, ProgramFormatError, RuntimeBackendError
 from delegate_lens.fileio import read_input
 from delegate_lens.program_format import (
@@ -112,14 +113,6 @@ def _runtime_backend(backend_id: str) -> Any:
             "init(processed_bytes, compile_specs) / execute(context, handle, args)"
         )
     return backend
-
-
-def _compile_specs(specs: Sequence[Any]) -> list[Any]:
-    try:
-        from delegate_lens.backend import CompileSpec
-    except ImportError:  # pragma: no cover - the AOT module is part of the package
-        return list(specs)
-    return [CompileSpec(s.key, s.value) for s in specs]
 
 
 def _to_runtime(value: Any) -> Any:
@@ -258,7 +251,8 @@ class Method:
         delegate = self.program.data.delegates[index]
         backend = _runtime_backend(delegate.backend_id)
         try:
-            handle = backend.init(delegate.processed_bytes, _compile_specs(delegate.compile_specs))
+            specs = [CompileSpec(s.key, s.value) for s in delegate.compile_specs]
+            handle = backend.init(delegate.processed_bytes, specs)
         except DelegateLensError:
             raise
         except Exception as exc:
