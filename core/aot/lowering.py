@@ -35,6 +35,7 @@ from torch.export.graph_signature import (
 )
 
 from delegate_lens.backend import CompileSpec, PreprocessResult
+from delegate_lens.builtins.mapping_validator import partition_handles
 from delegate_lens.errors import MappingError, PluginError, UsageError
 from delegate_lens.mapping import DelegateMap, as_int
 from delegate_lens.partitioner import DELEGATION_TAG, DelegationSpec
@@ -45,7 +46,6 @@ __all__ = [
     "lower_partitions",
     "lowered_module_of",
     "lowered_modules",
-    "partition_handles",
     "placeholder_specs",
 ]
 
@@ -82,21 +82,12 @@ class LoweredBackendModule(torch.nn.Module):
     @property
     def debug_handles(self) -> tuple[int, ...]:
         """Every debug handle of the partition, sorted."""
-        return tuple(sorted(partition_handles(self.original_module.graph)))
+        return tuple(sorted(partition_handles(self.original_module)))
 
     def extra_repr(self) -> str:
         return (
             f"backend_id={self.backend_id!r}, tag={self.tag!r}, {len(self.processed_bytes)} bytes"
         )
-
-
-def partition_handles(graph: torch.fx.Graph) -> set[int]:
-    found: set[int] = set()
-    for node in graph.nodes:
-        handle = node.meta.get("debug_handle")
-        if isinstance(handle, int):
-            found.add(handle)
-    return found
 
 
 def is_delegate_call(node: torch.fx.Node) -> bool:
