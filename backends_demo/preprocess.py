@@ -114,14 +114,9 @@ class _Compiler:
         attrs: dict[str, Any] | None = None,
         flops: int = 0,
     ) -> int:
-        handles = [n.meta.get("debug_handle") for n in nodes]
-        index = len(self.ops)
-        if self.use_str:
-            identifier = self.builder.insert_delegate_mapping_entry(
-                handles=handles, identifier=f"{name}#{index}"
-            )
-        else:
-            identifier = self.builder.insert_delegate_mapping_entry(handles=handles)
+        identifier = self.builder.insert_delegate_mapping_entry(
+            nodes=nodes, identifier=f"{name}#{len(self.ops)}" if self.use_str else None
+        )
         out = self.new_slot()
         numel = _numel(nodes[-1])
         moved = _FLOAT * (numel + sum(self._slot_numel(s) for s in inputs if s >= 0))
@@ -163,15 +158,11 @@ class _Compiler:
                 self.call(node)
         output = next(n for n in graph.nodes if n.op == "output")
         outputs = [self.operand(a) for a in output.args[0]]
-        all_handles = sorted(
-            {h for n in graph.nodes if isinstance(h := n.meta.get("debug_handle"), int)}
+        # the summary entry covers every handle of the partition: the builder reads them
+        # from the nodes (skipping nodes without one)
+        summary = self.builder.insert_delegate_mapping_entry(
+            nodes=graph.nodes, identifier="DemoBackend/partition" if self.use_str else None
         )
-        if self.use_str:
-            summary = self.builder.insert_delegate_mapping_entry(
-                handles=all_handles, identifier="DemoBackend/partition"
-            )
-        else:
-            summary = self.builder.insert_delegate_mapping_entry(handles=all_handles)
         blob = DemoBlob(
             self.n_slots,
             self.inputs,
