@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 from attrs import field, frozen
 
-from delegate_lens.pluginmanager import DelegateLensWarning
+from delegate_lens.errors import DelegateLensWarning
 
 __all__ = ["FRAMEWORK_EVENTS", "Choice", "InspectorWarning", "Linker", "RowKey", "RowLink"]
 
