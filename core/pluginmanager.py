@@ -279,7 +279,7 @@ def _dist_label(ep: importlib.metadata.EntryPoint) -> str:
     dist = getattr(ep, "dist", None)
     if dist is None:
         return "an unknown distribution"
-    return f"{dist.metadata['Name'] or dist.name} {dist.version}"
+    return f"{_dist_name(ep)} {dist.version}"
 
 
 def _load_entry_point(pm: DelegateLensPluginManager, ep: importlib.metadata.EntryPoint) -> None:
@@ -288,7 +288,7 @@ def _load_entry_point(pm: DelegateLensPluginManager, ep: importlib.metadata.Entr
     dist = getattr(ep, "dist", None)
     source = PluginSource(
         "entry point",
-        distribution=None if dist is None else str(dist.metadata["Name"] or dist.name),
+        distribution=_dist_name(ep),
         version=None if dist is None else str(dist.version),
         value=ep.value,
     )
