@@ -33,7 +33,7 @@ from typing import Any
 
 from delegate_lens.errors import MappingError
 
-__all__ = ["DelegateMap", "DelegateMappingBuilder", "Identifier"]
+__all__ = ["INT_IDENTIFIER_MAX", "DelegateMap", "DelegateMappingBuilder", "Identifier"]
 
 Identifier = int | str
 """A delegate debug identifier: an ``int >= 0`` or a ``str``."""
@@ -42,8 +42,9 @@ DelegateMap = dict[Identifier, tuple[int, ...]]
 """A Debug Handle Map: identifier -> sorted tuple of debug handles."""
 
 
-_INT32_MAX = 2**31 - 1
-"""Largest int identifier: ETDump stores ``delegate_debug_id_int`` as an int32."""
+INT_IDENTIFIER_MAX = 2**31 - 1
+"""Largest int identifier: ETDump stores ``delegate_debug_id_int`` as an int32 (the
+builder, the map validator and the runtime's event tracer all check against this)."""
 
 
 def _check_identifier(identifier: object) -> Identifier:
@@ -60,10 +61,10 @@ def _check_identifier(identifier: object) -> Identifier:
             raise MappingError(
                 f"delegate debug identifier {identifier!r}: an int identifier must be >= 0"
             )
-        if value > _INT32_MAX:
+        if value > INT_IDENTIFIER_MAX:
             raise MappingError(
                 f"delegate debug identifier {identifier!r}: an int identifier must fit the "
-                f"ETDump's int32 delegate_debug_id_int (<= {_INT32_MAX})"
+                f"ETDump's int32 delegate_debug_id_int (<= {INT_IDENTIFIER_MAX})"
             )
         return value
     raise MappingError(

@@ -31,6 +31,7 @@ from typing import Any
 from attrs import define
 
 from delegate_lens.errors import EventTracerError
+from delegate_lens.mapping import INT_IDENTIFIER_MAX
 
 __all__ = [
     "UNSET_DELEGATE_DEBUG_ID",
@@ -47,7 +48,7 @@ __all__ = [
 UNSET_DELEGATE_DEBUG_ID = -1
 """``delegate_debug_id`` value meaning "no int identifier" (the C++ ``kUnsetDebugHandle``)."""
 _U64_MAX = (1 << 64) - 1
-_I32_MAX = (1 << 31) - 1  # ETDump stores delegate_debug_id_int as an int32
+_I32_MAX = INT_IDENTIFIER_MAX  # ETDump stores delegate_debug_id_int as an int32
 
 
 @define(slots=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from delegate_lens.errors import MappingError
 from delegate_lens.hookspecs import hookimpl
+from delegate_lens.mapping import INT_IDENTIFIER_MAX
 
 __all__ = ["dl_delegate_mapping", "partition_handles"]
 
@@ -54,7 +55,7 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier} is negative"
             )
-        if isinstance(identifier, int) and identifier > 2**31 - 1:
+        if isinstance(identifier, int) and identifier > INT_IDENTIFIER_MAX:
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier} does not fit "
                 "the ETDump's int32 delegate_debug_id_int"
