@@ -14,6 +14,8 @@ from typing import Any, TextIO
 
 from attrs import frozen
 
+from delegate_lens.backends_demo import BACKEND_ID
+
 __all__ = ["DEMO_FILES", "DemoResult", "run_demo"]
 
 DEMO_FILES = {
@@ -142,7 +144,7 @@ def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO |
     for block in inspector.event_blocks:
         for event in block.events:
             parsed = event.delegate_debug_metadatas
-            if event.delegate_backend_name == "DemoBackend" and isinstance(parsed, dict) and parsed:
+            if event.delegate_backend_name == BACKEND_ID and isinstance(parsed, dict) and parsed:
                 kernel, flops, moved = (parsed[k][0] for k in ("kernel", "flops", "bytes_moved"))
                 lines.append(
                     f"  {block.name:<8} {event.name!s:<24} {kernel:<26} "

@@ -19,10 +19,9 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from delegate_lens import CompileSpec, DelegationSpec, Partitioner, PartitionResult
+from delegate_lens.backends_demo import BACKEND_ID
 
 __all__ = ["BACKEND_ID", "DemoPartitioner"]
-
-BACKEND_ID = "DemoBackend"
 
 aten = torch.ops.aten
 _SUPPORTED = {

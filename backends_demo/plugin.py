@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from delegate_lens import hookimpl
-
-BACKEND_ID = "DemoBackend"
+from delegate_lens.backends_demo import BACKEND_ID
 
 
 @hookimpl
