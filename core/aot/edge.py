@@ -71,6 +71,12 @@ def _resolve_partitioner(item: Partitioner | str) -> Partitioner:
     raise UsageError(f"expected a Partitioner or a backend id, got {type(item).__name__}")
 
 
+def _resolve_all(partitioners: Any) -> list[Partitioner]:
+    """One partitioner or backend id, or a list / tuple of them, resolved in order."""
+    items = partitioners if isinstance(partitioners, (list, tuple)) else [partitioners]
+    return [_resolve_partitioner(p) for p in items]
+
+
 def _partitioners_by_method(
     partitioner: PartitionerArg | None, methods: Iterable[str]
 ) -> dict[str, list[Partitioner]]:
@@ -81,21 +87,8 @@ def _partitioners_by_method(
         unknown = sorted(set(partitioner) - set(names))
         if unknown:
             raise UsageError(f"partitioners given for unknown methods {unknown} (methods: {names})")
-        return {
-            name: [
-                _resolve_partitioner(p)
-                for p in (
-                    partitioner.get(name, [])
-                    if isinstance(partitioner.get(name, []), (list, tuple))
-                    else [partitioner[name]]
-                )
-            ]
-            for name in names
-        }
-    items: list[Any] = (
-        list(partitioner) if isinstance(partitioner, (list, tuple)) else [partitioner]
-    )
-    resolved = [_resolve_partitioner(p) for p in items]
+        return {name: _resolve_all(partitioner.get(name, [])) for name in names}
+    resolved = _resolve_all(partitioner)
     return {name: list(resolved) for name in names}
 
 
