@@ -34,7 +34,6 @@ from delegate_lens.aot.lowering import (
 from delegate_lens.errors import DelegateLensError, UsageError
 from delegate_lens.program_format import (
     BoolValue,
-    CompileSpecData,
     DelegateCallInstruction,
     DelegateData,
     DeviceValue,
@@ -239,7 +238,7 @@ class _MethodBuilder:
             DelegateData(
                 module.backend_id,
                 module.processed_bytes,
-                [CompileSpecData(s.key, s.value) for s in module.compile_specs],
+                module.compile_specs,  # DelegateData converts them to CompileSpecData
             )
         )
         args = [self.arg(a, f"delegate call {node.name}") for a in node.args[1:]]
