@@ -137,3 +137,24 @@ def test_generate_etrecord_end_to_end(tmp_path: Path) -> None:
     assert all_handles <= set(graph.handles)
     loaded = record.edge_dialect_program()
     assert {n.meta.get("debug_handle") for n in loaded.graph.nodes} >= all_handles
+
+
+@pytest.mark.parametrize(
+    ("program", "words"),
+    [
+        (b"{bad", ["not valid JSON", "line 1"]),
+        (b"[" * 100_000 + b"]" * 100_000, ["not valid JSON", "recursion"]),
+    ],
+)
+def test_a_program_that_is_not_json_is_a_format_error_naming_the_entry(
+    program: bytes, words: list[str]
+) -> None:
+    entries, _ = _own_entries()
+    entries["edge_dialect_exported_program/forward"] = program
+    record = ETRecord.from_entries(entries)
+    with pytest.raises(ETRecordFormatError) as info:
+        record.edge_dialect_program("forward")
+    message = str(info.value)
+    assert "entry 'edge_dialect_exported_program/forward'" in message
+    for word in words:
+        assert word in message

@@ -76,9 +76,7 @@ def load_json(data: bytes, where: str) -> Any:
     """Parse JSON text; any problem is an ETRecordFormatError naming ``where``."""
     try:
         return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ETRecordFormatError(f"{where}: not valid JSON: {exc}") from None
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError, ...
         raise ETRecordFormatError(f"{where}: not valid JSON: {exc}") from None
 
 
@@ -102,10 +100,15 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_handles(value: Any) -> bool:
+    """A debug handle (int) or a list of them."""
+    return _is_int(value) or (isinstance(value, list) and all(_is_int(v) for v in value))
+
+
 def _handles(value: Any, where: str) -> Handles:
     if _is_int(value):
         return int(value)
-    if isinstance(value, list) and all(_is_int(v) for v in value):
+    if _is_handles(value):
         return tuple(value)
     raise ETRecordFormatError(
         f"{where}: expected a debug handle (int) or a list of them, got {value!r:.80}"
@@ -114,9 +117,7 @@ def _handles(value: Any, where: str) -> Handles:
 
 def _is_legacy_debug_handle_map(top: dict[str, Any]) -> bool:
     """Old ETRecords wrote ``{instruction_id: handles}`` without the method level."""
-    return bool(top) and all(
-        _is_int(v) or (isinstance(v, list) and all(_is_int(x) for x in v)) for v in top.values()
-    )
+    return bool(top) and all(_is_handles(v) for v in top.values())
 
 
 def parse_debug_handle_map(

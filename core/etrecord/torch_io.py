@@ -18,7 +18,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import ETRecordFormatError
-from delegate_lens.etrecord.entries import ARTIFACT_SUFFIXES
+from delegate_lens.etrecord.entries import ARTIFACT_SUFFIXES, EXPORTED_PROGRAM
+from delegate_lens.etrecord.maps import load_json
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -79,12 +80,7 @@ def load_program(record: ETRecord, entry: str, method: str) -> ExportedProgram:
 
     data = record._source.read_many([entry, *(entry + s for s in ARTIFACT_SUFFIXES)])
     program_json = data[entry]
-    try:
-        document = json.loads(program_json)
-    except ValueError as exc:
-        raise ETRecordFormatError(
-            f"{record.origin}: entry {entry!r}: not valid JSON: {exc}"
-        ) from None
+    document = load_json(program_json, f"{record.origin}: entry {entry!r}")
     if _rewrite_edge_targets(document) and isinstance(document, dict):
         # ExecuTorch's EDGE verifier is not registered in plain torch: use torch's default.
         document["verifiers"] = []
@@ -118,7 +114,7 @@ def load_program(record: ETRecord, entry: str, method: str) -> ExportedProgram:
 
 def _restore_debug_handles(record: ETRecord, program: Any, entry: str, method: str) -> None:
     """torch's deserializer drops ``debug_handle`` metadata: put it back on each node."""
-    graph = record.exported_program_graph() if entry == "exported_program" else record.graph(method)
+    graph = record.exported_program_graph() if entry == EXPORTED_PROGRAM else record.graph(method)
     if graph is None:
         return
     for node in program.graph_module.graph.nodes:
