@@ -483,9 +483,16 @@ def _culprit(caller: Any, exc: BaseException) -> str | None:
 
 
 def _failure_message(
-    pm: pluggy.PluginManager, caller: Any, hook_name: str, exc: BaseException
+    pm: pluggy.PluginManager,
+    caller: Any,
+    hook_name: str,
+    exc: BaseException,
+    culprit: str | None = None,
 ) -> str:
-    culprit = _culprit(caller, exc)
+    """What failed where; ``culprit`` is the failing plugin when the caller knows it (else
+    it is looked for in the traceback)."""
+    if culprit is None:
+        culprit = _culprit(caller, exc)
     if culprit is None:
         names = ", ".join(repr(impl.plugin_name) for impl in caller.get_hookimpls())
         who = f"one of the plugins {names}"
@@ -554,10 +561,8 @@ def call_each(
         except DelegateLensError:
             raise
         except Exception as exc:
-            raise PluginError(
-                f"plugin {describe_plugin(impl.plugin_name, manager)} failed in "
-                f"{hook_name}: {_exc_text(exc)}"
-            ) from exc
+            message = _failure_message(manager, caller, hook_name, exc, str(impl.plugin_name))
+            raise PluginError(message) from exc
         if result is not None:
             results.append((str(impl.plugin_name), result))
     return results

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from delegate_lens import hookimpl
 from delegate_lens.errors import PluginError
 from delegate_lens.exporters import Exporter, get_exporters
-from delegate_lens.pluginmanager import PluginSource, build_plugin_manager
+from delegate_lens.pluginmanager import PluginSource, build_plugin_manager, call_hook
 
 
 def _write_names(inspector: Any, stream: Any) -> None:
@@ -107,6 +107,24 @@ def test_single_exporter_and_raising_plugin() -> None:
     assert "one" in get_exporters(_pm(("one", One())))
     with pytest.raises(PluginError, match=r"plugin 'broken' .*RuntimeError: exporters unavailable"):
         get_exporters(_pm(("one", One()), ("broken", Broken())))
+
+
+def test_raising_plugin_is_named_as_call_hook_names_it() -> None:
+    class Broken:
+        @hookimpl
+        def dl_exporters(self) -> Any:
+            raise RuntimeError("exporters unavailable")
+
+    pm = _pm(("broken", Broken()))
+    expected = (
+        "plugin 'broken' (registered) failed in dl_exporters: RuntimeError: exporters unavailable"
+    )
+    with pytest.raises(PluginError) as by_call_each:
+        get_exporters(pm)
+    with pytest.raises(PluginError) as by_call_hook:
+        call_hook("dl_exporters", pm=pm)
+    assert str(by_call_each.value) == str(by_call_hook.value) == expected
+    assert isinstance(by_call_each.value.__cause__, RuntimeError)
 
 
 def test_default_manager_has_no_duplicates() -> None:
