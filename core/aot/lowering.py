@@ -47,6 +47,7 @@ __all__ = [
     "lowered_module_of",
     "lowered_modules",
     "placeholder_specs",
+    "state_of",
 ]
 
 
@@ -182,7 +183,7 @@ def placeholder_specs(ep: ExportedProgram) -> dict[torch.fx.Node, InputSpec]:
     return out
 
 
-def _state_of(ep: ExportedProgram, spec: InputSpec) -> tuple[str, Any]:
+def state_of(ep: ExportedProgram, spec: InputSpec) -> tuple[str, Any]:
     """``("state_dict" | "constants", tensor)`` for a parameter/buffer/constant input."""
     target = str(spec.target)
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER) and target in ep.state_dict:
@@ -222,7 +223,7 @@ def _partition_program(
         input_specs.append(
             InputSpec(spec.kind, TensorArgument(placeholder.name), spec.target, spec.persistent)
         )
-        where, value = _state_of(ep, spec)
+        where, value = state_of(ep, spec)
         (state_dict if where == "state_dict" else constants)[str(spec.target)] = value
     for node in act_inputs:
         placeholder = graph.placeholder(node.name)

@@ -30,6 +30,7 @@ from delegate_lens.aot.lowering import (
     is_delegate_call,
     lowered_module_of,
     placeholder_specs,
+    state_of,
 )
 from delegate_lens.errors import DelegateLensError, UsageError
 from delegate_lens.program_format import (
@@ -177,13 +178,9 @@ class _MethodBuilder:
         return (vid,)
 
     def placeholders(self) -> list[int]:
-        specs = placeholder_specs(self.program)
         inputs = []
-        for node in self.program.graph.nodes:
-            if node.op != "placeholder":
-                continue
-            spec = specs.get(node)
-            if spec is None or spec.kind == InputKind.USER_INPUT:
+        for node, spec in placeholder_specs(self.program).items():  # in graph order
+            if spec.kind == InputKind.USER_INPUT:
                 value = node.meta.get("val")
                 if isinstance(value, torch.Tensor):
                     vid = self.tensor_spec(node, value)
@@ -192,16 +189,13 @@ class _MethodBuilder:
                 self.node_value[node] = vid
                 inputs.append(vid)
                 continue
-            target = str(spec.target)
-            if target in self.program.state_dict:
-                tensor = self.program.state_dict[target]
-            elif target in self.program.constants:
-                tensor = self.program.constants[target]
-            else:
-                raise UsageError(f"method {self.name!r}: input {node.name} ({target}) has no value")
+            try:
+                _, tensor = state_of(self.program, spec)
+            except UsageError as exc:
+                raise UsageError(f"method {self.name!r}: {exc}") from None
             if not isinstance(tensor, torch.Tensor):
                 raise UsageError(
-                    f"method {self.name!r}: input {node.name} ({target}) is not a tensor"
+                    f"method {self.name!r}: input {node.name} ({spec.target}) is not a tensor"
                 )
             self.node_value[node] = self.add(
                 TensorValue(
