@@ -80,6 +80,35 @@ def _concat(runs: Sequence[EventColumns], strings: _Strings) -> dict[str, Any]:
     return cols
 
 
+_PROFILE_FIELDS = (
+    "name",
+    "chain_index",
+    "instruction_id",
+    "delegate_debug_id_int",
+    "delegate_debug_id_str",
+    "metadata_offset",
+    "metadata_length",
+    "start_time",
+    "end_time",
+)
+_DEBUG_FIELDS = (
+    "chain_index",
+    "instruction_id",
+    "delegate_debug_id_int",
+    "delegate_debug_id_str",
+    "name",
+)
+
+
+def _select(
+    cols: dict[str, Any], names: Sequence[str], rows: npt.NDArray[np.bool_]
+) -> dict[str, Any]:
+    """The columns ``names`` of the ``rows`` (all of them: the columns themselves, no copy)."""
+    if rows.all():
+        return {k: cols[k] for k in names}
+    return {k: cols[k][rows] for k in names}
+
+
 def _check_range(
     cols: dict[str, Any], name: str, lo: int, hi: int, where: npt.NDArray[np.bool_], what: str
 ) -> None:
@@ -135,7 +164,7 @@ def dumps(etdump: ETDump) -> bytes:
     )
     alloc_t = TableGroup(vt, len(all_alloc_names), [(0, 4, all_alloc_names >= 0)])
     event_t = TableGroup(vt, n_events, [(0, 4, is_p), (1, 4, is_a), (2, 4, is_d)])
-    p = {k: v[is_p] for k, v in cols.items() if k != "source"}
+    p = _select(cols, _PROFILE_FIELDS, is_p)
     prof_t = TableGroup(
         vt,
         int(is_p.sum()),
@@ -150,11 +179,11 @@ def dumps(etdump: ETDump) -> bytes:
             (7, 8, p["end_time"] != 0),
         ],
     )
-    a = {k: cols[k][is_a] for k in ("allocator_id", "allocation_size")}
+    a = _select(cols, ("allocator_id", "allocation_size"), is_a)
     alloc_ev_t = TableGroup(
         vt, int(is_a.sum()), [(0, 4, a["allocator_id"] != 0), (1, 8, a["allocation_size"] != 0)]
     )
-    d = {k: v[is_d] for k, v in cols.items() if k != "source"}
+    d = _select(cols, _DEBUG_FIELDS, is_d)
     debug_index = np.flatnonzero(is_d)
     has_entry = np.zeros(len(debug_index), dtype=bool)
     entry_slot = np.searchsorted(debug_index, entry_event)
