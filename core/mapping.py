@@ -106,7 +106,9 @@ def _node_handle(node: object, identifier: Identifier | None) -> Any:
     return meta.get("debug_handle")
 
 
-def _is_iterable(value: object) -> bool:
+def is_iterable(value: object) -> bool:
+    """Whether ``value`` can be a collection of handles: iterable, but not text, bytes or a
+    mapping."""
     if isinstance(value, (str, bytes, bytearray, Mapping)):
         return False
     try:
@@ -129,7 +131,7 @@ def _collect(
         raw: Sequence[Any]
         if isinstance(nodes, (list, tuple)):
             items = nodes
-        elif hasattr(nodes, "meta") or not _is_iterable(nodes):
+        elif hasattr(nodes, "meta") or not is_iterable(nodes):
             items = [nodes]  # one node (or a non-node, reported below)
         else:  # graph.nodes, a generator, a set, ...
             items = list(nodes)
@@ -138,7 +140,7 @@ def _collect(
         raw = handles
     elif as_int(handles) is not None:
         raw = [handles]
-    elif _is_iterable(handles):  # a set, range, generator, numpy array, ...
+    elif is_iterable(handles):  # a set, range, generator, numpy array, ...
         raw = list(handles)
     else:
         raise MappingError(

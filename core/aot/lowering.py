@@ -37,7 +37,7 @@ from torch.export.graph_signature import (
 from delegate_lens.backend import CompileSpec, PreprocessResult
 from delegate_lens.builtins.mapping_validator import partition_handles
 from delegate_lens.errors import MappingError, PluginError, UsageError
-from delegate_lens.mapping import DelegateMap, as_int
+from delegate_lens.mapping import DelegateMap, as_int, is_iterable
 from delegate_lens.partitioner import DELEGATION_TAG, DelegationSpec
 
 __all__ = [
@@ -309,20 +309,13 @@ def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | N
         if single is not None:
             out[identifier] = (single,)
             continue
-        if isinstance(handles, (str, bytes, bytearray, Mapping)):
-            items = None
-        else:
-            try:
-                items = list(handles)
-            except TypeError:
-                items = None
-        if items is None:
+        if not is_iterable(handles):
             raise MappingError(
                 f"backend {backend_id!r}: delegate debug identifier {identifier!r} maps to "
                 f"{handles!r}, expected debug handles"
             )
         found: set[int] = set()
-        for handle in items:
+        for handle in handles:
             value = as_int(handle)
             if value is None:
                 raise MappingError(
