@@ -70,7 +70,7 @@ def summarize(etdump: ETDump) -> Summary:
         if run.name not in runs:
             order.append(run.name)
         runs[run.name] += 1
-        run_events[run.name] += len(run.columns)
+        run_events[run.name] += len(run.events)  # not run.columns: built anew for a list
     kind = cols["kind"]
     by_kind = {k.name.lower(): int(np.count_nonzero(kind == k)) for k in EventKind}
     prof = kind == EventKind.PROFILE
