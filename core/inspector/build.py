@@ -270,16 +270,11 @@ class Block:
     has_perf: npt.NDArray[np.bool_]  # per row
     group: IntArray  # shape (len(runs), rows): group id of each row's event
 
-    @property
-    def n_rows(self) -> int:
-        return int(self.events.shape[1])
-
 
 @define(eq=False)
 class Grouping:
     """The file's blocks plus what debug data lookup needs (groups of debug events)."""
 
-    columns: FileColumns
     blocks: list[Block]
     debug_sorted_group: IntArray  # group id of each non-output debug event, sorted
     debug_sorted_event: IntArray  # matching event indices (file order within a group)
@@ -296,7 +291,7 @@ def build_blocks(fc: FileColumns) -> Grouping:
     empty = np.zeros(0, dtype=np.int64)
     relevant = np.flatnonzero((fc.kind == EventKind.PROFILE) | (fc.kind == EventKind.DEBUG))
     if len(relevant) == 0:
-        return Grouping(fc, [], empty, empty)
+        return Grouping([], empty, empty)
 
     # group of an event = global index of the first event of its group (within its run)
     parts: list[npt.NDArray[np.integer[Any]]] = [
@@ -338,7 +333,7 @@ def build_blocks(fc: FileColumns) -> Grouping:
         row_event = row_event[np.argsort(order_key, kind="stable")]
         in_file_order = False
     if len(row_event) == 0:
-        return Grouping(fc, [], debug_sorted_group, debug_sorted_event)
+        return Grouping([], debug_sorted_group, debug_sorted_event)
 
     def at_rows(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
         # every event a row, in file order (profile events only): no gather needed
@@ -377,4 +372,4 @@ def build_blocks(fc: FileColumns) -> Grouping:
                 group=group[events],
             )
         )
-    return Grouping(fc, blocks, debug_sorted_group, debug_sorted_event)
+    return Grouping(blocks, debug_sorted_group, debug_sorted_event)
