@@ -266,21 +266,9 @@ def build_etrecord(
         method: {str(i): _handles_json(h) for i, h in by_instruction.items()}
         for method, by_instruction in program_manager.debug_handle_map.items()
     }
-    delegate_map: dict[str, Any] = {
-        method: {
-            str(i): {
-                "name": entry["name"],
-                "delegate_map": {
-                    str(identifier): list(handles)
-                    for identifier, handles in entry["delegate_map"].items()
-                },
-            }
-            for i, entry in by_instruction.items()
-        }
-        for method, by_instruction in program_manager.delegate_map.items()
-    }
     entries[DEBUG_HANDLE_MAP] = dumps_json(debug_handle_map)
-    entries[DELEGATE_MAP] = dumps_json(delegate_map)
+    # dumps_json writes int keys as text and tuples as lists, as the reference does
+    entries[DELEGATE_MAP] = dumps_json(program_manager.delegate_map)
     entries[NUM_OUTS_MAP] = dumps_json(program_manager.instruction_id_to_num_outs_map)
     if exported_program is not None:
         graph_id = id(exported_program.graph)
