@@ -2,7 +2,8 @@
 
 All events of all runs are decoded together: one vectorized pass per field over every
 event table, then each run gets views (slices) of the global columns. Debug entries
-(``Value`` tables, rare) are decoded per event with checked scalar reads.
+(``Value`` tables) of all runs are decoded together too (:func:`.values.decode_values`);
+each run gets a lazy ``{event index: Value}`` mapping of its own.
 """
 
 from __future__ import annotations
