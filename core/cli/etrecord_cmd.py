@@ -99,7 +99,7 @@ def _write_method(record: ETRecord, method: str, *, nodes: bool, out: TextIO) ->
     delegates = record.delegate_entries.get(method, {})
     print(f"  delegate calls:   {len(delegates)}", file=out)
     for instruction_id, entry in sorted(delegates.items()):
-        handles = record.debug_handle_map.get(method, {}).get(instruction_id, ())
+        handles = instructions.get(instruction_id, ())
         print(
             f"    instruction {instruction_id}: backend {entry.name or '?'}, "
             f"{len(entry.identifiers)} identifier(s), {len(handles)} handle(s)",
