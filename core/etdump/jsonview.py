@@ -34,6 +34,7 @@ from delegate_lens.etdump.model import (
     TensorList,
     Value,
     ValueType,
+    fits_float32,
 )
 
 __all__ = ["from_json", "iter_event_json", "to_json", "write_json"]
@@ -251,7 +252,7 @@ class _Path:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ETDumpFormatError(f"{self.at(key)}: expected a number, got {_kind(value)}")
         result = float(value)
-        if single and math.isfinite(result) and abs(result) > 3.4028234663852886e38:
+        if single and not fits_float32(result):
             raise ETDumpFormatError(f"{self.at(key)}: {value} does not fit a float32")
         return result
 

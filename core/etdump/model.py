@@ -146,8 +146,13 @@ def _check_i64_list(_inst: Any, attribute: attrs.Attribute[Any], value: list[int
             raise ValueError(f"{attribute.name} item {v} does not fit int64")
 
 
+def fits_float32(value: float) -> bool:
+    """Whether a float32 can hold ``value`` (NaN and infinities can; rounding is allowed)."""
+    return not math.isfinite(value) or abs(value) <= 3.4028234663852886e38
+
+
 def _float32_range(_inst: Any, attribute: attrs.Attribute[Any], value: float) -> None:
-    if math.isfinite(value) and abs(value) > 3.4028234663852886e38:
+    if not fits_float32(value):
         raise ValueError(f"{attribute.name}={value} does not fit float32")
 
 
