@@ -186,3 +186,49 @@ def dl_exporters() -> Sequence[Any]:
     Not firstresult: the results of all plugins are combined; two exporters with the same
     name are a :class:`delegate_lens.PluginError` naming both plugins.
     """
+
+
+# --------------------------------------------------------------------------- numerics
+
+
+@hookspec
+def dl_numerical_comparators() -> Sequence[Any]:
+    """Return the comparators this plugin adds to ``Inspector.calculate_numeric_gap``.
+
+    Called once when the comparator registry is built (the first time a distance is looked
+    up by name, e.g. ``calculate_numeric_gap(distance="MSE")`` or ``delegate-lens numerics
+    --distance MSE``). The built-in ``MSE``, ``L1``, ``SNR`` and ``cosine`` comparators come
+    from the built-in plugin ``delegate_lens.builtins.comparators`` through this hook.
+
+    :returns: a sequence of :class:`delegate_lens.inspector.numerics.Comparator` (or any
+        object with the same attributes): a ``name`` (looked up case-insensitively), a
+        ``description``, ``compare(aot, runtime) -> float`` taking two float64 numpy arrays
+        of one shape, ``higher_is_better`` (``True`` for similarities such as SNR) and a
+        ``default_threshold`` beyond which a row counts as diverged.
+
+    Not firstresult: the results of all plugins are combined; two comparators with the
+    same name are a :class:`delegate_lens.PluginError` naming both plugins.
+    """
+
+
+@hookspec(firstresult=True)
+def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -> Any | None:
+    """Turn an intermediate output a backend logged into what the AOT graph computed.
+
+    Called by ``Inspector.calculate_numeric_gap`` for every runtime intermediate output
+    logged by a delegate of ``backend_id`` (one call per identifier of the first run),
+    before it is compared with the reference output: the place to undo a backend's own
+    representation (dequantize int8 values, change a layout, drop padding).
+
+    :param backend_id: the backend that logged the value (the row's
+        ``delegate_backend_name``).
+    :param identifier: the delegate debug identifier the value was logged under.
+    :param value: the logged value as the Inspector inflated it: a numpy array, a list of
+        arrays (a logged tensor list), or a Python scalar.
+    :returns: the value to compare (a numpy array, or a list of arrays for several
+        outputs), or ``None`` when this plugin does not convert ``backend_id``'s values
+        (the value is then compared as logged).
+
+    firstresult: the first non-``None`` result wins. A plugin that raises is reported in a
+    warning naming it, and the value is compared as logged.
+    """

@@ -193,6 +193,7 @@ def build_etrecord(
     exported_program: ExportedProgram | Mapping[str, ExportedProgram] | None = None,
     *,
     reference_compatible: bool = True,
+    representative_inputs: Any = None,
 ) -> ETRecord:
     """The ETRecord of ``program_manager`` (made by ``edge_manager.to_program()``).
 
@@ -201,6 +202,11 @@ def build_etrecord(
         the program(s) ``to_edge`` was given, chosen the same way.
     :param reference_compatible: write program documents the reference toolchain's
         ``parse_etrecord`` reads (see the module docstring); ``False`` keeps torch's.
+    :param representative_inputs: the inputs numeric debugging runs the graph on (a
+        sequence of tensors / arrays / numbers), stored as the reference does
+        (``representative_inputs``, ``torch.save`` of the list); by default the example
+        inputs of the stored ATen program (when it has positional inputs only); ``False``
+        stores none.
     """
     from delegate_lens.aot.edge import EdgeProgramManager
     from delegate_lens.aot.program import ProgramManager
@@ -276,4 +282,27 @@ def build_etrecord(
         first = edge_manager.unlowered_program(program_manager.methods[0])
         graph_id = id(first.graph)
     entries[EXPORT_GRAPH_ID] = str(graph_id).encode("ascii")
+    inputs = _representative_inputs(representative_inputs, exported_program)
+    if inputs is not None:
+        from delegate_lens.aot.intermediate import encode_inputs
+        from delegate_lens.etrecord import REPRESENTATIVE_INPUTS
+
+        entries[REPRESENTATIVE_INPUTS] = encode_inputs(inputs)
     return ETRecord.from_entries(entries, origin="<generated ETRecord>")
+
+
+def _representative_inputs(given: Any, exported_program: Any) -> list[Any] | None:
+    if given is False:
+        return None
+    if given is not None:
+        if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+            raise UsageError(
+                "representative_inputs must be a sequence of inputs (tensors, arrays, "
+                f"numbers), not {type(given).__name__}"
+            )
+        return list(given)
+    example = getattr(exported_program, "example_inputs", None)
+    if not example:
+        return None
+    args, kwargs = example
+    return None if kwargs else list(args)

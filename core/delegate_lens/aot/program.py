@@ -323,16 +323,21 @@ class ProgramManager:
         """Write :attr:`buffer` to an open binary file (ExecuTorch's name for it)."""
         open_file.write(self.buffer)
 
-    def get_etrecord(self) -> ETRecord:
-        """The ETRecord of this program (needs ``generate_etrecord=True`` in ``to_edge``)."""
+    def get_etrecord(self, representative_inputs: Any = None) -> ETRecord:
+        """The ETRecord of this program (needs ``generate_etrecord=True`` in ``to_edge``).
+
+        It stores representative inputs for numeric debugging: ``representative_inputs``
+        when given, else the exported program's example inputs (``False``: none)."""
         manager = self._edge_manager
         if manager is None or not manager.generate_etrecord:
             raise UsageError(
                 "no ETRecord: pass generate_etrecord=True to to_edge / to_edge_transform_and_lower"
             )
-        if self._etrecord is None:
-            from delegate_lens.aot.etrecord_writer import build_etrecord
+        from delegate_lens.aot.etrecord_writer import build_etrecord
 
+        if representative_inputs is not None:
+            return build_etrecord(manager, self, representative_inputs=representative_inputs)
+        if self._etrecord is None:
             self._etrecord = build_etrecord(manager, self)
         return self._etrecord
 

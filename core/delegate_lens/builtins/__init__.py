@@ -12,5 +12,6 @@ from __future__ import annotations
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "delegate_lens.builtins.mapping_validator",
     "delegate_lens.builtins.exporters",
+    "delegate_lens.builtins.comparators",
 )
 """Modules registered as built-in plugins, in registration order."""

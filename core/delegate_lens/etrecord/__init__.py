@@ -61,6 +61,7 @@ def generate_etrecord(
     edge_manager: Any,
     program_manager: Any,
     exported_program: Any = None,
+    representative_inputs: Any = None,
 ) -> Path:
     """Build the ETRecord of a lowered model and save it to ``path`` (atomically).
 
@@ -68,9 +69,17 @@ def generate_etrecord(
     ``to_edge_transform_and_lower``), ``program_manager`` the ``ProgramManager`` from its
     ``to_program()``, ``exported_program`` optionally the ``torch.export`` program before
     lowering, or a dict ``{method: program}`` whose ``forward`` is stored (by default what
-    ``to_edge`` was given, chosen the same way). Imports torch.
+    ``to_edge`` was given, chosen the same way). ``representative_inputs`` are the inputs
+    numeric debugging runs the graph on (``Inspector.calculate_numeric_gap``), stored as
+    the reference stores them; by default the stored program's example inputs, ``False``
+    for none. Imports torch.
     """
     from delegate_lens.aot.etrecord_writer import build_etrecord
 
-    record = build_etrecord(edge_manager, program_manager, exported_program=exported_program)
+    record = build_etrecord(
+        edge_manager,
+        program_manager,
+        exported_program=exported_program,
+        representative_inputs=representative_inputs,
+    )
     return record.save(path)

@@ -399,7 +399,11 @@ class ETRecord:
         return self._unpickle(REFERENCE_OUTPUTS)
 
     def representative_inputs(self) -> Any:
-        """The unpickled ``representative_inputs`` entry, or None (see reference_outputs)."""
+        """The ``representative_inputs`` entry (a list of inputs), or None.
+
+        The reference writes it with ``torch.save`` (read here with torch's
+        ``weights_only`` loader, so it imports torch); an older plain pickle is unpickled
+        (see reference_outputs)."""
         return self._unpickle(REPRESENTATIVE_INPUTS)
 
     def _unpickle(self, name: str) -> Any:
@@ -407,8 +411,15 @@ class ETRecord:
             return None
         import pickle
 
+        data = self.entry(name)
         try:
-            return pickle.loads(self.entry(name))  # trusted input only (documented)
+            if data[:2] == b"PK":  # torch.save's zip format, as the reference writes it
+                import io
+
+                import torch
+
+                return torch.load(io.BytesIO(data), weights_only=True)
+            return pickle.loads(data)  # trusted input only (documented)
         except Exception as exc:
             raise ETRecordFormatError(
                 f"{self.origin}: entry {name!r} cannot be unpickled: {exc}"

@@ -469,6 +469,60 @@ class Inspector:
             return None
         return self._etrecord.edge_dialect_program(method or "forward")
 
+    def calculate_numeric_gap(
+        self,
+        distance: Any = "MSE",
+        disable_debug_handle_valdiation: bool = False,
+        reference_graph: str | None = None,
+        *,
+        inputs: Any = None,
+        aot_outputs: Any = None,
+        cache: bool | PathLike = False,
+        threshold: float | None = None,
+        method: str | None = None,
+        as_dataframe: bool | None = None,
+    ) -> Any:
+        """Compare every intermediate output of the run with the reference graph's.
+
+        :param distance: ``"MSE"``, ``"L1"``, ``"SNR"``, ``"cosine"`` or any name a
+            ``dl_numerical_comparators`` plugin adds; a ``Comparator``, an object with
+            ``element_compare(a, b)`` (the reference's comparator classes) or a callable.
+        :param disable_debug_handle_valdiation: accepted for compatibility (spelled as the
+            reference does); the ATen graph is used only when every handle maps back.
+        :param reference_graph: ``"exported_program"``, ``"edge_dialect_exported_program"``
+            or None (ATen when possible).
+        :param inputs: inputs for the reference graph (default: the ETRecord's
+            representative inputs).
+        :param aot_outputs: reference outputs already captured (an ``AotOutputs`` or the
+            path of a cache); the gap is then computed without torch.
+        :param cache: keep the captured reference outputs beside the ETRecord (``True``)
+            or at a path, and reuse them.
+        :param threshold: where a gap counts as diverged (default: the comparator's).
+        :param method: the method to compare (default ``forward``).
+        :param as_dataframe: a pandas DataFrame (default when pandas is installed) or a
+            :class:`~delegate_lens.inspector.gaptable.NumericGapTable`.
+        :returns: one row per matched output, in graph order, with the reference's
+            columns and ``delegate_backend``, ``delegate_identifiers``, ``diverged``,
+            ``first_divergence`` and ``note`` (see ``docs/numerics.md``).
+        """
+        from delegate_lens.inspector.numerics import calculate_numeric_gap
+
+        table = calculate_numeric_gap(
+            self,
+            distance,
+            inputs=inputs,
+            aot_outputs=aot_outputs,
+            reference_graph=reference_graph,
+            cache=cache,
+            threshold=threshold,
+            method=method,
+        )
+        if as_dataframe is None:
+            import importlib.util
+
+            as_dataframe = importlib.util.find_spec("pandas") is not None
+        return table.to_dataframe() if as_dataframe else table
+
 
 def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
     for frames in hierarchy.values():

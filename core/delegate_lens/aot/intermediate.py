@@ -1,0 +1,356 @@
+"""Reference intermediate outputs: run the ETRecord's graph on its representative inputs.
+
+The graph is the ATen exported program when the ETRecord stores one and every debug
+handle of the edge program can be carried back to it through the nodes' ``from_node``
+provenance (as the reference does); otherwise the edge program of ``method``. A
+``torch.fx.Interpreter`` runs it and records the output of every ``call_function`` node
+that has a debug handle (``getitem`` excepted), keyed by ``(handle,)``, as numpy arrays.
+
+Imports torch: the one-off ahead-of-time step of numeric debugging. The result is an
+:class:`~delegate_lens.inspector.aot_outputs.AotOutputs`, cached beside the ETRecord on
+request, which the Inspector compares without torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import operator
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from delegate_lens.errors import DelegateLensWarning, ETRecordFormatError, InspectorError
+from delegate_lens.etrecord.entries import REPRESENTATIVE_INPUTS
+from delegate_lens.etrecord.graph import GraphInfo, GraphNode
+from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX, AotOutputs
+
+__all__ = [
+    "aten_debug_handles",
+    "capture_intermediate_outputs",
+    "encode_inputs",
+    "load_inputs",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _ancestor_ids(provenance: Any) -> list[str]:
+    """``name.graph_id`` of a node's provenance chain, nearest first (``from_node`` JSON)."""
+    out: list[str] = []
+    chain = provenance
+    while isinstance(chain, list) and chain:
+        source = chain[-1]
+        if not isinstance(source, dict):
+            break
+        out.append(f"{source.get('name')}.{source.get('graph_id')}")
+        chain = source.get("from_node")
+    return out
+
+
+def aten_debug_handles(record: Any, method: str = "forward") -> dict[str, int] | None:
+    """``{ATen node name: handle}`` carried back from ``method``'s edge program, or None
+    when the ETRecord has no ATen program or some edge handle has no ATen node (torch-free)."""
+    aten = record.exported_program_graph()
+    graph_id = record.export_graph_id
+    if aten is None or graph_id is None:
+        return None
+    edge: GraphInfo = record.graph(method)
+    ancestors: dict[str, int] = {}
+    for node in edge.nodes:
+        if node.debug_handle is None:
+            continue
+        for ident in _ancestor_ids(node.from_node):
+            ancestors.setdefault(ident, node.debug_handle)
+    handles: dict[str, int] = {}
+    for node in aten.nodes:
+        found = ancestors.get(f"{node.name}.{graph_id}")
+        if found is None:
+            found = next(
+                (ancestors[a] for a in _ancestor_ids(node.from_node) if a in ancestors), None
+            )
+        if found is not None:
+            handles[node.name] = found
+    if not handles or not set(edge.handles) <= set(handles.values()):
+        return None
+    return handles
+
+
+def encode_inputs(inputs: Sequence[Any]) -> bytes:
+    """The ``representative_inputs`` entry for ``inputs``: ``torch.save`` of the list of
+    inputs (tensors, numbers), as the reference writes it."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save([_to_torch(x) for x in inputs], buffer)
+    return buffer.getvalue()
+
+
+def _to_torch(value: Any) -> Any:
+    import numpy as np
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    return value
+
+
+def load_inputs(path: str | os.PathLike[str]) -> list[Any]:
+    """Inputs from a file: ``.npy`` (one array), ``.npz`` (arrays in file order) or a
+    ``torch.save`` file of a list of tensors (``.pt``). InspectorError naming the file."""
+    import io
+
+    import numpy as np
+
+    from delegate_lens.fileio import read_input
+
+    data = read_input(path, "inputs file")
+    name = os.fspath(path)
+    try:
+        if name.endswith(".npy"):
+            return [np.load(io.BytesIO(data), allow_pickle=False)]
+        if name.endswith(".npz"):
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                return [npz[key] for key in npz.files]
+        import torch
+
+        loaded = torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as exc:
+        raise InspectorError(f"{name}: cannot read inputs: {exc}") from None
+    return _input_list(loaded, name)
+
+
+def _input_list(value: Any, origin: str) -> list[Any]:
+    """One method's inputs: a list of tensors/numbers (a list of such lists: the first)."""
+    if isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, list):
+        return [value]
+    if value and all(isinstance(v, (list, tuple)) for v in value):
+        return list(value[0])
+    return value
+
+
+def _default_cache(record: Any) -> Path:
+    origin = str(record.origin)
+    if origin.startswith("<"):
+        raise InspectorError(
+            "cache=True needs an ETRecord read from a file (to write the cache beside it); "
+            "pass cache=PATH instead"
+        )
+    return Path(origin + CACHE_SUFFIX)
+
+
+def _key(record: Any, graph: str, inputs: Sequence[Any]) -> str:
+    digest = hashlib.sha256(graph.encode())
+    for name in record.entry_names:
+        digest.update(f"{name}:{record.entry_size(name)};".encode())
+    for value in inputs:
+        tensor = _to_torch(value)
+        digest.update(repr(getattr(tensor, "shape", tensor)).encode())
+        if hasattr(tensor, "numpy"):
+            digest.update(tensor.contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def capture_intermediate_outputs(
+    etrecord: Any,
+    inputs: Sequence[Any] | None = None,
+    *,
+    method: str = "forward",
+    reference_graph: str | None = None,
+    cache: bool | str | os.PathLike[str] = False,
+) -> AotOutputs:
+    """Run the ETRecord's reference graph on ``inputs`` and record every node's output.
+
+    :param etrecord: an ETRecord or the path of one.
+    :param inputs: the method's inputs (tensors, numpy arrays, numbers); by default the
+        ETRecord's ``representative_inputs``. None there either is an InspectorError
+        saying how to give them.
+    :param method: the method whose edge program and handles are used.
+    :param reference_graph: ``"exported_program"`` (ATen; an error if the handles cannot
+        be carried back), ``"edge_dialect_exported_program"``, or None (ATen when
+        possible, else edge).
+    :param cache: ``True`` keeps the result in ``<etrecord>.numerics.npz``, a path keeps
+        it there; a cache made from the same graph and inputs is read instead of running.
+    """
+    from delegate_lens.inspector.api import _load_etrecord
+
+    record = _load_etrecord(etrecord)
+    if record is None:
+        raise InspectorError("capturing reference outputs needs an ETRecord")
+    if inputs is None:
+        try:
+            stored = _stored_inputs(record)
+        except ETRecordFormatError:
+            raise
+        if stored is None:
+            raise InspectorError(
+                f"{record.origin}: the ETRecord has no representative inputs (entry "
+                f"{REPRESENTATIVE_INPUTS!r}): pass inputs=[...] (CLI: --inputs FILE), or store "
+                "them with generate_etrecord(..., representative_inputs=...)"
+            )
+        inputs = stored
+    inputs = list(inputs)
+
+    handles: dict[str, int] | None = None
+    graph = f"edge_dialect_exported_program/{method}"
+    if reference_graph in (None, "exported_program"):
+        handles = aten_debug_handles(record, method)
+        if handles is not None:
+            graph = "exported_program"
+        elif reference_graph == "exported_program":
+            raise InspectorError(
+                f"{record.origin}: cannot use 'exported_program': the ETRecord has none, or "
+                "its nodes cannot be traced to every debug handle of the edge program"
+            )
+    elif reference_graph != "edge_dialect_exported_program":
+        raise InspectorError(
+            f"reference_graph must be 'exported_program' or 'edge_dialect_exported_program', "
+            f"not {reference_graph!r}"
+        )
+
+    cache_path: Path | None = None
+    if cache:
+        cache_path = _default_cache(record) if cache is True else Path(os.fspath(cache))
+    key = _key(record, graph, inputs)
+    if cache_path is not None and cache_path.exists():
+        try:
+            cached = AotOutputs.load(cache_path)
+        except InspectorError as exc:
+            warnings.warn(f"{exc}; capturing again", DelegateLensWarning, stacklevel=2)
+        else:
+            if cached.key == key:
+                return cached
+
+    if graph == "exported_program":
+        program = record.exported_program
+        info = record.exported_program_graph()
+    else:
+        program = record.edge_dialect_program(method)
+        info = record.graph(method)
+        handles = {n.name: n.debug_handle for n in info.nodes if n.debug_handle is not None}
+    assert handles is not None
+    outputs = _run(program, handles, inputs, record.origin)
+    result = _describe(info, handles, outputs, program, graph, key)
+    if cache_path is not None:
+        result.save(cache_path)
+    return result
+
+
+def _stored_inputs(record: Any) -> list[Any] | None:
+    if not record.has_representative_inputs:
+        return None
+    value = record.representative_inputs()
+    if value is None:
+        return None
+    return _input_list(value, record.origin)
+
+
+def _run(program: Any, handles: dict[str, int], inputs: list[Any], origin: str) -> dict[str, Any]:
+    """``{node name: output}`` of every node named in ``handles``."""
+    import torch
+
+    module = program.module()
+    captured: dict[str, Any] = {}
+
+    class _Capturer(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            result = super().run_node(n)
+            if n.op == "call_function" and n.name in handles and n.target is not operator.getitem:
+                captured[n.name] = result
+            return result
+
+    args = [_to_torch(x) for x in inputs]
+    n_placeholders = sum(1 for n in module.graph.nodes if n.op == "placeholder")
+    if len(args) != n_placeholders:
+        raise InspectorError(
+            f"{origin}: the reference graph takes {n_placeholders} input(s), {len(args)} were given"
+        )
+    try:
+        with torch.no_grad():
+            _Capturer(module).run(*args)
+    except Exception as exc:
+        raise InspectorError(
+            f"{origin}: running the reference graph on the inputs failed: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from None
+    return captured
+
+
+def _as_numpy(value: Any) -> Any:
+    import numpy as np
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        if value.dtype == torch.bfloat16:
+            value = value.float()
+        return value.contiguous().numpy().copy()
+    if isinstance(value, (list, tuple)):
+        return [_as_numpy(v) for v in value]
+    if isinstance(value, (bool, int, float)):
+        return np.asarray(value)
+    return value
+
+
+def _describe(
+    info: GraphInfo,
+    handles: dict[str, int],
+    captured: dict[str, Any],
+    program: Any,
+    graph: str,
+    key: str,
+) -> AotOutputs:
+    outputs: dict[tuple[int, ...], Any] = {}
+    op_names: dict[tuple[int, ...], list[str]] = {}
+    stack_traces: dict[str, str | None] = {}
+    order: dict[int, int] = {}
+    by_name: dict[str, GraphNode] = info.nodes_by_name  # type: ignore[assignment]
+    for position, node in enumerate(program.graph_module.graph.nodes):
+        if node.name not in captured:
+            continue
+        handle = handles[node.name]
+        outputs[(handle,)] = _as_numpy(captured[node.name])  # the last node of a handle wins
+        op_names.setdefault((handle,), []).append(node.name)
+        info_node = by_name.get(node.name)
+        stack_traces[node.name] = info_node.stack_trace if info_node else None
+        order[handle] = position
+    inputs_of = _inputs_of(program, handles)
+    return AotOutputs(graph, outputs, op_names, stack_traces, order, inputs_of, key)
+
+
+def _inputs_of(program: Any, handles: dict[str, int]) -> dict[int, tuple[int, ...]]:
+    """``{handle: handles feeding its nodes}``, looking through nodes without a handle."""
+    memo: dict[Any, set[int]] = {}
+
+    def sources(node: Any) -> set[int]:
+        if node in memo:
+            return memo[node]
+        memo[node] = set()
+        if node.name in handles and node.target is not operator.getitem:
+            found = {handles[node.name]}
+        else:
+            found = set()
+            for parent in node.all_input_nodes:
+                found |= sources(parent)
+        memo[node] = found
+        return found
+
+    out: dict[int, set[int]] = {}
+    for node in program.graph_module.graph.nodes:
+        if node.op != "call_function" or node.name not in handles:
+            continue
+        handle = handles[node.name]
+        parents: Iterable[Any] = node.all_input_nodes
+        found = out.setdefault(handle, set())
+        for parent in parents:
+            found |= sources(parent)
+        found.discard(handle)
+    return {h: tuple(sorted(v)) for h, v in out.items()}

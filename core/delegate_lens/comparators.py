@@ -1,0 +1,139 @@
+"""Numerical comparators: named distances between an AOT and a runtime intermediate output.
+
+Plugins contribute them on ``dl_numerical_comparators``::
+
+    from delegate_lens import hookimpl
+    from delegate_lens.comparators import Comparator
+
+    @hookimpl
+    def dl_numerical_comparators():
+        return [Comparator("max-abs", "largest absolute difference",
+                           lambda a, b: float(abs(a - b).max()), default_threshold=1e-3)]
+
+The built-ins (``MSE``, ``L1``, ``SNR``, ``cosine``) are such a plugin
+(``delegate_lens.builtins.comparators``). Names are looked up case-insensitively; two
+plugins giving one name are a :class:`~delegate_lens.errors.PluginError` naming both.
+numpy only (no torch).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+import pluggy
+
+from delegate_lens.errors import PluginError, UsageError
+
+__all__ = ["Comparator", "get_comparators", "resolve_comparator"]
+
+FloatArray = npt.NDArray[np.float64]
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
+
+
+def _check_name(instance: Any, attribute: Any, value: str) -> None:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise ValueError(f"comparator name {value!r}: use letters, digits and '_.+-'")
+
+
+def _check_threshold(instance: Any, attribute: Any, value: float) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        raise ValueError(f"default_threshold must be a number, not {value!r}")
+
+
+@attrs.frozen
+class Comparator:
+    """A named distance between two outputs of one shape.
+
+    :param name: what ``distance=`` / ``--distance`` takes (case-insensitive), e.g. ``"MSE"``.
+    :param description: one line for help texts.
+    :param compare: ``compare(aot, runtime) -> float``; both float64 numpy arrays of one
+        shape (NaNs already replaced by 0, as the reference does).
+    :param higher_is_better: ``True`` for similarities (SNR, cosine): a row diverges when
+        its gap falls *below* the threshold; otherwise when it rises above it.
+    :param default_threshold: the threshold ``first_divergence`` uses by default.
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    description: str = attrs.field(validator=attrs.validators.instance_of(str))
+    compare: Callable[[FloatArray, FloatArray], float] = attrs.field(
+        validator=attrs.validators.is_callable(), repr=False
+    )
+    higher_is_better: bool = attrs.field(
+        default=False, validator=attrs.validators.instance_of(bool)
+    )
+    default_threshold: float = attrs.field(default=0.0, validator=_check_threshold)
+
+    def diverged(self, gap: float, threshold: float) -> bool:
+        """Whether ``gap`` crosses ``threshold`` (NaN gaps count as diverged)."""
+        if math.isnan(gap):
+            return True
+        return gap < threshold if self.higher_is_better else gap > threshold
+
+
+def get_comparators(pm: pluggy.PluginManager | None = None) -> dict[str, Comparator]:
+    """Every comparator the plugins of ``pm`` (default: the process's) offer, keyed by
+    lower-case name."""
+    from delegate_lens.pluginmanager import call_each, describe_plugin
+
+    found: dict[str, Comparator] = {}
+    owner: dict[str, str] = {}
+    for plugin_name, result in call_each("dl_numerical_comparators", pm=pm):
+        items = [result] if isinstance(result, Comparator) else result
+        if not isinstance(items, Iterable) or isinstance(items, (str, bytes)):
+            raise PluginError(
+                f"plugin {describe_plugin(plugin_name, pm)} returned {type(result).__name__} "
+                "from dl_numerical_comparators; expected a sequence of Comparator values"
+            )
+        for comparator in items:
+            if not isinstance(comparator, Comparator):
+                raise PluginError(
+                    f"plugin {describe_plugin(plugin_name, pm)} returned "
+                    f"{type(comparator).__name__} from dl_numerical_comparators; expected "
+                    "delegate_lens.comparators.Comparator values"
+                )
+            key = comparator.name.lower()
+            if key in found:
+                raise PluginError(
+                    f"comparator name {comparator.name!r} is given by two plugins: "
+                    f"{describe_plugin(owner[key], pm)} and {describe_plugin(plugin_name, pm)}"
+                )
+            found[key] = comparator
+            owner[key] = plugin_name
+    return found
+
+
+def resolve_comparator(distance: Any) -> Comparator:
+    """A :class:`Comparator` for ``distance``: a name, a Comparator, an object with the
+    reference's ``element_compare(a, b)`` method, or a callable ``f(aot, runtime)``."""
+    if isinstance(distance, Comparator):
+        return distance
+    if isinstance(distance, str):
+        comparators = get_comparators()
+        found = comparators.get(distance.strip().lower())
+        if found is None:
+            names = ", ".join(sorted(c.name for c in comparators.values()))
+            raise UsageError(f"unknown distance {distance!r} (available: {names})")
+        return found
+    element_compare = getattr(distance, "element_compare", None)
+    if callable(element_compare):
+        return Comparator(
+            _name_of(distance), "user comparator", lambda a, b: float(element_compare(a, b))
+        )
+    if callable(distance):
+        return Comparator(_name_of(distance), "user comparator", distance)
+    raise UsageError(
+        "distance must be a comparator name (e.g. 'MSE'), a Comparator, an object with "
+        f"element_compare(a, b) or a callable, not {type(distance).__name__}"
+    )
+
+
+def _name_of(obj: object) -> str:
+    name = getattr(obj, "__name__", None) or type(obj).__name__
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", str(name)).lstrip("_.+-")
+    return name or "custom"

@@ -1,0 +1,254 @@
+"""The table ``Inspector.calculate_numeric_gap`` returns when pandas is not wanted.
+
+One row per matched pair of outputs, in graph order, with the reference's columns
+(``aot_debug_handle``, ``aot_ops``, ``aot_intermediate_output``, ``runtime_ops``,
+``runtime_debug_handle``, ``runtime_intermediate_output``, ``gap``, ``stacktraces``) and
+delegate-lens's own (``delegate_backend``, ``delegate_identifiers``, ``diverged``,
+``first_divergence``, ``note``). Outputs that could not be matched are listed in
+:attr:`NumericGapTable.unmatched`. numpy only.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+import attrs
+
+from delegate_lens.errors import MissingExtraError
+from delegate_lens.texttable import align_columns
+
+__all__ = ["COLUMNS", "NumericGapTable", "Unmatched"]
+
+COLUMNS = (
+    "aot_debug_handle",
+    "aot_ops",
+    "aot_intermediate_output",
+    "runtime_ops",
+    "runtime_debug_handle",
+    "runtime_intermediate_output",
+    "gap",
+    "stacktraces",
+    "delegate_backend",
+    "delegate_identifiers",
+    "diverged",
+    "first_divergence",
+    "note",
+)
+"""Column names, in order (the reference's eight first)."""
+
+
+@attrs.frozen
+class Unmatched:
+    """An output with no counterpart: ``side`` is ``"runtime"`` or ``"aot"``."""
+
+    side: str
+    debug_handles: tuple[int, ...]
+    ops: list[str]
+    reason: str
+    delegate_identifiers: list[Any] = attrs.field(factory=list)
+
+
+@attrs.define(eq=False)
+class NumericGapTable:
+    """Rows of numeric gaps (dicts keyed by :data:`COLUMNS`) and what could not be matched.
+
+    :ivar distance: the comparator's name; :ivar threshold: the threshold used for
+        ``diverged``; :ivar higher_is_better: the comparator's direction;
+        :ivar reference_graph: which AOT graph ran.
+    """
+
+    rows: list[dict[str, Any]]
+    unmatched: list[Unmatched]
+    distance: str
+    threshold: float
+    higher_is_better: bool
+    reference_graph: str
+
+    columns: tuple[str, ...] = COLUMNS
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows)
+
+    def __getitem__(self, column: str) -> list[Any]:
+        """The values of one column, row by row (as ``df[column]`` gives them)."""
+        if column not in self.columns:
+            raise KeyError(column)
+        return [row[column] for row in self.rows]
+
+    @property
+    def first_divergence(self) -> dict[str, Any] | None:
+        """The earliest row (graph order) that diverged while its inputs were fine."""
+        return next((row for row in self.rows if row["first_divergence"]), None)
+
+    def to_dataframe(self) -> Any:
+        """A pandas DataFrame of the rows (needs the ``pandas`` extra)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MissingExtraError(
+                "a DataFrame needs pandas: pip install 'delegate-lens[pandas]'"
+            ) from None
+        frame = pd.DataFrame(self.rows, columns=list(self.columns))
+        frame.attrs["unmatched"] = [attrs.asdict(u) for u in self.unmatched]
+        return frame
+
+    # ------------------------------------------------------------------ text
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        """Rows without the tensors, JSON-ready (NaN and infinities as text)."""
+        out = []
+        for row in self.rows:
+            out.append(
+                {
+                    "aot_debug_handle": list(row["aot_debug_handle"]),
+                    "aot_ops": row["aot_ops"],
+                    "runtime_ops": row["runtime_ops"],
+                    "runtime_debug_handle": list(row["runtime_debug_handle"]),
+                    "gap": [_json_float(g) for g in row["gap"]],
+                    "stacktraces": row["stacktraces"],
+                    "delegate_backend": row["delegate_backend"],
+                    "delegate_identifiers": row["delegate_identifiers"],
+                    "diverged": row["diverged"],
+                    "first_divergence": row["first_divergence"],
+                    "note": row["note"],
+                    "shape": _shape(row["aot_intermediate_output"]),
+                }
+            )
+        return out
+
+    def write_json(self, stream: IO[str]) -> None:
+        document = {
+            "distance": self.distance,
+            "threshold": self.threshold,
+            "higher_is_better": self.higher_is_better,
+            "reference_graph": self.reference_graph,
+            "rows": self.summary_rows(),
+            "unmatched": [attrs.asdict(u) for u in self.unmatched],
+        }
+        json.dump(document, stream, indent=1, default=str)
+        stream.write("\n")
+
+    def write_csv(self, stream: IO[str]) -> None:
+        writer = csv.writer(stream, lineterminator="\n")
+        header = [
+            "aot_debug_handle",
+            "aot_ops",
+            "runtime_ops",
+            "runtime_debug_handle",
+            "delegate_backend",
+            "delegate_identifiers",
+            "gap",
+            "diverged",
+            "first_divergence",
+            "note",
+        ]
+        writer.writerow(header)
+        for row in self.rows:
+            writer.writerow(
+                [
+                    " ".join(map(str, row["aot_debug_handle"])),
+                    " ".join(row["aot_ops"]),
+                    " ".join(row["runtime_ops"]),
+                    " ".join(map(str, row["runtime_debug_handle"])),
+                    row["delegate_backend"] or "",
+                    " ".join(map(str, row["delegate_identifiers"])),
+                    " ".join(_fmt(g) for g in row["gap"]),
+                    int(row["diverged"]),
+                    int(row["first_divergence"]),
+                    row["note"],
+                ]
+            )
+
+    def format_lines(self) -> list[str]:
+        """The aligned text table, a first-divergence line with its source, the unmatched."""
+        header = ["handles", "aot_ops", "runtime (identifiers)", self.distance, ""]
+        lines_in: list[Sequence[str]] = [header]
+        for row in self.rows:
+            ids = row["delegate_identifiers"]
+            runtime = ", ".join(map(str, ids)) if ids else ", ".join(row["runtime_ops"])
+            mark = (
+                "<- first divergence"
+                if row["first_divergence"]
+                else ("diverged" if row["diverged"] else "")
+            )
+            lines_in.append(
+                [
+                    ",".join(map(str, row["aot_debug_handle"])),
+                    ", ".join(row["aot_ops"]),
+                    runtime,
+                    " ".join(_fmt(g) for g in row["gap"]),
+                    mark,
+                ]
+            )
+        lines = [line.rstrip() for line in align_columns(lines_in, right={3}, rule=True)]
+        direction = "below" if self.higher_is_better else "above"
+        lines.append("")
+        lines.append(
+            f"reference graph: {self.reference_graph}; diverged: {self.distance} {direction} "
+            f"{self.threshold:g}"
+        )
+        first = self.first_divergence
+        if first is None:
+            lines.append("first divergence: none")
+        else:
+            where = ", ".join(map(str, first["delegate_identifiers"])) or ", ".join(
+                first["runtime_ops"]
+            )
+            backend = f" in {first['delegate_backend']}" if first["delegate_backend"] else ""
+            lines.append(
+                f"first divergence: {', '.join(first['aot_ops'])} (runtime {where}{backend}), "
+                f"{self.distance} = {' '.join(_fmt(g) for g in first['gap'])}"
+            )
+            source = _source_line(first["stacktraces"])
+            if source:
+                lines.append(f"  at {source}")
+        for item in self.unmatched:
+            lines.append(
+                f"unmatched {item.side} output: handles {list(item.debug_handles)} "
+                f"({', '.join(map(str, item.ops)) or '-'}): {item.reason}"
+            )
+        return lines
+
+    def write_table(self, stream: IO[str]) -> None:
+        stream.write("\n".join(self.format_lines()) + "\n")
+
+
+def _source_line(stack_traces: dict[str, str | None]) -> str | None:
+    """The innermost ``File "...", line N, in f`` frame (and its code) of the first trace."""
+    for trace in stack_traces.values():
+        if not trace:
+            continue
+        lines = [line.strip() for line in trace.strip().splitlines()]
+        frames = [i for i, line in enumerate(lines) if line.startswith("File ")]
+        if not frames:
+            return lines[-1] if lines else None
+        i = frames[-1]
+        code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
+        return f"{lines[i]}: {code}" if code else lines[i]
+    return None
+
+
+def _fmt(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.3g}"
+
+
+def _json_float(value: float) -> float | str:
+    return value if math.isfinite(value) else _fmt(value)
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    shape = getattr(value, "shape", None)
+    return None if shape is None else list(shape)
