@@ -50,8 +50,14 @@ def run_demo(
     echo: Callable[[str], None] = print,
     table_file: TextIO | None = None,
     show_table: bool = True,
+    precision: str = "exact",
+    numerics: bool = False,
 ) -> DemoResult:
-    """Run the demo; ``echo`` receives one line per step. Returns where the files are."""
+    """Run the demo; ``echo`` receives one line per step. Returns where the files are.
+
+    ``precision`` (``exact``, ``fp16``, ``int8``) is the demo backend's compile spec of
+    that name; with ``numerics`` the runs are compared with the reference graph
+    (``Inspector.calculate_numeric_gap``) and the table printed."""
     import torch
 
     import delegate_lens as dl
@@ -69,6 +75,8 @@ def run_demo(
     exported = torch.export.export(module, inputs)
 
     specs = [dl.CompileSpec("identifiers", identifiers.encode())]
+    if precision != "exact":
+        specs.append(dl.CompileSpec("precision", precision.encode()))
     edge = dl.to_edge_transform_and_lower(
         exported, partitioner=[DemoPartitioner(specs)], generate_etrecord=True
     )
@@ -111,6 +119,8 @@ def run_demo(
         )
     if show_table:
         _inspect(paths, echo, table_file)
+    if numerics:
+        _numerics(paths, echo, table_file)
     return DemoResult(
         out,
         paths,
@@ -158,3 +168,19 @@ def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO |
             sep="\n",
             file=file,
         )
+
+
+def _numerics(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO | None) -> None:
+    from delegate_lens import Inspector
+
+    echo(
+        f"numerics    delegate-lens numerics {paths['etdump']} --etrecord {paths['etrecord']} "
+        f"--debug-buffer {paths['debug_buffer']}"
+    )
+    inspector = Inspector(
+        etdump_path=str(paths["etdump"]),
+        etrecord=str(paths["etrecord"]),
+        debug_buffer_path=str(paths["debug_buffer"]),
+    )
+    table = inspector.calculate_numeric_gap("MSE", as_dataframe=False)
+    print("\n".join(table.format_lines()), file=file)

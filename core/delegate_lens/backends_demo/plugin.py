@@ -60,3 +60,12 @@ def dl_parse_delegate_metadata(
     from delegate_lens.backends_demo.metadata import parse
 
     return parse(metadatas)
+
+
+@hookimpl
+def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -> Any | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.numerics import dequantize
+
+    return dequantize(value)  # int8 mode logs [values, scale]; other values stay as logged

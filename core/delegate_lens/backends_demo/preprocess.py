@@ -249,4 +249,7 @@ class _Compiler:
 
 def preprocess(edge_program: Any, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
     """Compile ``edge_program`` (one partition) into a demo blob and its Debug Handle Map."""
+    from .numerics import debug_outputs, precision
+
+    precision(compile_specs), debug_outputs(compile_specs)  # unknown values fail now
     return _Compiler(edge_program, string_identifiers(compile_specs)).compile()

@@ -27,6 +27,7 @@ from delegate_lens.runtime import (
 )
 
 from .blob import DemoBlob, DemoOp, from_bytes
+from .numerics import Numerics, debug_outputs, precision, precision_kernels
 
 __all__ = ["DemoExecutable", "DemoRuntime"]
 
@@ -108,11 +109,16 @@ def _ids(identifier: int | str) -> tuple[str | None, int | None]:
 class DemoExecutable:
     """An initialized blob: constants decoded once, per-op identifiers and metadata ready."""
 
-    def __init__(self, blob: DemoBlob) -> None:
+    def __init__(
+        self, blob: DemoBlob, numerics: Numerics | None = None, log_outputs: bool = True
+    ) -> None:
         self.blob = blob
+        self.numerics = numerics or Numerics()
+        self.log_outputs = log_outputs
+        """Whether every op's output is logged (compile spec ``debug_outputs``)."""
         template: list[Any] = [None] * blob.n_slots
         for slot, array in blob.constants.items():
-            template[slot] = array.astype(np.float64) if array.dtype.kind == "f" else array
+            template[slot] = self.numerics.constant(array) if array.dtype.kind == "f" else array
         self.template = template
         self.steps = [
             (
@@ -144,7 +150,11 @@ class DemoRuntime:
     """The object ``dl_runtime_backend("DemoBackend")`` returns."""
 
     def init(self, processed_bytes: bytes, compile_specs: Sequence[Any]) -> DemoExecutable:
-        return DemoExecutable(from_bytes(processed_bytes))
+        return DemoExecutable(
+            from_bytes(processed_bytes),
+            Numerics(precision(compile_specs), precision_kernels(compile_specs)),
+            debug_outputs(compile_specs),
+        )
 
     def execute(self, context: Any, handle: DemoExecutable, args: Sequence[Any]) -> list[Any]:
         tracer = context.event_tracer
@@ -158,11 +168,11 @@ class DemoRuntime:
             slots[slot] = _as_array(value)
         for op, name, ddi, metadata in handle.steps:
             entry = event_tracer_start_profiling_delegate(tracer, name, ddi)
-            out = _run(op, slots)
+            out, logged = handle.numerics.output(_run(op, slots), op.kernel)
             slots[op.output] = out
             event_tracer_end_profiling_delegate(tracer, entry, metadata)
-            if tracer is not None:
-                event_tracer_log_output_delegate(tracer, name, ddi, out)
+            if tracer is not None and handle.log_outputs:
+                event_tracer_log_output_delegate(tracer, name, ddi, logged)
         call_end = clock()
         name, ddi = handle.summary_ids
         event_tracer_log_profiling_delegate(

@@ -50,6 +50,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-table", action="store_true", help="do not print the Inspector's table"
     )
+    parser.add_argument(
+        "--precision",
+        choices=("exact", "fp16", "int8"),
+        default="exact",
+        help="the demo backend's numerics (compile spec 'precision'; default: exact)",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="numeric debugging: compare every op's output with the reference graph and "
+        "print the gaps (needs a debug buffer)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -58,6 +70,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--runs must be at least 1, got {args.runs}")
     if args.debug_buffer_size < 0:
         raise UsageError(f"--debug-buffer-size must be >= 0, got {args.debug_buffer_size}")
+    if args.debug and args.debug_buffer_size == 0:
+        raise UsageError("--debug needs a debug buffer (--debug-buffer-size > 0)")
     import torch
 
     from delegate_lens.backends_demo.demo import run_demo
@@ -73,6 +87,8 @@ def _run(args: argparse.Namespace) -> int:
             identifiers=args.identifiers,
             debug_buffer_size=args.debug_buffer_size,
             show_table=not args.no_table,
+            precision=args.precision,
+            numerics=args.debug,
         )
     finally:
         torch.set_num_threads(threads)

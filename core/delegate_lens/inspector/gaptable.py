@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
@@ -22,6 +23,8 @@ from delegate_lens.errors import MissingExtraError
 from delegate_lens.texttable import align_columns
 
 __all__ = ["COLUMNS", "NumericGapTable", "Unmatched"]
+
+_LIBRARY = re.compile(r"[/\\\\]torch[/\\\\](nn|fx|_|export|utils)")
 
 COLUMNS = (
     "aot_debug_handle",
@@ -229,7 +232,9 @@ def _source_line(stack_traces: dict[str, str | None]) -> str | None:
         frames = [i for i, line in enumerate(lines) if line.startswith("File ")]
         if not frames:
             return lines[-1] if lines else None
-        i = frames[-1]
+        # the innermost frame of the user's code: skip torch's own modules
+        own = [i for i in frames if not _LIBRARY.search(lines[i])]
+        i = (own or frames)[-1]
         code = lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("File ") else ""
         return f"{lines[i]}: {code}" if code else lines[i]
     return None

@@ -1,0 +1,113 @@
+"""`delegate-lens numerics`: where does the runtime's output leave the reference graph?
+
+Compares every intermediate output of the run (ETDump + debug buffer) with the output of
+the same operators in the ETRecord's reference graph run on its representative inputs
+(or ``--inputs``), and highlights the first divergence with its source line. Only the
+capture of the reference outputs imports torch (skip it with ``--aot-outputs``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from delegate_lens.errors import UsageError
+
+_FORMATS = ("table", "json", "csv")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "numerics",
+        help="compare intermediate outputs with the reference graph; find the first divergence",
+        description=(
+            "Compare every intermediate output the run logged (ETDump + debug buffer) with "
+            "the reference graph of the ETRecord run on its representative inputs, and name "
+            "the operator where the gap first appears."
+        ),
+    )
+    parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
+    parser.add_argument("--etrecord", metavar="R", required=True, help="ETRecord of the model")
+    parser.add_argument(
+        "--debug-buffer", metavar="B", required=True, help="debug buffer of the run"
+    )
+    parser.add_argument(
+        "--distance",
+        default="MSE",
+        metavar="NAME",
+        help="comparator: MSE (default), L1, SNR, cosine, or one a plugin adds",
+    )
+    parser.add_argument(
+        "--threshold", type=float, metavar="X", help="gap beyond which a row diverged"
+    )
+    parser.add_argument("--format", choices=_FORMATS, default="table", help="output format")
+    parser.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help="inputs for the reference graph (.npy, .npz or torch.save .pt) when the "
+        "ETRecord has no representative inputs",
+    )
+    parser.add_argument(
+        "--aot-outputs", metavar="NPZ", help="reference outputs cached earlier (no torch)"
+    )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="keep the reference outputs in R.numerics.npz and reuse them",
+    )
+    parser.add_argument(
+        "--reference-graph",
+        choices=("exported_program", "edge_dialect_exported_program"),
+        help="graph to run (default: the ATen program when its handles map back, else edge)",
+    )
+    parser.add_argument("--method", metavar="M", help="method to compare (default: forward)")
+    parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.cli.inspect_cmd import _one_line_warnings
+
+    if args.output:
+        target = Path(args.output)
+        if target.is_dir() or not target.parent.is_dir():
+            raise UsageError(f"cannot write {args.output}: not a file in an existing folder")
+    with _one_line_warnings():
+        from delegate_lens.inspector import Inspector
+
+        inputs = None
+        if args.inputs:
+            from delegate_lens.aot.intermediate import load_inputs
+
+            inputs = load_inputs(args.inputs)
+        inspector = Inspector(
+            etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer
+        )
+        table = inspector.calculate_numeric_gap(
+            args.distance,
+            reference_graph=args.reference_graph,
+            inputs=inputs,
+            aot_outputs=args.aot_outputs,
+            cache=bool(args.cache),
+            threshold=args.threshold,
+            method=args.method,
+            as_dataframe=False,
+        )
+
+        def write(stream: IO[str]) -> None:
+            if args.format == "json":
+                table.write_json(stream)
+            elif args.format == "csv":
+                table.write_csv(stream)
+            else:
+                table.write_table(stream)
+
+        if args.output:
+            from delegate_lens.fileio import write_atomic
+
+            write_atomic(args.output, write)
+        else:
+            write(sys.stdout)
+    return 0
