@@ -55,9 +55,20 @@ def gaps(paths: dict[str, Path], distance: Any = "MSE", **kwargs: Any) -> Numeri
 def test_exact_mode_has_no_gap_and_covers_every_backend_op(tmp_path_factory: Any) -> None:
     table = gaps(run(tmp_path_factory, "mlp"))
     assert table.reference_graph == "exported_program"
-    assert [r["aot_ops"] for r in table] == [["linear", "relu"], ["linear_1"], ["tan"], ["add"], ["softmax"]]
+    assert [r["aot_ops"] for r in table] == [
+        ["linear", "relu"],
+        ["linear_1"],
+        ["tan"],
+        ["add"],
+        ["softmax"],
+    ]
     # one row per backend op's output: the fused linear+relu is one unit; tan's last op
-    assert table["delegate_identifiers"][:4] == [["linear_relu#0"], ["linear#1"], ["tan/div#4"], ["add#5"]]
+    assert table["delegate_identifiers"][:4] == [
+        ["linear_relu#0"],
+        ["linear#1"],
+        ["tan/div#4"],
+        ["add#5"],
+    ]
     assert table["delegate_backend"] == ["DemoBackend"] * 4 + [None]
     assert max(g for row in table for g in row["gap"]) < 1e-12
     assert table.first_divergence is None and not any(table["diverged"])
@@ -86,6 +97,17 @@ def test_fp16_whole_model_names_first_backend_op(tmp_path_factory: Any) -> None:
     assert first is not None and first["delegate_identifiers"] == ["conv2d_relu#0"]
     assert first["aot_ops"] == ["conv2d", "relu"]
     assert 40 < first["gap"][0] < 100  # fp16: about 3 decimal digits
+
+
+def test_gpt_exact_and_fp16(tmp_path_factory: Any) -> None:
+    exact = gaps(run(tmp_path_factory, "gpt"))
+    assert len(exact) > 40 and exact.unmatched == []
+    assert exact.first_divergence is None
+    assert max(g for row in exact for g in row["gap"]) < 1e-10  # masked -inf scores: no nan
+    fp16 = gaps(run(tmp_path_factory, "gpt", precision=b"fp16"))
+    first = fp16.first_divergence
+    assert first is not None and first["delegate_backend"] == "DemoBackend"
+    assert first["aot_ops"] == ["add"]  # token + position embeddings: the first backend op
 
 
 def test_int8_is_dequantized_by_the_backend_hook(tmp_path_factory: Any) -> None:
@@ -185,7 +207,14 @@ def test_comparator_plugins_and_callables(tmp_path_factory: Any) -> None:
     class MaxAbs:
         @hookimpl
         def dl_numerical_comparators(self) -> list[Comparator]:
-            return [Comparator("max-abs", "largest difference", lambda a, b: float(abs(a - b).max()), default_threshold=1e-4)]
+            return [
+                Comparator(
+                    "max-abs",
+                    "largest difference",
+                    lambda a, b: float(abs(a - b).max()),
+                    default_threshold=1e-4,
+                )
+            ]
 
     get_plugin_manager().register(MaxAbs(), name="maxabs")
     table = gaps(paths, "MAX-ABS")
@@ -214,11 +243,21 @@ def test_dataframe_has_the_reference_columns(tmp_path_factory: Any) -> None:
     pytest.importorskip("pandas")
     paths = run(tmp_path_factory, "mlp")
     inspector = Inspector(
-        etdump_path=paths["etdump"], etrecord=paths["etrecord"], debug_buffer_path=paths["debug_buffer"]
+        etdump_path=paths["etdump"],
+        etrecord=paths["etrecord"],
+        debug_buffer_path=paths["debug_buffer"],
     )
     frame = inspector.calculate_numeric_gap("L1")
-    reference = ["aot_debug_handle", "aot_ops", "aot_intermediate_output", "runtime_ops",
-                 "runtime_debug_handle", "runtime_intermediate_output", "gap", "stacktraces"]
+    reference = [
+        "aot_debug_handle",
+        "aot_ops",
+        "aot_intermediate_output",
+        "runtime_ops",
+        "runtime_debug_handle",
+        "runtime_intermediate_output",
+        "gap",
+        "stacktraces",
+    ]
     assert list(frame.columns[:8]) == reference
     assert {"delegate_backend", "delegate_identifiers", "first_divergence"} <= set(frame.columns)
     assert len(frame) == 5
@@ -228,8 +267,14 @@ def test_cli_numerics(tmp_path_factory: Any, tmp_path: Path, capsys: Any) -> Non
     from delegate_lens.cli import main
 
     paths = run(tmp_path_factory, "mlp", precision=b"fp16", precision_kernels=b"div")
-    args = ["numerics", str(paths["etdump"]), "--etrecord", str(paths["etrecord"]),
-            "--debug-buffer", str(paths["debug_buffer"])]
+    args = [
+        "numerics",
+        str(paths["etdump"]),
+        "--etrecord",
+        str(paths["etrecord"]),
+        "--debug-buffer",
+        str(paths["debug_buffer"]),
+    ]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "first divergence: tan (runtime tan/div#4 in DemoBackend)" in text

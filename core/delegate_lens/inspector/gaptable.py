@@ -176,6 +176,8 @@ class NumericGapTable:
         for row in self.rows:
             ids = row["delegate_identifiers"]
             runtime = ", ".join(map(str, ids)) if ids else ", ".join(row["runtime_ops"])
+            if len(runtime) > 48:
+                runtime = runtime[:47] + "…"
             mark = (
                 "<- first divergence"
                 if row["first_divergence"]

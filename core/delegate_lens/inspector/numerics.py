@@ -253,8 +253,12 @@ def _gap(comparator: Comparator, aot: Any, runtime: Any, ops: str) -> tuple[list
                 continue
             notes.append(f"runtime shape {list(r.shape)} reshaped to {list(a.shape)}")
             r = r.reshape(a.shape)
+        same = a == r  # equal infinities (masked scores) are no gap, not nan
+        if not np.isfinite(a[same]).all():
+            a, r = np.where(same, 0.0, a), np.where(same, 0.0, r)
         try:
-            gaps.append(float(comparator.compare(a, r)))
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                gaps.append(float(comparator.compare(a, r)))
         except Exception as exc:
             raise InspectorError(
                 f"comparator {comparator.name!r} failed on {ops}: {type(exc).__name__}: {exc}"
@@ -329,7 +333,7 @@ def calculate_numeric_gap(
                 )
             )
             continue
-        for i in range(entry.num_outputs):
+        for i in range(max(1, min(entry.num_outputs, len(entry.handles)))):
             last = entry.handles[-(i + 1)] if i < len(entry.handles) else None
             if last is None or (last,) not in aot.outputs:
                 unmatched.append(
@@ -342,10 +346,8 @@ def calculate_numeric_gap(
                     )
                 )
                 continue
-            runtime_value: Any = entry.value
-            if len(entry.value) >= i + 1:
-                runtime_value = entry.value[-(i + 1)]
             aot_value = aot.outputs[(last,)]
+            runtime_value = _pick_runtime(entry, i, aot_value)
             aot_ops = [n for h in entry.handles for n in aot.op_names.get((h,), [])]
             if runtime_value is None:
                 _warn(
@@ -401,6 +403,30 @@ def calculate_numeric_gap(
     return NumericGapTable(
         rows, unmatched, comparator.name, float(threshold), comparator.higher_is_better, aot.graph
     )
+
+
+def _pick_runtime(entry: _Entry, i: int, aot_value: Any) -> Any:
+    """The runtime value compared with output ``i`` from the end.
+
+    One output against several values of a multi-output operator (e.g. the reference's
+    single ``layer_norm`` against the runtime's ``native_layer_norm`` out, mean, rstd): the
+    one of the same shape, then of the same dtype, else the last (as the reference does).
+    """
+    values = entry.value
+    if not values:
+        return None
+    if i >= len(values):
+        return values[-1]
+    # a delegate call's values start with its arguments: only its outputs are candidates
+    tail = values[-entry.num_outputs :] if entry.backend is not None else values
+    single = min(entry.num_outputs, len(entry.handles)) == 1
+    if len(tail) > 1 and isinstance(aot_value, np.ndarray) and single:
+        same = [v for v in tail if isinstance(v, np.ndarray) and v.shape == aot_value.shape]
+        if len(same) > 1:
+            same = [v for v in same if v.dtype == aot_value.dtype]
+        if len(same) == 1:
+            return same[0]
+    return values[-(i + 1)]
 
 
 def _method_of(inspector: Any, method: str | None) -> str:
