@@ -36,7 +36,6 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-
     from numerics_helpers import demo_run
 
     from delegate_lens import Inspector

@@ -157,7 +157,7 @@ def test_representative_inputs_round_trip(tmp_path_factory: Any, tmp_path: Path)
     assert torch.equal(stored[0], make_model("mlp")[1][0])
     paths = demo_run(tmp_path, "mlp", representative_inputs=False)
     assert not parse_etrecord(paths["etrecord"]).has_representative_inputs
-    with pytest.raises(InspectorError, match="no representative inputs.*--inputs"):
+    with pytest.raises(InspectorError, match=r"no representative inputs.*--inputs"):
         gaps(paths)
     # inputs given instead: same answer as stored ones
     table = gaps(paths, inputs=[stored[0].numpy()])
@@ -168,7 +168,7 @@ def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
     paths = run(tmp_path_factory, "mlp")
     with pytest.raises(InspectorError, match="takes 1 input"):
         gaps(paths, inputs=[np.zeros((2, 16), np.float32)] * 2)
-    with pytest.raises(UsageError, match="unknown distance 'nope'.*MSE"):
+    with pytest.raises(UsageError, match=r"unknown distance 'nope'.*MSE"):
         gaps(paths, "nope")
     with pytest.raises(InspectorError, match="running the reference graph on the inputs failed"):
         gaps(paths, inputs=[np.zeros((3, 16), np.float32)])  # the export's shape guard

@@ -78,7 +78,7 @@ def test_nonzero_gaps_agree_with_the_reference(
 
 def test_vector_without_representative_inputs_says_how_to_give_them(vectors_dir: Path) -> None:
     inspector = _inspector(vectors_dir, vectors_dir / "mlp_xnnpack" / "etrecord.bin")
-    with pytest.raises(InspectorError, match="no representative inputs.*representative_inputs"):
+    with pytest.raises(InspectorError, match=r"no representative inputs.*representative_inputs"):
         inspector.calculate_numeric_gap("MSE")
 
 
