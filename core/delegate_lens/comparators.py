@@ -13,7 +13,7 @@ Plugins contribute them on ``dl_numerical_comparators``::
 The built-ins (``MSE``, ``L1``, ``SNR``, ``cosine``) are such a plugin
 (``delegate_lens.builtins.comparators``). Names are looked up case-insensitively; two
 plugins giving one name are a :class:`~delegate_lens.errors.PluginError` naming both.
-numpy only (no torch).
+No torch; numpy only when comparing.
 """
 
 from __future__ import annotations
@@ -21,18 +21,20 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
-import numpy.typing as npt
 import pluggy
 
 from delegate_lens.errors import PluginError, UsageError
 
-__all__ = ["Comparator", "get_comparators", "resolve_comparator"]
+if TYPE_CHECKING:  # importing this module (a plugin does) stays free of numpy
+    import numpy as np
+    import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
+    FloatArray = npt.NDArray[np.float64]
+
+__all__ = ["Comparator", "get_comparators", "resolve_comparator"]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 

@@ -1,6 +1,7 @@
 """Built-in comparators on ``dl_numerical_comparators``: ``MSE``, ``L1``, ``SNR``, ``cosine``.
 
-Same formulas as the reference Inspector's (computed in float64 with numpy, no torch):
+Same formulas as the reference Inspector's (computed in float64 with numpy, imported when
+a comparison runs; no torch):
 
 * ``MSE`` — mean of squared differences; diverged above 1e-10;
 * ``L1`` — sum of absolute differences; diverged above 1e-3;
@@ -12,24 +13,32 @@ Same formulas as the reference Inspector's (computed in float64 with numpy, no t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from delegate_lens.comparators import Comparator, FloatArray
+from delegate_lens.comparators import Comparator
 from delegate_lens.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from delegate_lens.comparators import FloatArray
 
 __all__ = ["BUILTIN_COMPARATORS", "dl_numerical_comparators"]
 
 
 def mse(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
     return float(np.mean(np.square(a - b))) if a.size else 0.0
 
 
 def l1(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
     return float(np.abs(a - b).sum())
 
 
 def snr(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
     signal = float(np.mean(np.square(a))) if a.size else 0.0
     noise = float(np.mean(np.square(a - b))) if a.size else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -37,6 +46,8 @@ def snr(a: FloatArray, b: FloatArray) -> float:
 
 
 def cosine(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
     norm = float(np.sqrt(np.sum(np.square(a))) * np.sqrt(np.sum(np.square(b))))
     if norm == 0.0:
         return 1.0 if not a.any() and not b.any() else 0.0
