@@ -110,6 +110,7 @@ def test_gpt_exact_and_fp16(tmp_path_factory: Any) -> None:
     assert first["aot_ops"] == ["add"]  # token + position embeddings: the first backend op
 
 
+@pytest.mark.filterwarnings("ignore::delegate_lens.inspector.linking.InspectorWarning")
 def test_int8_is_dequantized_by_the_backend_hook(tmp_path_factory: Any) -> None:
     paths = run(tmp_path_factory, "convnet", precision=b"int8")
     table = gaps(paths, "SNR")
@@ -164,6 +165,7 @@ def test_representative_inputs_round_trip(tmp_path_factory: Any, tmp_path: Path)
     assert max(g for row in table for g in row["gap"]) < 1e-12
 
 
+@pytest.mark.filterwarnings("ignore::delegate_lens.inspector.linking.InspectorWarning")
 def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
     paths = run(tmp_path_factory, "mlp")
     with pytest.raises(InspectorError, match="takes 1 input"):
@@ -290,3 +292,27 @@ def test_cli_numerics(tmp_path_factory: Any, tmp_path: Path, capsys: Any) -> Non
         main([*args[:-1], str(tmp_path / "missing.bin")])
     assert exit_info.value.code == 2
     assert "missing.bin" in capsys.readouterr().err
+
+
+def test_debug_outputs_none_compares_the_delegate_as_a_whole(tmp_path_factory: Any) -> None:
+    table = gaps(
+        run(tmp_path_factory, "mlp", debug_outputs=b"none"),
+        reference_graph="edge_dialect_exported_program",
+    )
+    assert table.reference_graph == "edge_dialect_exported_program/forward"
+    delegate, softmax = table.rows
+    assert delegate["runtime_ops"] == ["DELEGATE_CALL"] and delegate["delegate_identifiers"] == []
+    assert list(delegate["aot_debug_handle"]) == [1, 2, 3, 4, 5]
+    assert delegate["aot_ops"][-1] == "add" and delegate["gap"][0] < 1e-12
+
+
+def test_demo_debug_prints_the_first_divergence(tmp_path: Path, capsys: Any) -> None:
+    from delegate_lens.cli import main
+
+    args = ["demo", "--model", "mlp", "--runs", "1", "--out", str(tmp_path), "--no-table"]
+    assert main([*args, "--precision", "int8", "--debug", "--identifiers", "str"]) == 0
+    out = capsys.readouterr().out
+    assert "first divergence: linear, relu (runtime linear_relu#0 in DemoBackend)" in out
+    with pytest.raises(SystemExit):
+        main([*args, "--debug", "--debug-buffer-size", "0"])
+    assert "--debug needs a debug buffer" in capsys.readouterr().err

@@ -50,9 +50,12 @@ def _ancestor_ids(provenance: Any) -> list[str]:
     return out
 
 
-def aten_debug_handles(record: Any, method: str = "forward") -> dict[str, int] | None:
+def aten_debug_handles(
+    record: Any, method: str = "forward", *, validate: bool = True
+) -> dict[str, int] | None:
     """``{ATen node name: handle}`` carried back from ``method``'s edge program, or None
-    when the ETRecord has no ATen program or some edge handle has no ATen node (torch-free)."""
+    when the ETRecord has no ATen program or (with ``validate``) some edge handle has no
+    ATen node (torch-free)."""
     aten = record.exported_program_graph()
     graph_id = record.export_graph_id
     if aten is None or graph_id is None:
@@ -73,7 +76,7 @@ def aten_debug_handles(record: Any, method: str = "forward") -> dict[str, int] |
             )
         if found is not None:
             handles[node.name] = found
-    if not handles or not set(edge.handles) <= set(handles.values()):
+    if not handles or (validate and not set(edge.handles) <= set(handles.values())):
         return None
     return handles
 
@@ -166,6 +169,7 @@ def capture_intermediate_outputs(
     method: str = "forward",
     reference_graph: str | None = None,
     cache: bool | str | os.PathLike[str] = False,
+    disable_debug_handle_validation: bool = False,
 ) -> AotOutputs:
     """Run the ETRecord's reference graph on ``inputs`` and record every node's output.
 
@@ -179,6 +183,8 @@ def capture_intermediate_outputs(
         possible, else edge).
     :param cache: ``True`` keeps the result in ``<etrecord>.numerics.npz``, a path keeps
         it there; a cache made from the same graph and inputs is read instead of running.
+    :param disable_debug_handle_validation: use the ATen program even when some edge
+        handles have no ATen node (best effort, as the reference's flag of that name).
     """
     from delegate_lens.inspector.api import _load_etrecord
 
@@ -202,7 +208,7 @@ def capture_intermediate_outputs(
     handles: dict[str, int] | None = None
     graph = f"edge_dialect_exported_program/{method}"
     if reference_graph in (None, "exported_program"):
-        handles = aten_debug_handles(record, method)
+        handles = aten_debug_handles(record, method, validate=not disable_debug_handle_validation)
         if handles is not None:
             graph = "exported_program"
         elif reference_graph == "exported_program":

@@ -487,8 +487,9 @@ class Inspector:
         :param distance: ``"MSE"``, ``"L1"``, ``"SNR"``, ``"cosine"`` or any name a
             ``dl_numerical_comparators`` plugin adds; a ``Comparator``, an object with
             ``element_compare(a, b)`` (the reference's comparator classes) or a callable.
-        :param disable_debug_handle_valdiation: accepted for compatibility (spelled as the
-            reference does); the ATen graph is used only when every handle maps back.
+        :param disable_debug_handle_valdiation: (spelled as the reference does) use the
+            ATen graph even when some handles do not map back to it; by default it is
+            used only when every handle does, else the edge graph.
         :param reference_graph: ``"exported_program"``, ``"edge_dialect_exported_program"``
             or None (ATen when possible).
         :param inputs: inputs for the reference graph (default: the ETRecord's
@@ -516,6 +517,7 @@ class Inspector:
             cache=cache,
             threshold=threshold,
             method=method,
+            disable_debug_handle_validation=disable_debug_handle_valdiation,
         )
         if as_dataframe is None:
             import importlib.util

@@ -273,6 +273,7 @@ def _resolve_aot(
     reference_graph: str | None,
     cache: Any,
     method: str,
+    disable_validation: bool,
 ) -> AotOutputs:
     if isinstance(aot_outputs, AotOutputs):
         return aot_outputs
@@ -291,6 +292,7 @@ def _resolve_aot(
         method=method,
         reference_graph=reference_graph,
         cache=cache,
+        disable_debug_handle_validation=disable_validation,
     )
 
 
@@ -304,6 +306,7 @@ def calculate_numeric_gap(
     cache: Any = False,
     threshold: float | None = None,
     method: str | None = None,
+    disable_debug_handle_validation: bool = False,
 ) -> NumericGapTable:
     """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`."""
     comparator = resolve_comparator(distance)
@@ -311,7 +314,15 @@ def calculate_numeric_gap(
         threshold = comparator.default_threshold
     entries, unmatched = runtime_intermediate_outputs(inspector, method)
     chosen_method = method or _method_of(inspector, method)
-    aot = _resolve_aot(inspector, aot_outputs, inputs, reference_graph, cache, chosen_method)
+    aot = _resolve_aot(
+        inspector,
+        aot_outputs,
+        inputs,
+        reference_graph,
+        cache,
+        chosen_method,
+        disable_debug_handle_validation,
+    )
     if not aot.outputs:
         raise InspectorError(
             "the reference graph produced no intermediate outputs (no node with a debug handle)"
