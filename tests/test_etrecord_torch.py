@@ -110,15 +110,19 @@ def test_generate_etrecord_saves_what_the_writer_builds(
     entries, _ = _own_entries()
     calls: list[tuple[Any, ...]] = []
 
-    def build_etrecord(edge: Any, prog: Any, exported_program: Any = None) -> ETRecord:
-        calls.append((edge, prog, exported_program))
+    def build_etrecord(
+        edge: Any, prog: Any, exported_program: Any = None, representative_inputs: Any = None
+    ) -> ETRecord:
+        calls.append((edge, prog, exported_program, representative_inputs))
         return ETRecord.from_entries(entries)
 
     fake = types.ModuleType("delegate_lens.aot.etrecord_writer")
     fake.build_etrecord = build_etrecord  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "delegate_lens.aot.etrecord_writer", fake)
     out = generate_etrecord(tmp_path / "g.etrecord", "edge", "prog", exported_program="ep")
-    assert calls == [("edge", "prog", "ep")]
+    assert calls == [("edge", "prog", "ep", None)]  # None: the program's example inputs
+    generate_etrecord(tmp_path / "h.etrecord", "edge", "prog", representative_inputs=["x"])
+    assert calls[-1] == ("edge", "prog", None, ["x"])
     assert parse_etrecord(out).entries() == entries
 
 
