@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +90,59 @@ def test_reference_encoding_is_read(reference: dict[str, Any]) -> None:
     record = parse_etrecord(DATA / "etrecord_with_inputs.bin")
     (x,) = record.representative_inputs()
     np.testing.assert_array_equal(x.numpy(), np.asarray(reference["inputs"][0], np.float32))
+
+
+_REFERENCE_GAPS = """
+import json, sys
+from executorch.devtools import Inspector
+inspector = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2], debug_buffer_path=sys.argv[3])
+out = {}
+for distance in ("MSE", "L1", "SNR"):
+    frame = inspector.calculate_numeric_gap(distance)
+    out[distance] = [[list(r["aot_debug_handle"]), [float(g) for g in r["gap"]]]
+                     for _, r in frame.iterrows()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON"),
+    reason="DELEGATE_LENS_REFERENCE_PYTHON not set",
+)
+def test_reference_computes_the_same_gaps_on_our_files(tmp_path: Path) -> None:
+    """The reference's calculate_numeric_gap on our demo files (fp16 div): each row it can
+    compute has our gap for the same last handle. (It computes fewer rows: the demo's
+    summary event, which has no values, merges the delegate's per-op rows into one.)"""
+    from numerics_helpers import demo_run
+
+    paths = demo_run(tmp_path, "mlp", {"precision": b"fp16", "precision_kernels": b"div"})
+    proc = subprocess.run(
+        [
+            os.environ["DELEGATE_LENS_REFERENCE_PYTHON"],
+            "-c",
+            _REFERENCE_GAPS,
+            str(paths["etdump"]),
+            str(paths["etrecord"]),
+            str(paths["debug_buffer"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+    inspector = Inspector(
+        etdump_path=paths["etdump"],
+        etrecord=paths["etrecord"],
+        debug_buffer_path=paths["debug_buffer"],
+    )
+    for distance, rows in theirs.items():
+        ours = {
+            row["aot_debug_handle"][-1]: row["gap"]
+            for row in inspector.calculate_numeric_gap(distance, as_dataframe=False)
+        }
+        assert rows
+        for handles, gap in rows:
+            assert ours[handles[-1]] == pytest.approx(gap, rel=1e-9)
