@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import math
+import os
+import shutil
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.model import EventBlock
 
-__all__ = ["to_dataframe", "write_csv", "write_table", "write_tsv"]
+__all__ = ["terminal_width", "to_dataframe", "write_csv", "write_table", "write_tsv"]
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
@@ -69,17 +71,53 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def terminal_width(stream: IO[str]) -> int | None:
+    """Columns to fit when ``stream`` is a terminal or ``COLUMNS`` is set, else None."""
+    isatty = getattr(stream, "isatty", None)
+    if os.environ.get("COLUMNS", "").strip().isdigit() or (isatty is not None and isatty()):
+        return shutil.get_terminal_size().columns
+    return None
+
+
+_MIN_CELL = 12
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
+
+
+def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[list[str]]:
+    """Cut the cells of the ``squeezable`` columns (widest first) until lines fit ``width``."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    for col in sorted(squeezable, key=lambda c: -widths[c]):
+        if excess <= 0:
+            break
+        target = max(_MIN_CELL, widths[col] - excess)
+        if target < widths[col]:
+            excess -= widths[col] - target
+            for row in rows[1:]:
+                row[col] = _shorten(row[col], target)
+    return rows
+
+
 def write_table(
     inspector: Inspector,
     file: IO[str],
     *,
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
+    width: int | None = None,
 ) -> None:
-    """A human-readable table, columns aligned."""
+    """A human-readable table, columns aligned. With ``width``, the op types, event names
+    and metadata are shortened (ending ``...``) so that lines fit that many columns."""
     headers = _headers(inspector, include_units, include_delegate_debug_data)
     body = [[_fmt(v) for v in row] for row in _rows(inspector, include_delegate_debug_data)]
-    for text in align_columns([headers, *body], right=range(2, 8), rule=True):
+    rows = [headers, *body]
+    if width is not None and body:
+        squeezable = [1, 8] + ([11] if include_delegate_debug_data else [])
+        rows = _fit(rows, width, squeezable)
+    for text in align_columns(rows, right=range(2, 8), rule=True):
         file.write(text + "\n")
 
 
