@@ -153,3 +153,35 @@ def test_cli_by_op_type() -> None:
     ]
     proc = run("-f", "csv")
     assert proc.returncode == 2 and "--by op-type writes the formats table, json" in proc.stderr
+
+
+def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
+    from delegate_lens.inspector.tabular import write_table
+
+    with pytest.warns(Warning):
+        xnnpack = Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
+    out = io.StringIO()
+    write_table(xnnpack, out, width=400)
+    names = [line.split("  ")[1] for line in out.getvalue().splitlines()[2:]]
+    assert "XnnpackBackend: Fully Connected (NC, F32) GEMM #1" in names
+    assert out.getvalue().splitlines()[0].split()[-3:] == ["delegated", "backend", "metadata"]
+
+    events = [
+        Event(profile_event=ProfileEvent(name="Method::execute", start_time=1, end_time=50)),
+        Event(
+            profile_event=ProfileEvent(
+                delegate_debug_id_int=3, delegate_debug_metadata=b"\x07", start_time=2, end_time=9
+            )
+        ),
+    ]
+    inspector = Inspector(
+        etdump_data=dumps(ETDump(run_data=[RunData(name="Execute", events=events)]))
+    )
+    out = io.StringIO()
+    write_table(inspector, out, width=400)
+    row = next(line for line in out.getvalue().splitlines() if "#3" in line)
+    assert row.split()[1:3] == ["delegate", "#3"]
+    assert "b'\\x07'" in row  # raw metadata when no parser knows the backend
+    plain = io.StringIO()
+    inspector.print_data_tabular(file=plain)
+    assert "#3" not in plain.getvalue()  # the reference's table keeps its names
