@@ -301,6 +301,10 @@ def test_program_instructions_and_maps(
 
 def test_unlowered_program_runs_every_operator(edge: dl.EdgeProgramManager) -> None:
     pm = edge.to_program()
+    # to_executorch(), the reference's name, is the same program
+    assert edge.to_executorch().buffer == pm.buffer
+    with pytest.raises(UsageError, match="backend configs"):
+        edge.to_executorch(object())
     method = pm.program.method("forward")
     assert len(method.instructions) == len(
         [n for n in op_nodes(edge.exported_program()) if n.target is not operator.getitem]

@@ -77,7 +77,7 @@ def test_blob_round_trip_and_bad_bytes() -> None:
             from_bytes(bad)
 
 
-def test_plugin_is_registered_by_entry_point_and_answers_only_its_backend() -> None:
+def test_plugin_is_built_in_and_answers_only_its_backend() -> None:
     from delegate_lens.pluginmanager import get_plugin_manager
 
     pm = get_plugin_manager()

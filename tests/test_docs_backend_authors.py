@@ -31,6 +31,7 @@ def test_python_examples_run(isolated: None, capsys: pytest.CaptureFixture[str])
     namespace = exec_blocks(DOC, "docs_backend_authors_example")
     out = capsys.readouterr().out
     assert "'add_relu#0'" in out and "'neg#1'" in out and "'add#2'" in out
+    assert "[('p_bias', (2,)), ('p_weight', (2, 3))]" in out  # weights read in preprocess
     manager = namespace["manager"]
     [entry] = manager.delegate_map["forward"].values()  # type: ignore[attr-defined]
     dmap = entry["delegate_map"]

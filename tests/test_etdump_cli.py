@@ -138,7 +138,12 @@ def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:
             ["0..255"],
         ),
         ("[1, 2]", ["expected an object"]),
-        ('{"run_data": [{"name": "a\\ud800"}]}', ["run_data[0].name: not valid Unicode"]),
+        (
+            '{"run_data": [{"name": "a\\ud800", "events": []}]}',
+            ["run_data[0].name: not valid Unicode"],
+        ),
+        ("{}", ["top level: missing field 'run_data'"]),
+        ('{"run_data": [{"name": "x"}]}', ["run_data[0]: missing field 'events'"]),
     ],
 )
 def test_bad_json_is_a_format_error_naming_file_and_field(

@@ -115,3 +115,21 @@ def test_show_does_not_import_torch() -> None:
         "assert 'torch' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_show_prints_int_identifiers_as_ints_and_str_identifiers_quoted() -> None:
+    import io
+
+    from delegate_lens.cli.etrecord_cmd import write_summary
+    from delegate_lens.etrecord import ETRecord, parse_etrecord
+    from delegate_lens.etrecord.maps import dumps_json
+
+    entries = parse_etrecord(MLP).entries()
+    entries["delegate_map"] = dumps_json(
+        {"forward": {1: {"name": "NPU", "delegate_map": {7: [1], "fused relu": [1, 2]}}}}
+    )
+    out = io.StringIO()
+    write_summary(ETRecord.from_entries(entries), ("forward",), nodes=False, out=out)
+    lines = out.getvalue().splitlines()
+    assert "      7 -> 1" in lines
+    assert "      'fused relu' -> 1, 2" in lines

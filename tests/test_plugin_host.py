@@ -18,7 +18,7 @@ import pluggy
 import pytest
 
 from delegate_lens import hookimpl, hookspecs
-from delegate_lens.builtins import BUILTIN_PLUGINS
+from delegate_lens.builtins import BUILTIN_NAMES, BUILTIN_PLUGINS
 from delegate_lens.config import ConfigError
 from delegate_lens.errors import MappingError, PluginError, UsageError
 from delegate_lens.pluginmanager import (
@@ -113,8 +113,9 @@ def test_builtins_and_specs_are_registered() -> None:
     assert isinstance(pm, pluggy.PluginManager)
     assert pm.project_name == "delegate_lens"
     for module in BUILTIN_PLUGINS:
-        assert pm.get_plugin(module) is sys.modules[module]
-        assert describe_plugin(module) == f"{module!r} (built-in)"
+        name = BUILTIN_NAMES.get(module, module)
+        assert pm.get_plugin(name) is sys.modules[module]
+        assert describe_plugin(name) == f"{name!r} (built-in)"
     specs = {name for name in dir(hookspecs) if name.startswith("dl_")}
     assert specs == {name for name in specs if getattr(pm.hook, name).has_spec()}
     assert len(specs) == 10  # 8 + dl_numerical_comparators, dl_intermediate_output
@@ -159,7 +160,9 @@ def test_autoload_can_be_disabled(fake: FakeDist, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv(AUTOLOAD_ENV, "1")
     pm = get_plugin_manager()
     assert pm.get_plugin("fake_clock") is None
-    assert all(pm.get_plugin(module) is not None for module in BUILTIN_PLUGINS)
+    assert all(
+        pm.get_plugin(BUILTIN_NAMES.get(module, module)) is not None for module in BUILTIN_PLUGINS
+    )
     # -p NAME still loads an entry point by name, with its distribution
     pm = apply_plugin_options(["fake_clock"])
     assert pm.get_plugin("fake_clock") is not None
@@ -500,9 +503,10 @@ def test_call_each_in_registration_order() -> None:
 
 
 def test_has_implementations_and_unknown_hook() -> None:
-    pm = _pm_with()
+    pm = build_plugin_manager(["no:demo_backend"], autoload=False)
     assert has_implementations("dl_delegate_mapping", pm)  # the built-in validator
-    assert not has_implementations("dl_runtime_backend", pm)
+    assert not has_implementations("dl_parse_delegate_metadata", pm)
+    assert has_implementations("dl_runtime_backend", _pm_with())  # the built-in demo backend
     pm.register(_Quiet(), name="quiet")
     assert has_implementations("dl_parse_delegate_metadata", pm)
     with pytest.raises(UsageError, match="unknown hook 'dl_nope'"):

@@ -6,7 +6,8 @@ Building the manager (:func:`get_plugin_manager`) does, in this order:
 2. block the names given as ``-p no:NAME`` (:func:`apply_plugin_options`; a built-in
    by its module name or its last component, e.g. ``no:mapping_validator``);
 3. register the built-in plugins (:data:`delegate_lens.builtins.BUILTIN_PLUGINS`), each
-   under its module name;
+   under its module name or its alias in :data:`~delegate_lens.builtins.BUILTIN_NAMES`
+   (the demo backend: ``demo_backend``);
 4. load every entry point of group ``delegate_lens`` (sorted by name), each registered
    under the entry point's name — unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` is set
    (to anything but ``""``/``0``/``false``/``no``); built-ins stay;
@@ -226,28 +227,34 @@ def build_plugin_manager(
     :param options: ``-p`` options (``"MODULE"`` or ``"no:NAME"``).
     :param autoload: load entry points; default: unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD``.
     """
-    from delegate_lens.builtins import BUILTIN_PLUGINS
+    from delegate_lens.builtins import BUILTIN_NAMES, BUILTIN_PLUGINS
 
     blocked, modules = _parse_options(options)
     pm = DelegateLensPluginManager()
     pm.add_hookspecs(hookspecs)
     # a built-in is blocked by its module name or its short name (-p no:mapping_validator)
-    short_names = {module_name.rsplit(".", 1)[-1]: module_name for module_name in BUILTIN_PLUGINS}
+    # (an aliased built-in is registered and blocked by its alias or its module name)
+    names = {module: BUILTIN_NAMES.get(module, module) for module in BUILTIN_PLUGINS}
+    short_names = {
+        module.rsplit(".", 1)[-1]: name for module, name in names.items() if module == name
+    }
+    short_names.update(names)
     for name in blocked:
         pm.set_blocked(short_names.get(name, name))
-    for module_name in BUILTIN_PLUGINS:
-        if pm.is_blocked(module_name):
+    for module_name, name in names.items():
+        if pm.is_blocked(name):
             continue
         module = importlib.import_module(module_name)
-        _register(pm, module, module_name, PluginSource("built-in", value=module_name))
+        _register(pm, module, name, PluginSource("built-in", value=module_name))
     entry_points = {ep.name: ep for ep in _entry_points()}
-    known = {*BUILTIN_PLUGINS, *short_names, *entry_points, *modules}
+    known = {*names.values(), *short_names, *entry_points, *modules}
     pm.unknown_blocked = tuple(dict.fromkeys(name for name in blocked if name not in known))
     if autoload if autoload is not None else _autoload_enabled():
         for name in sorted(entry_points):
             _load_entry_point(pm, entry_points[name])
     for module_name in modules:
-        if pm.is_blocked(module_name) or pm.has_plugin(module_name):
+        registered_as = names.get(module_name, module_name)
+        if pm.is_blocked(registered_as) or pm.has_plugin(registered_as):
             continue
         if module_name in entry_points:
             _load_entry_point(pm, entry_points[module_name])

@@ -214,6 +214,17 @@ class EdgeProgramManager:
 
         return build_program_manager(self)
 
+    def to_executorch(self, config: Any = None) -> ProgramManager:
+        """Alias of :meth:`to_program`, under the reference's name (its snippets run as they
+        are). ``config`` (the reference's ``ExecutorchBackendConfig``) must be None: the
+        reference's memory-planning and emitter options are not modelled here."""
+        if config is not None:
+            raise UsageError(
+                "to_executorch(config=...): backend configs are not supported; "
+                "call to_executorch() or to_program() without one"
+            )
+        return self.to_program()
+
     def __repr__(self) -> str:
         return f"EdgeProgramManager(methods={self.methods})"
 

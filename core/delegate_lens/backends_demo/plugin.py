@@ -1,4 +1,6 @@
-"""Entry point of the demo backend (group ``delegate_lens``, name ``demo_backend``).
+"""Hooks of the demo backend: a built-in plugin named ``demo_backend`` (it ships in the
+package, so it stays available with ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` set; block it
+with ``-p no:demo_backend``).
 
 One plugin module answers every hook for its backend id and returns ``None`` for any
 other backend, so it coexists with other backends. Importing it is cheap: torch and numpy

@@ -13,5 +13,11 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "delegate_lens.builtins.mapping_validator",
     "delegate_lens.builtins.exporters",
     "delegate_lens.builtins.comparators",
+    "delegate_lens.backends_demo.plugin",
 )
 """Modules registered as built-in plugins, in registration order."""
+
+BUILTIN_NAMES: dict[str, str] = {"delegate_lens.backends_demo.plugin": "demo_backend"}
+"""Built-ins registered under a name other than their module name (the demo backend ships
+in the package: it stays available with ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` set and
+is blocked with ``-p no:demo_backend``)."""

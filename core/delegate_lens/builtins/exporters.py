@@ -16,9 +16,14 @@ __all__ = ["BUILTIN_EXPORTERS", "dl_exporters"]
 
 
 def _table(inspector: Any, stream: IO[str]) -> None:
-    from delegate_lens.inspector.tabular import write_table
+    from delegate_lens.inspector.memory import write_memory_table
+    from delegate_lens.inspector.tabular import terminal_width, write_table
 
-    write_table(inspector, stream)
+    write_table(inspector, stream, width=terminal_width(stream))
+    usage = inspector.get_memory_usage()
+    if usage:  # allocation events: memory per allocator per run, under the table
+        stream.write("\nmemory allocated per run and allocator:\n")
+        write_memory_table(usage, stream)
 
 
 def _json(inspector: Any, stream: IO[str]) -> None:

@@ -87,6 +87,8 @@ def write_summary(record: ETRecord, methods: tuple[str, ...], *, nodes: bool, ou
 
 
 def _write_method(record: ETRecord, method: str, *, nodes: bool, out: TextIO) -> None:
+    from delegate_lens.etrecord.maps import canonical_identifier
+
     graph = record.graph(method)
     print(f"\nmethod {method}", file=out)
     print(f"  nodes:            {len(graph)}", file=out)
@@ -107,7 +109,8 @@ def _write_method(record: ETRecord, method: str, *, nodes: bool, out: TextIO) ->
         )
         for key, mapped in entry.identifiers.items():
             shown = mapped if isinstance(mapped, int) else ", ".join(map(str, mapped))
-            print(f"      {key!r} -> {shown}", file=out)
+            # int identifiers (canonical decimal keys) as ints, str identifiers quoted
+            print(f"      {canonical_identifier(key)!r} -> {shown}", file=out)
     top = Counter(node.op_type for node in graph.nodes).most_common(8)
     if top:
         print("  most used op types:", file=out)

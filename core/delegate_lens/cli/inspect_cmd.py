@@ -52,6 +52,13 @@ def register(subparsers: Any) -> None:
         metavar="UNIT",
         help="unit of the reported times (default ms)",
     )
+    parser.add_argument(
+        "--by",
+        choices=("event", "op-type"),
+        default="event",
+        help="event: one row per event (default); op-type: per op type, count, time per run, "
+        "share of the run and p50 (formats table and json)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -79,7 +86,13 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.inspector.timescale import TimeScale
 
     exporters = get_exporters()
-    exporter = exporters.get(args.format)
+    exporter: Any
+    if args.by == "op-type":
+        from delegate_lens.cli.optype_view import op_type_exporter
+
+        exporter = op_type_exporter(args.format)
+    else:
+        exporter = exporters.get(args.format)
     if exporter is None:
         if not exporters:
             raise UsageError(

@@ -42,6 +42,9 @@ class Buffer:
     # --- checks ---------------------------------------------------------------------------
 
     def fail(self, what: str, offset: int) -> ETDumpFormatError:
+        """The error naming ``offset`` (unsigned: a position before the buffer is not one)."""
+        if offset < 0:
+            return ETDumpFormatError(f"{what} (a position before the start of the buffer)")
         return ETDumpFormatError(f"{what} at byte offset {offset}")
 
     def check(self, pos: I64, size: int | I64, what: str) -> None:
@@ -161,6 +164,15 @@ class Tables:
         self.what = what
         soffset = buf.read_checked(pos, np.int32, what).astype(np.int64)
         vt = pos - soffset
+        outside = (vt < 0) | (vt + 4 > buf.n)
+        if len(vt) and outside.any():
+            # name the table (its soffset is what points outside), never a negative position
+            bad = int(np.argmax(outside))
+            raise buf.fail(
+                f"vtable of {what} (soffset {int(soffset[bad])}) lies outside the buffer "
+                f"({buf.n} bytes)",
+                int(pos[bad]),
+            )
         found = factorize(vt)
         if found is None:
             self.vt, self.index = vt, None

@@ -5,8 +5,9 @@ values are exact ints, fields equal to their default are omitted; absent strings
 and tables are omitted while present empty vectors are written as ``[]``. Floats that JSON
 cannot hold are written as the strings ``"nan"``, ``"inf"``, ``"-inf"`` (and read back).
 
-:func:`from_json` is strict: unknown fields, wrong types and out-of-range values raise
-:class:`ETDumpFormatError` naming the JSON path of the offending field.
+:func:`from_json` is strict: missing required fields (``run_data``, each run's ``events``),
+unknown fields, wrong types and out-of-range values raise :class:`ETDumpFormatError` naming
+the JSON path of the offending field.
 """
 
 from __future__ import annotations
@@ -218,6 +219,13 @@ class _Path:
     def at(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
 
+    def require(self, key: str) -> None:
+        """The format's required shape: ``key`` must be present (to_json always writes it)."""
+        if key not in self.obj:
+            raise ETDumpFormatError(
+                f"{self.path or 'top level'}: missing field {key!r} (not an ETDump JSON view)"
+            )
+
     def get_int(self, key: str, default: int, lo: int, hi: int) -> int:
         value = self.obj.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -285,12 +293,14 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 def from_json(obj: Any) -> ETDump:
     """Build an :class:`ETDump` from its JSON view (strict; errors name the JSON path)."""
     top = _Path(obj, "", ("version", "run_data"))
+    top.require("run_data")
     version = top.get_int("version", 0, 0, (1 << 32) - 1)
     runs = []
     for r, run_obj in enumerate(top.get_list("run_data")):
         run = _Path(
             run_obj, f"run_data[{r}]", ("name", "bundled_input_index", "allocators", "events")
         )
+        run.require("events")
         allocators = []
         for k, alloc_obj in enumerate(run.get_list("allocators")):
             alloc = _Path(alloc_obj, f"{run.path}.allocators[{k}]", ("name",))

@@ -86,6 +86,9 @@ def _root_position(buf: Buffer) -> int:
                 "at byte offset 0"
             )
     else:
+        foreign = _describe_foreign(raw)
+        if foreign is not None:
+            raise ETDumpFormatError(f"not an ETDump: this is {foreign} (at byte offset 0)")
         found = raw[8:12] if n >= 12 else raw[4:8]
         raise ETDumpFormatError(
             f"not an ETDump: file identifier is {found!r}, expected {FILE_IDENTIFIER!r} "
@@ -97,6 +100,17 @@ def _root_position(buf: Buffer) -> int:
             f"root table offset {root} lies outside the buffer at byte offset {base}"
         )
     return root
+
+
+def _describe_foreign(head: bytes) -> str | None:
+    """What a buffer that is not an ETDump is, from its first bytes (None if unknown)."""
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "a zip archive (an ETRecord?), not an ETDump"
+    for base in (4, 8):
+        ident = head[base : base + 4]
+        if len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit():
+            return f"an ExecuTorch program (.pte, identifier {ident.decode()!r}), not an ETDump"
+    return None
 
 
 def _one(arr: npt.NDArray[Any]) -> int:

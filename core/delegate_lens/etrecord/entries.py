@@ -22,6 +22,7 @@ from delegate_lens.errors import ETRecordFormatError
 __all__ = [
     "ARTIFACT_SUFFIXES",
     "DEBUG_HANDLE_MAP",
+    "DEFAULT_MAX_ENTRY_SIZE",
     "DELEGATE_MAP",
     "EDGE_PROGRAM_PREFIX",
     "EXPORTED_PROGRAM",
@@ -33,6 +34,8 @@ __all__ = [
     "EntrySource",
     "MemorySource",
     "ZipSource",
+    "describe_foreign",
+    "max_entry_size",
     "write_zip_atomic",
     "zip_bytes",
 ]
@@ -51,6 +54,37 @@ REFERENCE_OUTPUTS = "reference_outputs"
 REPRESENTATIVE_INPUTS = "representative_inputs"
 ARTIFACT_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
 """Suffixes of the three binary artifacts that accompany every serialized program."""
+
+DEFAULT_MAX_ENTRY_SIZE = 1 << 30
+"""Default cap on one entry's uncompressed size (1 GiB); see :func:`max_entry_size`."""
+_READ_CHUNK = 1 << 20
+_LOCAL_HEADER = b"PK\x03\x04"
+_END_RECORD = b"PK\x05\x06"
+
+
+def max_entry_size() -> int:
+    """The cap on one entry's uncompressed size: ``[etrecord] max_entry_size`` of the
+    configuration (bytes), else :data:`DEFAULT_MAX_ENTRY_SIZE`."""
+    from delegate_lens.config import get_config
+
+    section = get_config().section("etrecord")
+    section.check_keys({"max_entry_size"})
+    value = section.get_number("max_entry_size", DEFAULT_MAX_ENTRY_SIZE, positive=True)
+    if not isinstance(value, int):
+        raise section.error("max_entry_size", f"expected a whole number of bytes, got {value!r}")
+    return value
+
+
+def describe_foreign(head: bytes) -> str | None:
+    """What a file that is not an ETRecord is, from its first bytes (None if unknown)."""
+    for base in (4, 8):
+        ident = head[base : base + 4]
+        if ident == b"ED00":
+            return "an ETDump (flatbuffer identifier 'ED00'), not an ETRecord"
+        if len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit():
+            return f"an ExecuTorch program (.pte, identifier {ident.decode()!r}), not an ETRecord"
+    return None
+
 
 # What a damaged zip can raise from the standard library while being read.
 _ZIP_ERRORS = (
@@ -111,10 +145,17 @@ class MemorySource:
 class ZipSource:
     """Entries of a zip archive: a file (re-opened on each read) or bytes in memory."""
 
-    def __init__(self, source: str | os.PathLike[str] | bytes, origin: str) -> None:
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | bytes,
+        origin: str,
+        *,
+        max_entry_size: int | None = None,
+    ) -> None:
         self.origin = origin
         self._path: str | None = None
         self._data: bytes | None = None
+        self.max_entry_size = max_entry_size if max_entry_size is not None else _default_cap()
         if isinstance(source, bytes):
             self._data = source
         else:
@@ -124,6 +165,7 @@ class ZipSource:
                 infos = archive.infolist()
             except _ZIP_ERRORS as exc:  # pragma: no cover - infolist is a plain list
                 raise self._error(None, exc) from None
+            self._check_complete(archive)
         # zipfile keeps the last of duplicated names, so do we.
         self._sizes: dict[str, int] = {info.filename: info.file_size for info in infos}
 
@@ -142,9 +184,43 @@ class ZipSource:
         except _ZIP_ERRORS as exc:
             raise self._error(None, exc) from None
 
+    def _head_and_size(self) -> tuple[bytes, int]:
+        if self._data is not None:
+            return self._data[:16], len(self._data)
+        assert self._path is not None
+        with open(self._path, "rb") as handle:
+            return handle.read(16), os.fstat(handle.fileno()).st_size
+
+    def _check_complete(self, archive: zipfile.ZipFile) -> None:
+        """A cut archive can expose a zip nested in its entries (a torch state dict): the
+        end record must close the file, else the archive is truncated."""
+        _, size = self._head_and_size()
+        end = size - 22 - len(archive.comment)
+        if self._data is not None:
+            tail = self._data[end : end + 4] if end >= 0 else b""
+        else:
+            assert self._path is not None
+            with open(self._path, "rb") as handle:
+                handle.seek(max(end, 0))
+                tail = handle.read(4) if end >= 0 else b""
+        if tail != _END_RECORD:
+            raise ETRecordFormatError(
+                f"{self.origin}: not an ETRecord: truncated ({size} bytes; not a complete "
+                "zip archive: its end record is missing)"
+            )
+
     def _error(self, name: str | None, exc: BaseException) -> ETRecordFormatError:
         reason = str(exc) or type(exc).__name__
         if name is None:
+            head, size = self._head_and_size()
+            foreign = describe_foreign(head)
+            if foreign is not None:
+                return ETRecordFormatError(f"{self.origin}: not an ETRecord: this is {foreign}")
+            if head.startswith(_LOCAL_HEADER):
+                return ETRecordFormatError(
+                    f"{self.origin}: not an ETRecord: truncated ({size} bytes; starts as a zip "
+                    "archive but is not a complete zip archive: its end record is missing)"
+                )
             return ETRecordFormatError(
                 f"{self.origin}: not an ETRecord (not a valid zip archive: {reason})"
             )
@@ -165,7 +241,7 @@ class ZipSource:
         with self._open() as archive:
             for name in wanted:
                 try:
-                    out[name] = archive.read(name)
+                    out[name] = self._read_capped(archive, name)
                 except OSError as exc:
                     if isinstance(exc, zipfile.BadZipFile):
                         raise self._error(name, exc) from None
@@ -173,6 +249,36 @@ class ZipSource:
                 except _ZIP_ERRORS as exc:
                     raise self._error(name, exc) from None
         return out
+
+    def _read_capped(self, archive: zipfile.ZipFile, name: str) -> bytes:
+        """One entry, refused when its header or its inflated bytes exceed the cap."""
+        cap = self.max_entry_size
+        declared = archive.getinfo(name).file_size
+        if declared > cap:
+            raise self._too_big(name, f"its header declares {declared:,} bytes")
+        parts: list[bytes] = []
+        total = 0
+        with archive.open(name) as stream:
+            while True:
+                chunk = stream.read(min(_READ_CHUNK, cap + 1 - total))
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > cap:
+                    raise self._too_big(name, "it inflates past the cap")
+                parts.append(chunk)
+        return b"".join(parts)
+
+    def _too_big(self, name: str, why: str) -> ETRecordFormatError:
+        return ETRecordFormatError(
+            f"{self.origin}: entry {name!r} is larger than the {self.max_entry_size:,}-byte "
+            f"cap on an entry's uncompressed size ({why}); raise [etrecord] max_entry_size "
+            "or pass max_entry_size= to parse_etrecord if the file is trusted"
+        )
+
+
+def _default_cap() -> int:
+    return max_entry_size()
 
 
 def zip_bytes(entries: Iterable[tuple[str, bytes]]) -> bytes:

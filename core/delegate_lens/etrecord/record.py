@@ -434,17 +434,25 @@ class ETRecord:
 
 def parse_etrecord(
     source: str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO,
+    *,
+    max_entry_size: int | None = None,
 ) -> ETRecord:
     """Read an ETRecord from a path, bytes or a binary file object.
 
     Only the archive's directory and the small JSON maps are read now (and checked);
     graphs are parsed on first use. Bad input raises ETRecordFormatError naming the file
     and the entry; a missing or unreadable file raises InputFileError (an OSError naming it).
+    An entry whose uncompressed size exceeds ``max_entry_size`` bytes (default: the
+    ``[etrecord] max_entry_size`` setting, else 1 GiB) is refused when read, from its zip
+    header and again while inflating.
     """
+    cap = max_entry_size
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+        raise UsageError(f"max_entry_size must be a positive int, got {cap!r}")
     if isinstance(source, (str, os.PathLike)):
-        return ETRecord._load(ZipSource(source, origin=os.fspath(source)))
+        return ETRecord._load(ZipSource(source, origin=os.fspath(source), max_entry_size=cap))
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return ETRecord._load(ZipSource(bytes(source), origin="<bytes>"))
+        return ETRecord._load(ZipSource(bytes(source), origin="<bytes>", max_entry_size=cap))
     read = getattr(source, "read", None)
     if read is None:
         raise TypeError(
@@ -454,6 +462,5 @@ def parse_etrecord(
     if not isinstance(data, bytes):
         raise TypeError("parse_etrecord needs a file opened in binary mode")
     name = getattr(source, "name", None)
-    return ETRecord._load(
-        ZipSource(data, origin=str(name) if isinstance(name, str) else "<stream>")
-    )
+    origin = str(name) if isinstance(name, str) else "<stream>"
+    return ETRecord._load(ZipSource(data, origin=origin, max_entry_size=cap))

@@ -7,7 +7,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -26,6 +26,10 @@ from delegate_lens.inspector.linking import (
 from delegate_lens.inspector.model import Event, EventBlock, LazyEvents, PerfData
 from delegate_lens.inspector.tables import BlockTable, compute_samples, row_keys
 from delegate_lens.inspector.timescale import TimeScale, scale_factor
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.memory import AllocatorUsage
+    from delegate_lens.inspector.optypes import OpTypeSummary
 
 __all__ = ["Inspector"]
 
@@ -460,6 +464,31 @@ class Inspector:
                 for op_type in dict.fromkeys(event.op_types):
                     out.setdefault(op_type, []).append(event)
         return out
+
+    def get_op_type_summary(
+        self, event_block: str | EventBlock | None = None
+    ) -> list[OpTypeSummary]:
+        """Per op type: rows, time per run, share of the run and p50 (target time scale),
+        for one block (a block or a block name) or every block; see
+        :mod:`delegate_lens.inspector.optypes`."""
+        from delegate_lens.inspector.optypes import op_type_summary
+
+        if event_block is None:
+            return op_type_summary(self.event_blocks)
+        if isinstance(event_block, EventBlock):
+            return op_type_summary([event_block])
+        blocks = [b for b in self.event_blocks if b.name == event_block]
+        if not blocks:
+            names = sorted({b.name for b in self.event_blocks})
+            raise UsageError(f"no event block named {event_block!r} (blocks: {names})")
+        return op_type_summary(blocks)
+
+    def get_memory_usage(self) -> list[AllocatorUsage]:
+        """Bytes allocated per allocator per run, from the ETDump's allocation events
+        (empty when it has none); see :mod:`delegate_lens.inspector.memory`."""
+        from delegate_lens.inspector.memory import memory_usage
+
+        return memory_usage(self.etdump)
 
     def get_exported_program(self, method: str | None = "forward") -> Any:
         """The edge program of ``method`` from the ETRecord (deserialized with torch, on

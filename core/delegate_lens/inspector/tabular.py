@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import math
+import os
+import shutil
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.model import EventBlock
 
-__all__ = ["to_dataframe", "write_csv", "write_table", "write_tsv"]
+__all__ = ["terminal_width", "to_dataframe", "write_csv", "write_table", "write_tsv"]
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
@@ -42,7 +44,18 @@ def _headers(inspector: Inspector, include_units: bool, metadata: bool) -> list[
     return cols
 
 
-def _rows(inspector: Inspector, metadata: bool) -> Iterator[list[Any]]:
+def _delegate_row_name(name: str, backend: str | None, identifier: int | str) -> str:
+    """A delegate-logged row named with its backend and identifier: ``NPU #3`` for an int
+    identifier, ``NPU: conv1`` for a str one (its name), ``Add [NPU #3]`` otherwise."""
+    owner = backend or "delegate"
+    if isinstance(identifier, str):
+        return f"{owner}: {name}" if name == identifier else f"{name} [{owner}: {identifier}]"
+    return (
+        f"{owner} #{identifier}" if name == str(identifier) else f"{name} [{owner} #{identifier}]"
+    )
+
+
+def _rows(inspector: Inspector, metadata: bool, named: bool = False) -> Iterator[list[Any]]:
     for table in inspector.tables:
         for j, key in enumerate(table.keys):
             if _HIDDEN_IN_TABLE in key.name:
@@ -52,7 +65,10 @@ def _rows(inspector: Inspector, metadata: bool) -> Iterator[list[Any]]:
                 stats: list[Any] = [float(v) for v in table.stats[:, j]]
             else:
                 stats = [None] * 6
-            row = [table.name, key.name, *stats]
+            name = key.name
+            if named and key.identifier is not None:
+                name = _delegate_row_name(name, link.delegate_backend_name, key.identifier)
+            row = [table.name, name, *stats]
             row += [link.op_types, key.identifier is not None, link.delegate_backend_name]
             if metadata:
                 row.append(inspector.row_metadata(table, j)[1])
@@ -69,17 +85,74 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def terminal_width(stream: IO[str]) -> int | None:
+    """Columns to fit when ``stream`` is a terminal or ``COLUMNS`` is set, else None."""
+    isatty = getattr(stream, "isatty", None)
+    if os.environ.get("COLUMNS", "").strip().isdigit() or (isatty is not None and isatty()):
+        return shutil.get_terminal_size().columns
+    return None
+
+
+_MIN_CELL = 12
+_SHORT_HEADERS = {
+    "event_block_name": "block",
+    "is_delegated_op": "delegated",
+    "delegate_backend_name": "backend",
+    "delegate_debug_metadata": "metadata",
+}
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
+
+
+def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[list[str]]:
+    """Cut the cells of the ``squeezable`` columns (widest first) until lines fit ``width``."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    for col in sorted(squeezable, key=lambda c: -widths[c]):
+        if excess <= 0:
+            break
+        target = max(_MIN_CELL, widths[col] - excess)
+        if target < widths[col]:
+            excess -= widths[col] - target
+            for row in rows[1:]:
+                row[col] = _shorten(row[col], target)
+    return rows
+
+
 def write_table(
     inspector: Inspector,
     file: IO[str],
     *,
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
+    width: int | None = None,
 ) -> None:
-    """A human-readable table, columns aligned."""
+    """A human-readable table, columns aligned.
+
+    With ``width`` (the terminal view): rows a delegate logged are named with their backend
+    and identifier (``Add #1 [XnnpackBackend #3]``), the parsed delegate metadata is shown
+    when the file has any, and the event names, op types and metadata are shortened (ending
+    ``...``) so that lines fit that many columns.
+    """
+    if width is not None and not include_delegate_debug_data:
+        include_delegate_debug_data = bool((inspector.file_columns.metadata_length >= 0).any())
     headers = _headers(inspector, include_units, include_delegate_debug_data)
-    body = [[_fmt(v) for v in row] for row in _rows(inspector, include_delegate_debug_data)]
-    for text in align_columns([headers, *body], right=range(2, 8), rule=True):
+    rows_in = _rows(inspector, include_delegate_debug_data, named=width is not None)
+    body = [[_fmt(v) for v in row] for row in rows_in]
+    rows = [headers, *body]
+    if width is not None:  # the terminal view: short headers, no "False" and "[]" noise
+        rows[0] = [_SHORT_HEADERS.get(h, h) for h in headers]
+        for row in body:
+            for col in range(8, len(row)):
+                if row[col] in ("False", "[]", "{}"):
+                    row[col] = ""
+            row[9] = "yes" if row[9] == "True" else row[9]
+    if width is not None and body:
+        squeezable = [1, 8] + ([11] if include_delegate_debug_data else [])
+        rows = _fit(rows, width, squeezable)
+    for text in align_columns(rows, right=range(2, 8), rule=True):
         file.write(text + "\n")
 
 

@@ -10,6 +10,10 @@ quite the runtime's), or any slice that overlaps the end of the slice it starts 
 clipped and gets ``"clipped": true`` in its args. Each slice's args hold the instruction
 id, op types, debug handles, module paths, backend and the (parsed) delegate metadata.
 
+When the ETDump has allocation events, each run's track also carries a ``memory (bytes)``
+counter (``"C"`` events): the bytes the run allocated per allocator, from its first event
+to its last (then back to 0).
+
 Times are microseconds from the first event of the file (cycles are written as if they
 were microseconds). The slices of a block are computed with numpy for all its runs at once;
 the text is written run by run.
@@ -23,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
+from delegate_lens.inspector.memory import allocator_label
 from delegate_lens.inspector.timescale import TimeScale, units_per_second
 
 if TYPE_CHECKING:
@@ -179,6 +184,9 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     stream.write(
         f'{{"name": "process_name", "ph": "M", "pid": {_PID}, "args": {{"name": "delegate-lens"}}}}'
     )
+    memory: dict[int, dict[str, int]] = {}  # run -> {allocator: bytes}, from allocations
+    for usage in inspector.get_memory_usage():
+        memory.setdefault(usage.run, {})[allocator_label(usage)] = usage.total_bytes
     for run in sorted(where):
         b, pos = where[run]
         sl = blocks[b]
@@ -217,4 +225,13 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
                 f'"args": {{{sl.args[c]}{extra}}}}}'
             )
         stream.write("".join(parts))
+        if run in memory and starts:
+            # counters: what the run allocated, per allocator, held from its start to its end
+            args = json.dumps(memory[run])
+            zero = json.dumps(dict.fromkeys(memory[run], 0))
+            for ts, values in ((min(starts), args), (max(ends), zero)):
+                stream.write(
+                    f',\n{{"name": "memory (bytes)", "ph": "C", "pid": {_PID}, "tid": {run}, '
+                    f'"ts": {us(ts - origin)}, "args": {values}}}'
+                )
     stream.write("\n]}\n")

@@ -1,0 +1,187 @@
+"""Per-op-type summary, memory per allocator, and the table fitted to a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import VECTORS
+
+from delegate_lens.etdump import (
+    AllocationEvent,
+    Allocator,
+    ETDump,
+    Event,
+    ProfileEvent,
+    RunData,
+    dumps,
+)
+from delegate_lens.inspector import Inspector
+from delegate_lens.inspector.memory import AllocatorUsage
+
+MLP = VECTORS / "mlp_xnnpack"
+GPT = VECTORS / "gpt_portable"
+
+
+@pytest.fixture(scope="module")
+def mlp() -> Inspector:
+    with pytest.warns(Warning):
+        return Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
+
+
+def test_op_type_summary_splits_fused_rows_and_shares_the_run(mlp: Inspector) -> None:
+    rows = mlp.get_op_type_summary("Execute")
+    by_type = {r.op_type: r for r in rows}
+    execute = next(b for b in mlp.event_blocks if b.name == "Execute")
+    events = {e.name: e for e in execute.events}
+    call = events["DELEGATE_CALL"]
+    kernel = events["native_call__to_dim_order_copy.out"]
+    assert call.perf_data is not None and kernel.perf_data is not None
+    # DELEGATE_CALL runs 4 distinct op types: a quarter of its time each
+    linear = np.asarray(call.perf_data.raw) / 4
+    assert by_type["aten.linear.default"].count == 1
+    assert by_type["aten.linear.default"].total == pytest.approx(float(np.mean(linear)))
+    assert by_type["aten.linear.default"].p50 == pytest.approx(float(np.median(linear)))
+    add = np.asarray(call.perf_data.raw) / 4 + np.asarray(kernel.perf_data.raw) / 2
+    assert by_type["aten.add.Tensor"].count == 2
+    assert by_type["aten.add.Tensor"].total == pytest.approx(float(np.mean(add)))
+    run = float(np.mean(events["Method::execute"].perf_data.raw))  # type: ignore[union-attr]
+    assert by_type["aten.add.Tensor"].share == pytest.approx(float(np.mean(add)) / run)
+    assert 0 < sum(r.share for r in rows) <= 1
+    assert [r.total for r in rows] == sorted((r.total for r in rows), reverse=True)
+    assert mlp.get_op_type_summary() == rows  # 'Default' has no operator rows
+    with pytest.raises(Exception, match="no event block named 'Nope'"):
+        mlp.get_op_type_summary("Nope")
+
+
+def _with_allocations() -> bytes:
+    def run(sizes: list[tuple[int, int]]) -> RunData:
+        events = [
+            Event(profile_event=ProfileEvent(name="Method::execute", start_time=10, end_time=90))
+        ]
+        events += [
+            Event(allocation_event=AllocationEvent(allocator_id=a, allocation_size=s))
+            for a, s in sizes
+        ]
+        return RunData(
+            name="Execute", allocators=[Allocator("planned"), Allocator(None)], events=events
+        )
+
+    return dumps(ETDump(run_data=[run([(0, 64), (0, 32), (1, 8)]), run([(0, 16), (5, 1)])]))
+
+
+def test_memory_per_allocator_per_run_in_api_table_and_trace() -> None:
+    inspector = Inspector(etdump_data=_with_allocations())
+    assert inspector.get_memory_usage() == [
+        AllocatorUsage(0, "Execute", 0, "planned", 2, 96, 64),
+        AllocatorUsage(0, "Execute", 1, None, 1, 8, 8),
+        AllocatorUsage(1, "Execute", 0, "planned", 1, 16, 16),
+        AllocatorUsage(1, "Execute", 5, None, 1, 1, 1),
+    ]
+    from delegate_lens.exporters import get_exporters
+
+    out = io.StringIO()
+    get_exporters()["table"].write(inspector, out)
+    text = out.getvalue()
+    assert "memory allocated per run and allocator:" in text
+    assert any(
+        line.split() == ["0", "Execute", "planned", "2", "96", "64"] for line in text.splitlines()
+    )
+    out = io.StringIO()
+    get_exporters()["chrome-trace"].write(inspector, out)
+    counters = [e for e in json.loads(out.getvalue())["traceEvents"] if e["ph"] == "C"]
+    assert [(c["tid"], c["args"]) for c in counters] == [
+        (0, {"planned": 96, "allocator 1": 8}),
+        (0, {"planned": 0, "allocator 1": 0}),
+        (1, {"planned": 16, "allocator 5": 1}),
+        (1, {"planned": 0, "allocator 5": 0}),
+    ]
+    assert counters[1]["ts"] - counters[0]["ts"] == pytest.approx(0.08)  # 80 ns
+
+
+def test_table_fits_the_terminal_and_is_unchanged_without_a_width() -> None:
+    from delegate_lens.inspector.tabular import write_table
+
+    inspector = Inspector(etdump_path=GPT / "etdump.etdp", etrecord=GPT / "etrecord.bin")
+    wide = io.StringIO()
+    write_table(inspector, wide)
+    plain = io.StringIO()
+    inspector.print_data_tabular(file=plain)
+    assert wide.getvalue() == plain.getvalue()
+    assert max(map(len, wide.getvalue().splitlines())) > 160
+    fitted = io.StringIO()
+    write_table(inspector, fitted, width=160)
+    lines = fitted.getvalue().splitlines()
+    assert max(map(len, lines)) <= 160
+    assert len(lines) == len(wide.getvalue().splitlines())
+    assert any("..." in line for line in lines)
+
+
+def test_cli_by_op_type() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "delegate_lens",
+                "inspect",
+                str(MLP / "etdump.etdp"),
+                "--etrecord",
+                str(MLP / "etrecord.bin"),
+                "--by",
+                "op-type",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+        )
+
+    proc = run("-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["time_scale"] == "ms"
+    assert {r["op_type"] for r in data["op_types"]} >= {"aten.linear.default", "aten.add.Tensor"}
+    proc = run()
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0].split()[:3] == [
+        "event_block_name",
+        "op_type",
+        "count",
+    ]
+    proc = run("-f", "csv")
+    assert proc.returncode == 2 and "--by op-type writes the formats table, json" in proc.stderr
+
+
+def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
+    from delegate_lens.inspector.tabular import write_table
+
+    with pytest.warns(Warning):
+        xnnpack = Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
+    out = io.StringIO()
+    write_table(xnnpack, out, width=400)
+    names = [line.split("  ")[1] for line in out.getvalue().splitlines()[2:]]
+    assert "XnnpackBackend: Fully Connected (NC, F32) GEMM #1" in names
+    assert out.getvalue().splitlines()[0].split()[-3:] == ["delegated", "backend", "metadata"]
+
+    events = [
+        Event(profile_event=ProfileEvent(name="Method::execute", start_time=1, end_time=50)),
+        Event(
+            profile_event=ProfileEvent(
+                delegate_debug_id_int=3, delegate_debug_metadata=b"\x07", start_time=2, end_time=9
+            )
+        ),
+    ]
+    inspector = Inspector(
+        etdump_data=dumps(ETDump(run_data=[RunData(name="Execute", events=events)]))
+    )
+    out = io.StringIO()
+    write_table(inspector, out, width=400)
+    row = next(line for line in out.getvalue().splitlines() if "#3" in line)
+    assert row.split()[1:3] == ["delegate", "#3"]
+    assert "b'\\x07'" in row  # raw metadata when no parser knows the backend
+    plain = io.StringIO()
+    inspector.print_data_tabular(file=plain)
+    assert "#3" not in plain.getvalue()  # the reference's table keeps its names
