@@ -91,11 +91,21 @@ def _run(args: argparse.Namespace) -> int:
         )
     source = TimeScale.coerce(args.source_time_scale)
     target = TimeScale.coerce(args.target_time_scale)
+    if exporter.folder and not args.output:
+        raise UsageError(
+            f"format {exporter.name!r} writes several files: give a folder with -o DIR"
+        )
     if args.output:
         folder = Path(args.output).parent
         if not folder.is_dir():
             raise UsageError(f"cannot write {args.output}: folder {folder} does not exist")
-        if Path(args.output).is_dir():
+        if exporter.folder:
+            if Path(args.output).exists() and not Path(args.output).is_dir():
+                raise UsageError(
+                    f"cannot write {args.output}: format {exporter.name!r} writes a folder "
+                    "and this is a file"
+                )
+        elif Path(args.output).is_dir():
             raise UsageError(f"cannot write {args.output}: it is a folder; give a file name")
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
@@ -132,7 +142,11 @@ def _export(exporter: Any, inspector: Any, stream: IO[Any]) -> None:
 
 
 def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
-    from delegate_lens.fileio import write_atomic
+    from delegate_lens.fileio import write_atomic, write_folder_atomic
+
+    if exporter.folder:
+        write_folder_atomic(target, lambda folder: _export(exporter, inspector, folder))
+        return
 
     write_atomic(
         target, lambda stream: _export(exporter, inspector, stream), binary=exporter.binary
