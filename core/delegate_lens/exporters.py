@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import Any
 
 import attrs
 import pluggy
@@ -58,7 +58,7 @@ class Exporter:
 
     name: str = attrs.field(validator=_check_name)
     description: str = attrs.field(validator=attrs.validators.instance_of(str))
-    write: Callable[[Any, IO[Any]], None] = attrs.field(
+    write: Callable[[Any, Any], object] = attrs.field(
         validator=attrs.validators.is_callable(), repr=False
     )
     binary: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))

@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export(exporter: Any, inspector: Any, stream: IO[Any]) -> None:
+def _export(exporter: Any, inspector: Any, stream: IO[Any] | Path) -> None:
     """Run an exporter; a failure of its own (a bug in a plugin's exporter) becomes a
     :class:`PluginError` naming the exporter and its function instead of a traceback."""
     try:

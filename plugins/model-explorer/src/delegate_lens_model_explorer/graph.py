@@ -90,9 +90,7 @@ def delegate_calls(record: Any, method: str) -> list[DelegateCall]:
     calls = []
     for iid, entry in sorted(record.delegate_entries.get(method, {}).items()):
         handles = set(debug_map.get(iid, ()))
-        identifiers = {
-            key: normalize_handles(value) for key, value in entry.identifiers.items()
-        }
+        identifiers = {key: normalize_handles(value) for key, value in entry.identifiers.items()}
         for value in identifiers.values():
             handles.update(value)
         calls.append(DelegateCall(method, iid, entry.name, frozenset(handles), identifiers))
@@ -150,9 +148,9 @@ def build_method_graph(record: Any, method: str) -> MethodGraph:
     tensor_values = raw_graph.get("tensor_values") or {}
     calls = delegate_calls(record, method)
     call_of_handle: dict[int, DelegateCall] = {}
-    for call in calls:
-        for handle in call.handles:
-            call_of_handle.setdefault(handle, call)
+    for delegate_call in calls:
+        for handle in delegate_call.handles:
+            call_of_handle.setdefault(handle, delegate_call)
 
     producers: dict[str, tuple[str, int]] = {}  # tensor name -> (node id, output index)
     nodes: list[dict[str, Any]] = []
@@ -254,9 +252,7 @@ def _node_attrs(node: GraphNode, call: DelegateCall | None) -> list[dict[str, st
     return out
 
 
-def _incoming(
-    inputs: list[Any], producers: dict[str, tuple[str, int]]
-) -> list[dict[str, str]]:
+def _incoming(inputs: list[Any], producers: dict[str, tuple[str, int]]) -> list[dict[str, str]]:
     edges = []
     position = 0
     for item in inputs:

@@ -91,11 +91,9 @@ def numeric_gaps(inspector: Any) -> dict[str, float] | None:
     if method is None or not any(table.debug_data for table in inspector.tables):
         return None
     result = method()
-    rows: Iterable[Mapping[str, Any]]
-    if hasattr(result, "to_dict"):
-        rows = result.to_dict("records")
-    else:
-        rows = result
+    rows: Iterable[Mapping[str, Any]] = (
+        result.to_dict("records") if hasattr(result, "to_dict") else result
+    )
     gaps: dict[str, float] = {}
     for row in rows:
         gap = _largest(row.get("gap"))
@@ -115,9 +113,7 @@ def _largest(value: Any) -> float | None:
     return float(np.nanmax(values))
 
 
-def _graph_data(
-    name: str, results: dict[str, Any], *, gradient: bool = True
-) -> dict[str, Any]:
+def _graph_data(name: str, results: dict[str, Any], *, gradient: bool = True) -> dict[str, Any]:
     data: dict[str, Any] = {"name": name, "results": results}
     if gradient:
         data["gradient"] = GRADIENT
@@ -154,7 +150,7 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
                 )
         if graph.node_calls:
             backends = list(dict.fromkeys(call.backend for call in graph.node_calls.values()))
-            results = {}
+            results: dict[str, Any] = {}
             for node_id, call in graph.node_calls.items():
                 color = DELEGATE_COLORS[backends.index(call.backend) % len(DELEGATE_COLORS)]
                 results[node_id] = {"value": call.namespace, "bgColor": color}
@@ -163,9 +159,9 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
                 "showExpandedSummaryOnGroupNode": True,
             }
         if gaps:
-            results = {k: {"value": gaps[k]} for k in graph.op_nodes if k in gaps}
-            if results:
-                gap[graph.method] = _graph_data("numeric gap (largest per node)", results)
+            gap_results = {k: {"value": gaps[k]} for k in graph.op_nodes if k in gaps}
+            if gap_results:
+                gap[graph.method] = _graph_data("numeric gap (largest per node)", gap_results)
     files = {
         "latency_p50.json": p50,
         "latency_avg.json": avg,
