@@ -107,17 +107,27 @@ def _run(args: argparse.Namespace) -> int:
                 )
         elif Path(args.output).is_dir():
             raise UsageError(f"cannot write {args.output}: it is a folder; give a file name")
+    from delegate_lens.cli.terminal import delayed_progress, rich_console
+
+    console = rich_console(sys.stdout) if exporter.name == "table" and not args.output else None
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
 
-        inspector = Inspector(
-            etdump_path=args.etdump,
-            etrecord=args.etrecord,
-            debug_buffer_path=args.debug_buffer,
-            source_time_scale=source,
-            target_time_scale=target,
-        )
-        if args.output:
+        with delayed_progress(console) as progress:
+            progress.step(f"inspecting {Path(args.etdump).name}")
+            inspector = Inspector(
+                etdump_path=args.etdump,
+                etrecord=args.etrecord,
+                debug_buffer_path=args.debug_buffer,
+                source_time_scale=source,
+                target_time_scale=target,
+            )
+            if console is not None:
+                progress.step("formatting the table")
+                cells = _table_cells(inspector)
+        if console is not None:
+            _print_rich_table(console, cells)
+        elif args.output:
             _write_atomic(Path(args.output), exporter, inspector)
         elif exporter.binary:
             _export(exporter, inspector, sys.stdout.buffer)
@@ -150,4 +160,26 @@ def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
 
     write_atomic(
         target, lambda stream: _export(exporter, inspector, stream), binary=exporter.binary
+    )
+
+
+def _table_cells(inspector: Any) -> tuple[list[str], list[list[str]]]:
+    from delegate_lens.inspector.tabular import table_cells
+
+    return table_cells(inspector)
+
+
+def _print_rich_table(console: Any, cells: tuple[list[str], list[list[str]]]) -> None:
+    """The ``table`` format on a terminal: the same table with colour (rich)."""
+    from delegate_lens.cli.terminal import write_rich_table
+    from delegate_lens.inspector.tabular import TABLE_RIGHT
+
+    headers, body = cells
+    delegated_column = headers.index("is_delegated_op")
+    write_rich_table(
+        console,
+        headers,
+        body,
+        right=TABLE_RIGHT,
+        delegated=[row[delegated_column] == "True" for row in body],
     )

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.model import EventBlock
 
-__all__ = ["to_dataframe", "write_csv", "write_table", "write_tsv"]
+__all__ = [
+    "TABLE_RIGHT",
+    "table_cells",
+    "to_dataframe",
+    "write_csv",
+    "write_table",
+    "write_tsv",
+]
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
@@ -69,6 +76,19 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+TABLE_RIGHT = range(2, 8)
+"""Columns of the printed table that are right-aligned (the statistics)."""
+
+
+def table_cells(
+    inspector: Inspector, include_units: bool = True, include_delegate_debug_data: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """The printed table's header and rows as text cells (what :func:`write_table` aligns)."""
+    headers = _headers(inspector, include_units, include_delegate_debug_data)
+    body = [[_fmt(v) for v in row] for row in _rows(inspector, include_delegate_debug_data)]
+    return headers, body
+
+
 def write_table(
     inspector: Inspector,
     file: IO[str],
@@ -77,9 +97,8 @@ def write_table(
     include_delegate_debug_data: bool = False,
 ) -> None:
     """A human-readable table, columns aligned."""
-    headers = _headers(inspector, include_units, include_delegate_debug_data)
-    body = [[_fmt(v) for v in row] for row in _rows(inspector, include_delegate_debug_data)]
-    for text in align_columns([headers, *body], right=range(2, 8), rule=True):
+    headers, body = table_cells(inspector, include_units, include_delegate_debug_data)
+    for text in align_columns([headers, *body], right=TABLE_RIGHT, rule=True):
         file.write(text + "\n")
 
 
