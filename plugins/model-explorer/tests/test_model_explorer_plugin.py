@@ -185,12 +185,12 @@ def test_existing_folder_gets_the_files_and_a_failure_leaves_it_alone(
     assert export(out, folder / "etdump.etdp", *args) == 0
     assert {"graph.json", "keep.txt", "latency_p50.json"} <= {p.name for p in out.iterdir()}
 
-    import delegate_lens_model_explorer.plugin as plugin
+    import delegate_lens_model_explorer.overlays as overlays
 
     def broken(*_: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(plugin, "build_overlays", broken)
+    monkeypatch.setattr(overlays, "build_overlays", broken)
     fresh = tmp_path / "fresh"
     with pytest.raises(SystemExit):
         export(fresh, folder / "etdump.etdp", *args)

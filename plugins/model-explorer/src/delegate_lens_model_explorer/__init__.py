@@ -8,9 +8,7 @@ the ``model-explorer`` exporter (:mod:`delegate_lens_model_explorer.plugin`) wri
 
 from __future__ import annotations
 
-from delegate_lens_model_explorer.graph import build_graph_collection, delegate_calls
-from delegate_lens_model_explorer.overlays import build_overlays
-from delegate_lens_model_explorer.plugin import GRAPH_FILE, write_model_explorer
+from typing import Any
 
 __all__ = [
     "GRAPH_FILE",
@@ -20,3 +18,21 @@ __all__ = [
     "write_model_explorer",
 ]
 __version__ = "0.1.0"
+
+_HOMES = {
+    "GRAPH_FILE": "plugin",
+    "write_model_explorer": "plugin",
+    "build_graph_collection": "graph",
+    "delegate_calls": "graph",
+    "build_overlays": "overlays",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # lazy: delegate-lens imports the plugin module at start-up, which must stay cheap
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

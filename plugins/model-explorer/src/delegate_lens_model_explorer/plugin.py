@@ -16,8 +16,6 @@ from typing import Any
 from delegate_lens import hookimpl
 from delegate_lens.errors import UsageError
 from delegate_lens.exporters import Exporter
-from delegate_lens_model_explorer.graph import build_graph_collection
-from delegate_lens_model_explorer.overlays import build_overlays
 
 __all__ = ["GRAPH_FILE", "dl_exporters", "write_model_explorer"]
 
@@ -30,6 +28,9 @@ def write_model_explorer(inspector: Any, folder: Path) -> list[Path]:
     Returns the paths written, the graph first. Needs an Inspector made with an ETRecord
     (:class:`~delegate_lens.errors.UsageError` otherwise).
     """
+    from delegate_lens_model_explorer.graph import build_graph_collection
+    from delegate_lens_model_explorer.overlays import build_overlays
+
     record = inspector.etrecord
     if record is None:
         raise UsageError(
