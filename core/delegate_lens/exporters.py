@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import Any
 
 import attrs
 import pluggy
@@ -51,14 +51,18 @@ class Exporter:
     :param write: ``write(inspector, stream)``; ``stream`` is a text stream, or a binary
         one when ``binary`` is true.
     :param binary: whether ``write`` expects a binary stream.
+    :param folder: whether the exporter writes several files: ``write(inspector, folder)``
+        then gets a :class:`pathlib.Path` of an empty folder to write them into (the CLI
+        publishes it as ``-o DIR`` only when ``write`` succeeds).
     """
 
     name: str = attrs.field(validator=_check_name)
     description: str = attrs.field(validator=attrs.validators.instance_of(str))
-    write: Callable[[Any, IO[Any]], None] = attrs.field(
+    write: Callable[[Any, Any], object] = attrs.field(
         validator=attrs.validators.is_callable(), repr=False
     )
     binary: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    folder: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 def get_exporters(pm: pluggy.PluginManager | None = None) -> dict[str, Exporter]:

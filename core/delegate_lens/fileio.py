@@ -16,7 +16,13 @@ from typing import IO, Any, NoReturn
 
 from delegate_lens.errors import InputFileError, MissingFileError
 
-__all__ = ["read_input", "reraise_as_input_error", "write_atomic", "write_bytes_atomic"]
+__all__ = [
+    "read_input",
+    "reraise_as_input_error",
+    "write_atomic",
+    "write_bytes_atomic",
+    "write_folder_atomic",
+]
 
 
 def reraise_as_input_error(exc: OSError, path: str | os.PathLike[str], what: str) -> NoReturn:
@@ -84,3 +90,38 @@ def write_atomic(
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> Path:
     """Write ``data`` to ``path`` atomically (see :func:`write_atomic`)."""
     return write_atomic(path, lambda stream: stream.write(data), binary=True)
+
+
+def write_folder_atomic(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+    """Call ``write(folder)`` on a new temporary folder beside ``path``, then publish it.
+
+    A ``path`` that does not exist becomes the folder (one rename); into an existing folder
+    each file is moved (``os.replace``, so each one appears whole). On any failure the
+    temporary folder is removed and ``path`` is left as it was.
+    """
+    import shutil
+
+    target = Path(path)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    try:
+        write(tmp)
+        if not target.exists():
+            os.chmod(tmp, 0o777 & ~_umask())
+            os.rename(tmp, target)
+            return target
+        for item in sorted(tmp.iterdir()):
+            os.replace(item, target / item.name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

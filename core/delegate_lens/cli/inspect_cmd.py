@@ -104,23 +104,43 @@ def _run(args: argparse.Namespace) -> int:
         )
     source = TimeScale.coerce(args.source_time_scale)
     target = TimeScale.coerce(args.target_time_scale)
+    if exporter.folder and not args.output:
+        raise UsageError(
+            f"format {exporter.name!r} writes several files: give a folder with -o DIR"
+        )
     if args.output:
         folder = Path(args.output).parent
         if not folder.is_dir():
             raise UsageError(f"cannot write {args.output}: folder {folder} does not exist")
-        if Path(args.output).is_dir():
+        if exporter.folder:
+            if Path(args.output).exists() and not Path(args.output).is_dir():
+                raise UsageError(
+                    f"cannot write {args.output}: format {exporter.name!r} writes a folder "
+                    "and this is a file"
+                )
+        elif Path(args.output).is_dir():
             raise UsageError(f"cannot write {args.output}: it is a folder; give a file name")
+    from delegate_lens.cli.terminal import delayed_progress, rich_console
+
+    console = rich_console(sys.stdout) if exporter.name == "table" and not args.output else None
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
 
-        inspector = Inspector(
-            etdump_path=args.etdump,
-            etrecord=args.etrecord,
-            debug_buffer_path=args.debug_buffer,
-            source_time_scale=source,
-            target_time_scale=target,
-        )
-        if args.output:
+        with delayed_progress(console) as progress:
+            progress.step(f"inspecting {Path(args.etdump).name}")
+            inspector = Inspector(
+                etdump_path=args.etdump,
+                etrecord=args.etrecord,
+                debug_buffer_path=args.debug_buffer,
+                source_time_scale=source,
+                target_time_scale=target,
+            )
+            if console is not None:
+                progress.step("formatting the table")
+                cells = _table_cells(inspector)
+        if console is not None:
+            _print_rich_table(console, cells)
+        elif args.output:
             _write_atomic(Path(args.output), exporter, inspector)
         elif exporter.binary:
             _export(exporter, inspector, sys.stdout.buffer)
@@ -129,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export(exporter: Any, inspector: Any, stream: IO[Any]) -> None:
+def _export(exporter: Any, inspector: Any, stream: IO[Any] | Path) -> None:
     """Run an exporter; a failure of its own (a bug in a plugin's exporter) becomes a
     :class:`PluginError` naming the exporter and its function instead of a traceback."""
     try:
@@ -145,8 +165,35 @@ def _export(exporter: Any, inspector: Any, stream: IO[Any]) -> None:
 
 
 def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
-    from delegate_lens.fileio import write_atomic
+    from delegate_lens.fileio import write_atomic, write_folder_atomic
+
+    if exporter.folder:
+        write_folder_atomic(target, lambda folder: _export(exporter, inspector, folder))
+        return
 
     write_atomic(
         target, lambda stream: _export(exporter, inspector, stream), binary=exporter.binary
+    )
+
+
+def _table_cells(inspector: Any) -> tuple[list[str], list[list[str]]]:
+    from delegate_lens.inspector.tabular import table_cells, terminal_width
+
+    return table_cells(inspector, width=terminal_width(sys.stdout))
+
+
+def _print_rich_table(console: Any, cells: tuple[list[str], list[list[str]]]) -> None:
+    """The ``table`` format on a terminal: the same table with colour (rich)."""
+    from delegate_lens.cli.terminal import write_rich_table
+    from delegate_lens.inspector.tabular import TABLE_RIGHT
+
+    headers, body = cells
+    # the terminal view names the column "delegated" and marks its rows "yes"
+    column = headers.index("delegated" if "delegated" in headers else "is_delegated_op")
+    write_rich_table(
+        console,
+        headers,
+        body,
+        right=TABLE_RIGHT,
+        delegated=[row[column] in ("True", "yes") for row in body],
     )

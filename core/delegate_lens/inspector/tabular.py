@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.model import EventBlock
 
-__all__ = ["terminal_width", "to_dataframe", "write_csv", "write_table", "write_tsv"]
+__all__ = [
+    "TABLE_RIGHT",
+    "table_cells",
+    "terminal_width",
+    "to_dataframe",
+    "write_csv",
+    "write_table",
+    "write_tsv",
+]
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
@@ -121,15 +129,18 @@ def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[l
     return rows
 
 
-def write_table(
+TABLE_RIGHT = range(2, 8)
+"""Columns of the printed table that are right-aligned (the statistics)."""
+
+
+def table_cells(
     inspector: Inspector,
-    file: IO[str],
-    *,
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
+    *,
     width: int | None = None,
-) -> None:
-    """A human-readable table, columns aligned.
+) -> tuple[list[str], list[list[str]]]:
+    """The printed table's header and rows as text cells (what :func:`write_table` aligns).
 
     With ``width`` (the terminal view): rows a delegate logged are named with their backend
     and identifier (``Add #1 [XnnpackBackend #3]``), the parsed delegate metadata is shown
@@ -152,7 +163,20 @@ def write_table(
     if width is not None and body:
         squeezable = [1, 8] + ([11] if include_delegate_debug_data else [])
         rows = _fit(rows, width, squeezable)
-    for text in align_columns(rows, right=range(2, 8), rule=True):
+    return rows[0], rows[1:]
+
+
+def write_table(
+    inspector: Inspector,
+    file: IO[str],
+    *,
+    include_units: bool = True,
+    include_delegate_debug_data: bool = False,
+    width: int | None = None,
+) -> None:
+    """A human-readable table, columns aligned (see :func:`table_cells` for ``width``)."""
+    headers, body = table_cells(inspector, include_units, include_delegate_debug_data, width=width)
+    for text in align_columns([headers, *body], right=TABLE_RIGHT, rule=True):
         file.write(text + "\n")
 
 
