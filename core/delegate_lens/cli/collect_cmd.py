@@ -34,14 +34,14 @@ def register(subparsers: Any) -> None:
         metavar="NAME=VALUE",
         help="label every collected event (repeatable; wins over a labels.json sidecar)",
     )
-    parser.add_argument(
-        "--engine", default="local", metavar="NAME", help="local (default) or dask"
-    )
+    parser.add_argument("--engine", default="local", metavar="NAME", help="local (default) or dask")
     parser.add_argument(
         "--workers", type=int, default=1, metavar="N", help="worker processes (default 1)"
     )
     parser.add_argument(
-        "--scheduler", metavar="ADDRESS", help="a Dask scheduler (tcp://host:8786) for --engine dask"
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://host:8786) for --engine dask",
     )
     parser.add_argument(
         "--batch-mb", type=float, default=64.0, metavar="MB", help="ETDump MB per part (default 64)"

@@ -19,7 +19,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("dataset", metavar="DATASET", help="dataset folder or URI")
     parser.add_argument("sql", metavar="SQL", help="a SELECT over the view events")
     parser.add_argument(
-        "--format", "-f", default=None, metavar="NAME",
+        "--format",
+        "-f",
+        default=None,
+        metavar="NAME",
         help="table, csv, json or parquet (default: from -o's extension, else table)",
     )
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")

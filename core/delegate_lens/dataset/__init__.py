@@ -6,7 +6,13 @@ extra. See ``docs/fleet.md``.
 
 from __future__ import annotations
 
-from delegate_lens.dataset.collector import ENGINES, CollectReport, FileResult, collect, collect_batch
+from delegate_lens.dataset.collector import (
+    ENGINES,
+    CollectReport,
+    FileResult,
+    collect,
+    collect_batch,
+)
 from delegate_lens.dataset.query import FORMATS, connect, query, write_result
 from delegate_lens.dataset.schema import COLUMNS, schema
 from delegate_lens.dataset.sources import Source, find_sources

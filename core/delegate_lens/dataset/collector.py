@@ -176,13 +176,17 @@ def make_batches(
 Runner = Callable[[str, list[list[Source]], frozenset[str]], Iterator[list[FileResult]]]
 
 
-def _run_serial(location: str, batches: list[list[Source]], known: frozenset[str]) -> Iterator[list[FileResult]]:
+def _run_serial(
+    location: str, batches: list[list[Source]], known: frozenset[str]
+) -> Iterator[list[FileResult]]:
     for batch in batches:
         yield collect_batch(location, batch, known)
 
 
 def _run_processes(workers: int) -> Runner:
-    def run(location: str, batches: list[list[Source]], known: frozenset[str]) -> Iterator[list[FileResult]]:
+    def run(
+        location: str, batches: list[list[Source]], known: frozenset[str]
+    ) -> Iterator[list[FileResult]]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -196,7 +200,9 @@ def _run_processes(workers: int) -> Runner:
 
 
 def _run_dask(scheduler: str | None, workers: int) -> Runner:
-    def run(location: str, batches: list[list[Source]], known: frozenset[str]) -> Iterator[list[FileResult]]:
+    def run(
+        location: str, batches: list[list[Source]], known: frozenset[str]
+    ) -> Iterator[list[FileResult]]:
         distributed = require("distributed", "collect --engine dask")
         if scheduler is not None:
             client = distributed.Client(scheduler)
@@ -211,7 +217,8 @@ def _run_dask(scheduler: str | None, workers: int) -> Runner:
             )
             client = distributed.Client(cluster)
         try:
-            shared = client.scatter(known, broadcast=True) if known else known
+            # one copy of the known hashes per worker, not one per task
+            shared = client.scatter([known], broadcast=True)[0] if known else known
             futures = client.map(
                 collect_batch, [location] * len(batches), batches, known=shared, pure=False
             )

@@ -30,7 +30,9 @@ def connect(dataset: str) -> Any:
     parts = store.part_uris()
     if parts:
         listing = ", ".join("'" + p.replace("'", "''") + "'" for p in parts)
-        con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+        con.execute(
+            f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{listing}], union_by_name = true)"
+        )
     else:  # an empty dataset still has its columns
         pa = require("pyarrow", "query")
         con.register("_empty_events", pa.Table.from_batches([], schema=schema()))
@@ -77,7 +79,8 @@ def format_table(table: Any) -> str:
     numeric = {
         i
         for i, field in enumerate(table.schema)
-        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+        if pa.types.is_integer(field.type)
+        or pa.types.is_floating(field.type)
         or pa.types.is_decimal(field.type)
     }
     return "\n".join(align_columns(rows, right=numeric, rule=True)) + "\n"

@@ -46,7 +46,9 @@ def _labels(pa: Any, labels: Mapping[str, str], n: int) -> Any:
     return pa.MapArray.from_arrays(offsets, key_arr, value_arr)
 
 
-def _links(pa: Any, inspector: Any, fc: FileColumns, profile: npt.NDArray[np.int64]) -> dict[str, Any]:
+def _links(
+    pa: Any, inspector: Any, fc: FileColumns, profile: npt.NDArray[np.int64]
+) -> dict[str, Any]:
     """op_types, debug_handles, delegate_backend, module_path of each profile event."""
     n = len(profile)
     link_of = np.full(len(fc), -1, dtype=np.int64)
@@ -77,8 +79,12 @@ def _links(pa: Any, inspector: Any, fc: FileColumns, profile: npt.NDArray[np.int
         return paths[0] if paths else None
 
     return {
-        "op_types": pa.array([list(link.op_types) for link in links], pa.list_(pa.string())).take(take),
-        "debug_handles": pa.array([handles(link) for link in links], pa.list_(pa.int32())).take(take),
+        "op_types": pa.array([list(link.op_types) for link in links], pa.list_(pa.string())).take(
+            take
+        ),
+        "debug_handles": pa.array([handles(link) for link in links], pa.list_(pa.int32())).take(
+            take
+        ),
         "delegate_backend": pa.array([link.delegate_backend_name for link in links], pa.string())
         .dictionary_encode()
         .take(take),

@@ -110,7 +110,9 @@ def find_sources(
             stem = path.name.rsplit(".", 1)[0]
             folder = path.parent
             record = etrecord or _first_existing(
-                folder / f"{stem}.etrecord", folder / f"{stem}.etrecord.bin", folder / "etrecord.bin"
+                folder / f"{stem}.etrecord",
+                folder / f"{stem}.etrecord.bin",
+                folder / "etrecord.bin",
             )
             labels_file = _first_existing(folder / f"{stem}.labels.json", folder / "labels.json")
             sources.append(

@@ -14,6 +14,7 @@ still known, and its files are not collected twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -29,7 +30,15 @@ MANIFEST = "_manifest"
 
 
 def _write_options(table: Any) -> dict[str, Any]:
-    ints = ("run", "event_index", "instruction_id", "chain_index", "start_time", "end_time", "duration")
+    ints = (
+        "run",
+        "event_index",
+        "instruction_id",
+        "chain_index",
+        "start_time",
+        "end_time",
+        "duration",
+    )
     dictionary = [f.name for f in table.schema if f.name not in ints]
     return {
         "compression": "zstd",
@@ -126,10 +135,8 @@ class DatasetStore:
                 write(stream)
             self.fs.move(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 self.fs.delete_file(tmp)
-            except OSError:
-                pass
             raise
 
     def write_part(self, table: Any, files: Sequence[dict[str, Any]]) -> str:
