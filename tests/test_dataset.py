@@ -123,6 +123,19 @@ def test_labels_from_sidecar_and_command_line(fleet: Path, tmp_path: Path) -> No
     assert out.to_pylist() == [{"d": "pixel8", "b": "abc123", "m": "override"}]
 
 
+def test_labels_differing_between_files_and_parts(fleet: Path, tmp_path: Path) -> None:
+    ds = str(tmp_path / "ds")
+    (fleet / "s24" / "conv_xnnpack" / "labels.json").write_text('{"build": 7, "fast": true}')
+    collect([str(fleet / "s24")], ds)  # one part: two files with different label names
+    collect([str(fleet / "pixel8" / "mlp_xnnpack" / "run.etdp")], str(tmp_path / "other"))
+    plain = tmp_path / "plain.etdp"  # a part without labels at all
+    plain.write_bytes(vary((fleet / "pixel8" / "mlp_xnnpack" / "run.etdp").read_bytes(), 5))
+    collect([str(plain)], ds)
+    sql = "select distinct labels.device d, labels['build'] b, labels.fast f from events"
+    rows = {tuple(row.values()) for row in query(ds, sql).to_pylist()}
+    assert rows == {(None, None, None), (None, "7", "true"), ("s24", None, None)}
+
+
 def test_incremental_skip_by_content(fleet: Path, tmp_path: Path) -> None:
     ds = str(tmp_path / "ds")
     first = collect([str(fleet)], ds)

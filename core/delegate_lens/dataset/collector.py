@@ -100,7 +100,7 @@ def collect_batch(
 ) -> list[FileResult]:
     """Collect ``sources`` into one new part of the dataset at ``location`` (what each
     worker runs); files whose hash is in ``known`` are skipped."""
-    from delegate_lens.dataset.rows import events_table, file_columns
+    from delegate_lens.dataset.rows import events_table, file_columns, with_labels
     from delegate_lens.inspector.api import _load_etrecord
 
     pa = require("pyarrow", "collect")
@@ -111,6 +111,7 @@ def collect_batch(
     seen: set[str] = set()
     records: dict[str, Any] = {}
     pending: list[int] = []
+    batch_labels: list[dict[str, str]] = []
     for source in sources:
         file_hash = None
         try:
@@ -139,11 +140,19 @@ def collect_batch(
             results.append(FileResult(source.path, "failed", 0, 0, file_hash, message))
             continue
         seen.add(file_hash)
+        batch_labels.append(labels)
         tables.append(table)
         files.append({"hash": file_hash, "source": source.path, "rows": table.num_rows})
         pending.append(len(results))
         results.append(FileResult(source.path, "collected", len(data), table.num_rows, file_hash))
     if tables:
+        names = sorted({name for labels in batch_labels for name in labels})
+        if any(sorted(labels) != names for labels in batch_labels):  # unify the structs
+            tables = [
+                with_labels(table.drop_columns(["labels"]) if labels else table, labels, names)
+                for table, labels in zip(tables, batch_labels)
+            ]
+        store.create()
         part = store.write_part(pa.concat_tables(tables), files)
         for i in pending:
             r = results[i]
@@ -190,7 +199,11 @@ def _run_processes(workers: int) -> Runner:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        context = multiprocessing.get_context("spawn")
+        # forkserver: workers fork from a server that imported the collector once (spawn
+        # would import numpy and pyarrow again in every worker; fork would copy the
+        # driver's threads)
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = [pool.submit(collect_batch, location, batch, known) for batch in batches]
             for future in as_completed(futures):

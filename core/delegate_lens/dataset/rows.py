@@ -36,14 +36,20 @@ def _constant_text(pa: Any, value: str, n: int) -> Any:
     )
 
 
-def _labels(pa: Any, labels: Mapping[str, str], n: int) -> Any:
-    keys = sorted(labels)
-    k = len(keys)
-    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * k)
-    pick = pa.array(np.tile(np.arange(k, dtype=np.int32), n))
-    key_arr = pa.array(keys, type=pa.string()).take(pick)
-    value_arr = pa.array([labels[key] for key in keys], type=pa.string()).take(pick)
-    return pa.MapArray.from_arrays(offsets, key_arr, value_arr)
+def with_labels(table: Any, labels: Mapping[str, str], names: Sequence[str]) -> Any:
+    """``table`` with the struct column ``labels`` (fields ``names``; a name missing from
+    ``labels`` is NULL), as the third column; ``table`` itself when ``names`` is empty."""
+    if not names:
+        return table
+    pa = require("pyarrow", "collect")
+    n = table.num_rows
+    names = sorted(names)
+    fields = [
+        _constant_text(pa, labels[name], n) if name in labels else _text(pa, np.full(n, -1), [])
+        for name in names
+    ]
+    column = pa.StructArray.from_arrays(fields, names=names)
+    return table.add_column(2, pa.field("labels", column.type), column)
 
 
 def _links(
@@ -141,7 +147,6 @@ def events_table(
     columns = {
         "source": _constant_text(pa, source, n),
         "file_hash": _constant_text(pa, file_hash, n),
-        "labels": _labels(pa, labels, n),
         "run": pa.array(run.astype(np.int32)),
         "block": _text(pa, block_of_run[run], list(block_names)),
         "event_index": pa.array((profile - fc.run_start[run]).astype(np.int32)),
@@ -155,9 +160,9 @@ def events_table(
         "delegate_identifier": _text(pa, identifier, dictionary),
         **_links(pa, inspector, fc, profile),
     }
-    return pa.Table.from_arrays(
-        [columns[field.name].cast(field.type) for field in schema()], schema=schema()
-    )
+    plain = schema()
+    table = pa.Table.from_arrays([columns[f.name].cast(f.type) for f in plain], schema=plain)
+    return with_labels(table, labels, list(labels))
 
 
 def file_columns(data: bytes, etrecord: Any = None) -> tuple[FileColumns, Any]:

@@ -6,6 +6,7 @@ in the ETDump. Strings are dictionary-encoded (a fleet repeats few distinct name
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from delegate_lens.dataset._extras import require
@@ -15,7 +16,7 @@ __all__ = ["COLUMNS", "schema"]
 COLUMNS: dict[str, str] = {
     "source": "path or URI of the ETDump the event came from",
     "file_hash": "BLAKE2b-128 of the ETDump's bytes (hex): what incremental collection skips by",
-    "labels": "map of label name to value (--label k=v, or a JSON sidecar)",
+    "labels": "struct of the labels (--label k=v, or a JSON sidecar): labels['device'] or labels.device",
     "run": "index of the run (RunData) in the file, from 0",
     "block": "name of the run's event block (e.g. 'Execute')",
     "event_index": "index of the event within its run",
@@ -34,15 +35,24 @@ COLUMNS: dict[str, str] = {
 }
 
 
-def schema() -> Any:
-    """The dataset's ``pyarrow.Schema``."""
+def schema(label_names: Sequence[str] = ()) -> Any:
+    """The ``pyarrow.Schema`` of a part whose files carry labels named ``label_names``.
+
+    ``labels`` is a struct with one text field per label name (a part without labels has
+    no ``labels`` column; queries see NULL there: DuckDB unifies parts by column name).
+    """
     pa = require("pyarrow", "the dataset")
     text = pa.dictionary(pa.int32(), pa.string())
+    labels = (
+        [("labels", pa.struct([(name, text) for name in sorted(label_names)]))]
+        if label_names
+        else []
+    )
     return pa.schema(
         [
             ("source", text),
             ("file_hash", text),
-            ("labels", pa.map_(pa.string(), pa.string())),
+            *labels,
             ("run", pa.int32()),
             ("block", text),
             ("event_index", pa.int32()),
