@@ -154,7 +154,6 @@ def events_table(
         "instruction_id": pa.array(iid, mask=no_iid if no_iid.any() else None),
         "chain_index": pa.array(fc.chain_index[profile].astype(np.int64, copy=False)),
         "start_time": pa.array(start),
-        "end_time": pa.array(end),
         "duration": pa.array(end - start),
         "is_delegated": pa.array(identifier >= 0),
         "delegate_identifier": _text(pa, identifier, dictionary),

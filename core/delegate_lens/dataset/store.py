@@ -36,7 +36,6 @@ def _write_options(table: Any) -> dict[str, Any]:
         "instruction_id",
         "chain_index",
         "start_time",
-        "end_time",
         "duration",
     )
     dictionary = [f.name for f in table.schema if f.name not in ints]
