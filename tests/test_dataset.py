@@ -220,6 +220,8 @@ def test_query_formats(fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
         (["collect", "{fleet}", "-o", "{ds}", "--label", "device"], "expected NAME=VALUE"),
         (["collect", "{fleet}", "-o", "{ds}", "--engine", "spark"], "unknown engine 'spark'"),
         (["collect", "{fleet}/*.nothing", "-o", "{ds}"], "no file matches"),
+        (["collect", "{ds}/_manifest", "-o", "{ds}"], "no ETDump (*.etdp, *.etdump) in this"),
+        (["collect", "{fleet}", "-o", "{fleet}/s24/labels.json"], "is a file, not a dataset"),
         (["collect", "{fleet}", "-o", "{ds}", "--workers", "0"], "workers must be at least 1"),
         (["query", "{ds}/nope", "select 1"], "no such dataset"),
         (["query", "{ds}", "select * from nope"], "query failed: Catalog Error"),
@@ -232,6 +234,7 @@ def test_cli_errors_one_line_exit_2(
 ) -> None:
     ds = tmp_path / "ds"
     collect([str(fleet / "pixel8" / "mlp_xnnpack")], str(ds))
+    (fleet / "s24" / "labels.json").write_text("{}")
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         main([a.format(fleet=fleet, ds=ds) for a in argv])

@@ -84,7 +84,10 @@ def _expand(pattern: str) -> list[Path]:
         return found
     path = Path(pattern)
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in ETDUMP_SUFFIXES and p.is_file())
+        found = sorted(p for p in path.rglob("*") if p.suffix in ETDUMP_SUFFIXES and p.is_file())
+        if not found:
+            raise UsageError(f"{pattern}: no ETDump (*.etdp, *.etdump) in this folder")
+        return found
     if not path.exists():
         raise UsageError(f"{pattern}: no such file or folder")
     return [path]
