@@ -19,7 +19,16 @@ from typing import NoReturn
 
 from delegate_lens.errors import DelegateLensError
 
-_COMMAND_MODULES = ("demo", "inspect", "etdump", "etrecord", "plugins", "numerics")
+_COMMAND_MODULES = (
+    "demo",
+    "inspect",
+    "etdump",
+    "etrecord",
+    "plugins",
+    "numerics",
+    "collect",
+    "query",
+)
 
 EXIT_USAGE = 2
 

@@ -1,0 +1,209 @@
+"""Benchmark ``collect`` and ``query`` (issue 12); prints medians, ``uptime`` and the machine.
+
+    python benchmarks/bench_collect.py [--repeat N] [--small N] [--big N] [--events N]
+
+Measures, each into a fresh dataset (medians of ``--repeat`` runs):
+
+* collect of ``--big`` copies of the big vector (gpt_portable_big, 33 MB, 482,002 events;
+  each copy's times shifted so that no copy is skipped as a duplicate), 1 and 2 workers;
+* collect of ``--small`` small demo dumps (one ``delegate-lens demo`` ETDump, written
+  once with torch, then varied with the codec: no torch per file), 1 and 2 workers;
+* query: p50 of duration per operator and device over a dataset of ``--events`` events
+  (parts written from the big vector's table with three device labels).
+
+MB/s per core = ETDump MB / seconds / workers. Targets: >= 100 MB/s per core, >= 1.7x with
+2 workers, query < 1 s. Other jobs load this machine: ``uptime`` is printed with each figure.
+Inputs are cached under ``$TMPDIR/delegate-lens-bench-collect``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from machine import describe as describe_machine
+
+from delegate_lens.dataset import DatasetStore, collect, query
+from delegate_lens.etdump import RunData, dumps, loads
+from delegate_lens.etdump.model import ETDump
+
+REPO = Path(__file__).resolve().parent.parent
+BIG = Path("/work/shared/vectors/gpt_portable_big/etdump.etdp")
+if not BIG.exists():
+    BIG = REPO.parent / "shared" / "vectors" / "gpt_portable_big" / "etdump.etdp"
+CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-collect"
+_FIELDS = (
+    "name",
+    "chain_index",
+    "instruction_id",
+    "delegate_debug_id_int",
+    "delegate_debug_id_str",
+    "metadata_offset",
+    "metadata_length",
+    "allocator_id",
+    "allocation_size",
+)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def vary(data: bytes, shift: int) -> bytes:
+    """``data`` with every time moved by ``shift`` ticks: same events, other bytes."""
+    etdump = loads(data)
+    runs = []
+    for run in etdump.run_data:
+        c = run.columns
+        moved = c.build(
+            np.array(c.kind),
+            strings=c.strings,
+            blob=bytes(c.blob),
+            debug_entries=dict(c.debug_entries.items()),
+            start_time=c.start_time + np.uint64(shift),
+            end_time=c.end_time + np.uint64(shift),
+            **{name: np.array(getattr(c, name)) for name in _FIELDS},
+        )
+        runs.append(RunData.from_columns(run.name, run.bundled_input_index, run.allocators, moved))
+    return dumps(ETDump(version=etdump.version, run_data=runs))
+
+
+def big_copies(count: int) -> Path:
+    folder = CACHE / f"big{count}"
+    if len(list(folder.glob("*.etdp"))) != count:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        data = BIG.read_bytes()
+        for i in range(count):
+            (folder / f"big{i}.etdp").write_bytes(vary(data, i) if i else data)
+    return folder
+
+
+def small_dumps(count: int) -> Path:
+    folder = CACHE / f"small{count}"
+    if len(list(folder.rglob("*.etdp"))) != count:
+        shutil.rmtree(folder, ignore_errors=True)
+        demo = CACHE / "demo"
+        if not (demo / "etdump.etdp").exists():  # torch runs once, here
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "delegate_lens",
+                    "demo",
+                    "--model",
+                    "mlp",
+                    "--runs",
+                    "10",
+                    "--out",
+                    str(demo),
+                    "--no-table",
+                    "--debug-buffer-size",
+                    "0",
+                ],
+                check=True,
+            )
+        data = (demo / "etdump.etdp").read_bytes()
+        for i in range(count):
+            sub = folder / f"d{i // 1000}"
+            sub.mkdir(parents=True, exist_ok=True)
+            (sub / f"run{i}.etdp").write_bytes(vary(data, i) if i else data)
+    return folder
+
+
+def time_collect(folder: Path, workers: int, repeat: int) -> tuple[float, float, int, int]:
+    """Median wall seconds, median CPU seconds of this process (1 worker only: the
+    workers of a pool are not our children), ETDump bytes, events."""
+    times = []
+    cpu = []
+    nbytes = rows = 0
+    for _ in range(repeat):
+        target = Path(tempfile.mkdtemp(prefix="bench-ds-"))
+        try:
+            start = time.perf_counter()
+            start_cpu = time.process_time()
+            report = collect([str(folder)], str(target), workers=workers)
+            times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+            assert not report.failed and not report.skipped
+            nbytes, rows = report.nbytes, report.rows
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+    return statistics.median(times), statistics.median(cpu), nbytes, rows
+
+
+def bench_collect(name: str, folder: Path, repeat: int) -> None:
+    warm = Path(tempfile.mkdtemp(prefix="bench-warm-"))  # imports happen here, not timed
+    collect([str(next(folder.rglob("*.etdp")))], str(warm / "ds"))
+    shutil.rmtree(warm)
+    seconds = {}
+    files = len(list(folder.rglob("*.etdp")))
+    for workers in (1, 2):
+        t, cpu, nbytes, rows = time_collect(folder, workers, repeat)
+        seconds[workers] = t
+        on_cpu = f", {nbytes / 1e6 / cpu:.1f} MB per CPU second" if workers == 1 else ""
+        print(
+            f"collect {name}, {workers} worker(s): {t:.3f} s median wall, {nbytes / 1e6:.1f} MB, "
+            f"{rows} events, {nbytes / 1e6 / t / workers:.1f} MB/s per core (wall){on_cpu}, "
+            f"{t * workers / files * 1e3:.2f} ms per file per worker  [{uptime()}]"
+        )
+    print(f"collect {name}: 2 workers vs 1: {seconds[1] / seconds[2]:.2f}x  [{uptime()}]")
+
+
+def bench_query(events: int, repeat: int) -> None:
+    from delegate_lens.dataset.rows import events_table, file_columns
+
+    folder = CACHE / f"query{events}"
+    if not (folder / "_manifest").is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+        store = DatasetStore(str(folder))
+        store.create()
+        fc, _ = file_columns(BIG.read_bytes())
+        written = i = 0
+        while written < events:
+            labels = {"device": f"device{i % 3}", "build": f"b{i % 2}"}
+            table = events_table(fc, source=f"copy{i}.etdp", file_hash=f"{i:032x}", labels=labels)
+            store.write_part(table, [{"hash": f"{i:032x}", "source": f"copy{i}.etdp", "rows": 0}])
+            written += table.num_rows
+            i += 1
+    sql = (
+        "SELECT event_name, labels['device'] AS device, count(*) AS n, "
+        "quantile_cont(duration, 0.5) AS p50 FROM events GROUP BY ALL ORDER BY p50 DESC"
+    )
+    total = query(str(folder), "SELECT count(*) AS n FROM events")["n"][0].as_py()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = query(str(folder), sql)
+        times.append(time.perf_counter() - start)
+    print(
+        f"query p50 per operator per device over {total} events: "
+        f"{statistics.median(times):.3f} s median ({result.num_rows} groups)  [{uptime()}]"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--big", type=int, default=4, help="copies of the big vector")
+    parser.add_argument("--small", type=int, default=10_000, help="small demo dumps")
+    parser.add_argument("--small-repeat", type=int, default=1, help="runs of the small case")
+    parser.add_argument("--events", type=int, default=10_000_000, help="events to query")
+    args = parser.parse_args()
+    print(describe_machine())
+    print(f"cpu count {os.cpu_count()}, inputs cached in {CACHE}")
+    bench_collect(f"{args.big} x big vector", big_copies(args.big), args.repeat)
+    bench_collect(f"{args.small} small demo dumps", small_dumps(args.small), args.small_repeat)
+    bench_query(args.events, max(args.repeat, 5))
+
+
+if __name__ == "__main__":
+    main()

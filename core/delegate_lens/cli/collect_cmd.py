@@ -1,0 +1,73 @@
+"""`delegate-lens collect`: ETDumps (files, folders, globs) into a Parquet dataset.
+
+Files already in the dataset (same content hash) are skipped; a bad file is reported on
+stderr (``warning: skipped …``) and skipped. Exit 0 unless the arguments are bad (2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "collect",
+        help="collect ETDumps (files, folders, globs) into a Parquet dataset",
+        description=(
+            "Read ETDumps into a Parquet dataset, one row per profile event (see docs/fleet.md). "
+            "Incremental: files already collected are skipped by content hash."
+        ),
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="ETDump file, folder or glob")
+    parser.add_argument(
+        "-o", "--output", required=True, metavar="DATASET", help="dataset folder or URI (s3://…)"
+    )
+    parser.add_argument(
+        "--etrecord", metavar="R", help="ETRecord of every ETDump (default: a sidecar, if any)"
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="label every collected event (repeatable; wins over a labels.json sidecar)",
+    )
+    parser.add_argument("--engine", default="local", metavar="NAME", help="local (default) or dask")
+    parser.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://host:8786) for --engine dask",
+    )
+    parser.add_argument(
+        "--batch-mb", type=float, default=64.0, metavar="MB", help="ETDump MB per part (default 64)"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.dataset import collect
+    from delegate_lens.dataset.sources import parse_labels
+
+    labels = parse_labels(args.label)
+    report = collect(
+        args.paths,
+        args.output,
+        labels=labels,
+        etrecord=args.etrecord,
+        engine=args.engine,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        batch_bytes=max(1, int(args.batch_mb * (1 << 20))),
+        progress=not args.quiet,
+    )
+    for failed in report.failed:
+        print(f"warning: skipped {failed.error}", file=sys.stderr)
+    if not args.quiet:
+        print(report.summary(), file=sys.stderr)
+    return 0

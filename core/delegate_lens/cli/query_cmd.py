@@ -1,0 +1,51 @@
+"""`delegate-lens query`: SQL over a collected dataset (DuckDB; the view is ``events``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from delegate_lens.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "query",
+        help="run SQL over a collected dataset (the view 'events')",
+        description="Run SQL over a dataset made by 'collect' with DuckDB; the table is 'events'.",
+    )
+    parser.add_argument("dataset", metavar="DATASET", help="dataset folder or URI")
+    parser.add_argument("sql", metavar="SQL", help="a SELECT over the view events")
+    parser.add_argument(
+        "--format",
+        "-f",
+        default=None,
+        metavar="NAME",
+        help="table, csv, json or parquet (default: from -o's extension, else table)",
+    )
+    parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.dataset.query import format_for, query, write_result
+    from delegate_lens.fileio import write_atomic
+
+    fmt = format_for(args.output, args.format)
+    if args.output:
+        out = Path(args.output)
+        if out.is_dir():
+            raise UsageError(f"cannot write {out}: it is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise UsageError(f"cannot write {out}: folder {out.parent} does not exist")
+    elif fmt == "parquet":
+        raise UsageError("--format parquet needs -o FILE")
+    table = query(args.dataset, args.sql)
+    binary = fmt == "parquet"
+    if args.output:
+        write_atomic(args.output, lambda stream: write_result(table, stream, fmt), binary=binary)
+    else:
+        write_result(table, sys.stdout, fmt)
+    return 0

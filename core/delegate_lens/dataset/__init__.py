@@ -1,0 +1,36 @@
+"""Many ETDumps as one queryable dataset: ``collect`` into Parquet, ``query`` with SQL.
+
+Needs the ``dataset`` extra (pyarrow, duckdb); ``collect(engine="dask")`` needs the ``dask``
+extra. See ``docs/fleet.md``.
+"""
+
+from __future__ import annotations
+
+from delegate_lens.dataset.collector import (
+    ENGINES,
+    CollectReport,
+    FileResult,
+    collect,
+    collect_batch,
+)
+from delegate_lens.dataset.query import FORMATS, connect, query, write_result
+from delegate_lens.dataset.schema import COLUMNS, schema
+from delegate_lens.dataset.sources import Source, find_sources
+from delegate_lens.dataset.store import DatasetStore
+
+__all__ = [
+    "COLUMNS",
+    "ENGINES",
+    "FORMATS",
+    "CollectReport",
+    "DatasetStore",
+    "FileResult",
+    "Source",
+    "collect",
+    "collect_batch",
+    "connect",
+    "find_sources",
+    "query",
+    "schema",
+    "write_result",
+]

@@ -1,0 +1,130 @@
+"""``query``: SQL over a dataset with DuckDB (embedded; no server).
+
+The dataset's parts are the view ``events`` (columns: :data:`delegate_lens.dataset.schema.COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, Any
+
+from delegate_lens.dataset._extras import require
+from delegate_lens.dataset.schema import schema
+from delegate_lens.dataset.store import DatasetStore
+from delegate_lens.errors import UsageError
+
+__all__ = ["FORMATS", "connect", "query", "write_result"]
+
+FORMATS = ("table", "csv", "json", "parquet")
+VIEW = "events"
+
+
+def connect(dataset: str) -> Any:
+    """An in-memory DuckDB connection with the dataset as the view ``events``."""
+    duckdb = require("duckdb", "query")
+    store = DatasetStore(dataset)
+    if not store.exists():
+        raise UsageError(f"{dataset}: no such dataset (collect into it first)")
+    con = duckdb.connect()
+    parts = store.part_uris()
+    if parts:
+        listing = ", ".join("'" + p.replace("'", "''") + "'" for p in parts)
+        con.execute(
+            f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{listing}], union_by_name = true)"
+        )
+    else:  # an empty dataset still has its columns
+        pa = require("pyarrow", "query")
+        con.register("_empty_events", pa.Table.from_batches([], schema=schema()))
+        con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM _empty_events")
+    return con
+
+
+def query(dataset: str, sql: str) -> Any:
+    """Run ``sql`` over the dataset; the result as a ``pyarrow.Table``. A bad query is a
+    :class:`UsageError` carrying DuckDB's message."""
+    duckdb = require("duckdb", "query")
+    con = connect(dataset)
+    try:
+        relation = con.sql(sql)
+        if relation is None:
+            raise UsageError("the SQL statement returns no rows (use a SELECT)")
+        fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+        return fetch()
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"query failed: {first}") from None
+    finally:
+        con.close()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return format(value, ".10g")
+    if isinstance(value, (list, dict, tuple)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def format_table(table: Any) -> str:
+    """The result as an aligned text table (numbers right-aligned)."""
+    from delegate_lens.texttable import align_columns
+
+    pa = require("pyarrow", "query")
+    header = list(table.column_names)
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    rows = [header, *([_cell(col[r]) for col in columns] for r in range(table.num_rows))]
+    numeric = {
+        i
+        for i, field in enumerate(table.schema)
+        if pa.types.is_integer(field.type)
+        or pa.types.is_floating(field.type)
+        or pa.types.is_decimal(field.type)
+    }
+    return "\n".join(align_columns(rows, right=numeric, rule=True)) + "\n"
+
+
+def _jsonable(table: Any) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = table.to_pylist()
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, list) and value and isinstance(value[0], tuple):
+                row[key] = dict(value)  # a MAP column comes as (key, value) pairs
+    return rows
+
+
+def write_result(table: Any, stream: IO[Any], fmt: str) -> None:
+    """Write a query result to ``stream`` (text for table/csv/json, binary for parquet)."""
+    if fmt == "table":
+        stream.write(format_table(table))
+    elif fmt == "json":
+        json.dump(_jsonable(table), stream, default=str, indent=1)
+        stream.write("\n")
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(table.column_names)
+        columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+        for r in range(table.num_rows):
+            writer.writerow([_cell(col[r]) for col in columns])
+    elif fmt == "parquet":
+        pq = require("pyarrow.parquet", "query")
+        pq.write_table(table, stream)
+    else:
+        raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+
+
+def format_for(output: str | None, fmt: str | None) -> str:
+    """``fmt``, else the format named by the output file's extension, else table."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+        return fmt
+    if output:
+        ext = os.path.splitext(output)[1].lower().lstrip(".")
+        if ext in FORMATS:
+            return ext
+    return "table"
