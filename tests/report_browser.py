@@ -61,6 +61,10 @@ def browser_or_skip(profile_dir: str | None = None) -> Any:
     return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
 
 
-def console_errors(driver: Any) -> list[str]:
-    """Console messages of level SEVERE since the last call."""
-    return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+def console_messages(driver: Any) -> list[str]:
+    """Console errors and warnings logged since the last call."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if entry["level"] in ("SEVERE", "WARNING")
+    ]

@@ -176,8 +176,9 @@
           label = modulePath(first, state.depth) + "\n" + idx.length + " ops (click to open)";
           classes = "module";
         }
-        var v = value[id];
-        els.push({ group: "nodes", data: { id: id, parent: parent, label: label, members: idx, value: v === undefined ? null : v, color: v === undefined ? "#e3e6eb" : colour(max ? v / max : 0), text: v !== undefined && max && v / max > 0.6 ? "#fff" : "#1d2330" }, classes: classes });
+        var v = value[id], lines = label.split("\n");
+        var w = 12 + 5.6 * Math.max.apply(null, lines.map(function (t) { return t.length; })), h = 10 + 12 * lines.length;
+        els.push({ group: "nodes", data: { id: id, parent: parent, label: label, w: w, h: h, members: idx, value: v === undefined ? null : v, color: v === undefined ? "#e3e6eb" : colour(max ? v / max : 0), text: v !== undefined && max && v / max > 0.6 ? "#fff" : "#1d2330" }, classes: classes });
       });
       var seen = {};
       g.edges.forEach(function (e) {
@@ -190,9 +191,9 @@
       var cy = cytoscape({
         container: document.getElementById("cy"),
         elements: els,
-        wheelSensitivity: 0.3,
         style: [
-          { selector: "node", style: { "label": "data(label)", "text-wrap": "wrap", "font-size": 9, "text-valign": "center", "text-halign": "center", "shape": "round-rectangle", "width": "label", "height": "label", "padding": 6, "background-color": "data(color)", "color": "data(text)", "border-width": 1, "border-color": "#8a93a3" } },
+          { selector: "node", style: { "label": "data(label)", "text-wrap": "wrap", "font-size": 9, "text-valign": "center", "text-halign": "center", "shape": "round-rectangle", "background-color": "data(color)", "color": "data(text)", "border-width": 1, "border-color": "#8a93a3" } },
+          { selector: "node.op, node.module", style: { "width": "data(w)", "height": "data(h)" } },
           { selector: "node.module", style: { "shape": "barrel", "border-style": "dashed", "border-width": 2, "font-weight": "bold" } },
           { selector: "node.decomposed", style: { "border-style": "double", "border-width": 4, "border-color": "#2e86c1" } },
           { selector: "node.cluster", style: { "background-color": "#f4ecfa", "background-opacity": 0.6, "border-color": "#8e44ad", "border-width": 2, "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 11, "font-weight": "bold", "color": "#6c3483", "padding": 12 } },
@@ -275,9 +276,10 @@
     if (rows.delegated[r]) return "#f5b041";
     return "#58d68d";
   }
+  function shortOp(op) { return op.replace(/^aten\./, "").replace(/\.(default|Tensor|out)$/, ""); }
   function sliceLabel(r) {
     var name = rows.name[r], ops = rows.op_types[r];
-    if (name === "OPERATOR_CALL" && ops.length) return ops[0];
+    if (name === "OPERATOR_CALL" && ops.length) return ops.map(shortOp).join(" + ");
     if (rows.delegated[r] && ops.length) return name + ": " + ops.join(", ");
     return name;
   }
