@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
+from report_browser import browser_or_skip, console_messages
 
 from delegate_lens.inspector import Inspector
 from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
 from delegate_lens.report import write_report
-
-from conftest import REPO
-from report_browser import browser_or_skip, console_messages
 
 ARTIFACTS = Path(os.environ.get("DL_TEST_ARTIFACTS") or REPO / "test-artifacts") / "report"
 
@@ -112,7 +111,9 @@ def test_graph_clusters_nodes_and_click_details(
     # the first operator with rows: a real click shows its rows and op type
     graph = browser.execute_script("return dlReport.data.graphs[0]")
     i = next(k for k, n in enumerate(graph["nodes"]) if n["rows"])
-    browser.execute_script("dlReport.cy.fit(dlReport.cy.getElementById('n%d'), 200)" % i)
+    browser.execute_script(
+        "dlReport.cy.fit(dlReport.cy.getElementById(arguments[0]), 200)", f"n{i}"
+    )
     _click_node(browser, f"n{i}")
     details = browser.find_element("id", "details").text
     node = graph["nodes"][i]

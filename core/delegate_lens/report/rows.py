@@ -64,9 +64,13 @@ def work_rows(table: BlockTable) -> list[int]:
     event)."""
     linked: dict[int, list[int]] = {}  # instruction -> linked delegate-logged rows
     for j, key in enumerate(table.keys):
-        if key.identifier is not None and table.block.has_perf[j]:
-            if table.links[j].debug_handles is not None:
-                linked.setdefault(key.instruction_id, []).append(j)
+        link = table.links[j]
+        if (
+            key.identifier is not None
+            and table.block.has_perf[j]
+            and link.debug_handles is not None
+        ):
+            linked.setdefault(key.instruction_id, []).append(j)
     covering: set[int] = set()
     for rows in linked.values():
         sets = {j: _handle_set(table.links[j].debug_handles) for j in rows}

@@ -280,7 +280,7 @@
   function sliceLabel(r) {
     var name = rows.name[r], ops = rows.op_types[r];
     if (name === "OPERATOR_CALL" && ops.length) return ops.map(shortOp).join(" + ");
-    if (rows.delegated[r] && ops.length) return name + ": " + ops.join(", ");
+    if (rows.delegated[r] && ops.length) return name + ": " + ops.map(shortOp).join(", ");
     return name;
   }
   function drawTimeline() {
