@@ -221,3 +221,34 @@ def test_big_vector_report_opens(browser: Any, vectors_dir: Path, tmp_path: Path
         _show(browser, view, "gpt_portable_big")
     assert browser.execute_script("return dlReport.timeline.drawn") > 0
     assert console_messages(browser) == []
+
+
+@pytest.mark.torch
+def test_demo_report_shows_fusion_and_decomposition(
+    browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.cli.demo_cmd import _write_report
+
+    monkeypatch.delenv(AUTOLOAD_ENV)  # the demo backend's plugin parses its metadata
+    reset_plugin_manager()
+    result = run_demo(runs=3, out_dir=tmp_path / "demo", echo=lambda _: None, show_table=False)
+    path = _write_report(result.paths, result.out_dir)
+    _open(browser, path)
+    _show(browser, "graph", "demo")
+    counts = browser.execute_script(
+        "var cy = dlReport.cy; return [cy.nodes('.cluster').length, cy.nodes('.fused').length,"
+        " cy.nodes('.decomposed').map(n => n.data('label').split('\\n')[0]),"
+        " cy.nodes('.fused').children().map(n => n.data('label').split('\\n')[0]).sort()];"
+    )
+    assert counts == [1, 1, ["tan"], ["linear", "relu"]]
+    i = browser.execute_script(
+        "return dlReport.data.graphs[0].nodes.findIndex(n => n.name === 'tan')"
+    )
+    _click_node(browser, f"n{i}")
+    details = browser.find_element("id", "details").text
+    assert "decomposed into" in details and "demo_sin_f32" in details
+    _show(browser, "timeline", "demo")
+    assert browser.execute_script("return dlReport.timeline.drawn") > 5
+    assert console_messages(browser) == []

@@ -17,6 +17,7 @@ from delegate_lens.inspector import Inspector
 from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
 from delegate_lens.report import build_report_data, render_html, write_report
 from delegate_lens.report.html import VENDOR_SCRIPTS
+from delegate_lens.report.rows import kernel_op_positions
 from delegate_lens.report.timeline import MAX_RUNS_PER_BLOCK
 
 VECTORS = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
@@ -102,6 +103,21 @@ def test_portable_node_times_add_up_to_the_kernels(vectors_dir: Path) -> None:
     assert share["delegated_share"] == 0
     assert share["portable"] == pytest.approx(sum(kernels), rel=1e-6)
     assert data["summary"][0]["num_delegated_subgraphs"] == 0
+    # a kernel's time goes to the op it is named after, not the views sharing its handle
+    top = data["top_operators"]
+    assert top[0]["op_type"] == "aten.addmm.default"
+    assert all(float(o["rows"]).is_integer() for o in top)
+    hottest = max(graph["measures"]["p50"], key=graph["measures"]["p50"].get)
+    assert hottest.startswith("aten_addmm_default")
+
+
+def test_kernel_op_positions() -> None:
+    ops = ["aten.view_copy.default", "aten.addmm.default", "aten.view_copy.default"]
+    assert kernel_op_positions("native_call_addmm.out", ops) == [1]
+    assert kernel_op_positions("native_call_view_copy.out", ops) == [0, 2]
+    assert kernel_op_positions("native_call_mm.out", ops) == [0, 1, 2]  # no match: all
+    assert kernel_op_positions("DELEGATE_CALL", ops) == [0, 1, 2]
+    assert kernel_op_positions("native_call_add.out", ["aten.add.Tensor"]) == [0]
 
 
 def test_xnnpack_call_time_is_spread_over_its_cluster(vectors_dir: Path) -> None:

@@ -9,7 +9,8 @@ delegate call, fused groups and decompositions, per-node measures and the rows o
   cluster; a **decomposition** is a handle that several identifiers map to.
 * **Measures** per node (``{name: {node: value}}``): ``p50`` is the sum over the work rows
   linked to the node (kernels, delegate events; a delegate call only when its delegate
-  logged no linked event) of the row's p50 divided among the row's nodes, in the main block
+  logged no linked event) of the row's p50 divided among the row's nodes (a kernel's
+  only among the nodes of the op it is named after), in the main block
   of the method (the one with the most runs); ``share`` is that over the block's
   ``Method::execute`` p50. More measures (e.g. a numeric gap) come as extra maps keyed by
   node name.
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.etrecord.maps import normalize_handles
-from delegate_lens.report.rows import RowIds, _num, work_rows
+from delegate_lens.report.rows import RowIds, _num, kernel_op_positions, work_rows
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord
@@ -164,6 +165,8 @@ def method_graph(
             if link.debug_handles is None:
                 continue
             members = _nodes_of(link.debug_handles, by_handle)
+            ops = [nodes[i].op_type for i in members]
+            members = [members[k] for k in kernel_op_positions(main.keys[j].name, ops)]
             if not members:
                 continue
             part = float(main.stats[1, j]) / len(members)

@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.tables import BlockTable
 
-__all__ = ["RowIds", "block_shares", "row_columns", "top_operators", "work_rows"]
+__all__ = [
+    "RowIds",
+    "block_shares",
+    "kernel_op_positions",
+    "row_columns",
+    "top_operators",
+    "work_rows",
+]
 
 STATS = ("p10", "p50", "p90", "avg", "min", "max")
 
@@ -48,6 +55,24 @@ def is_leaf(name: str) -> bool:
     """A row that is the work itself: not a framework row nor an ``OPERATOR_CALL`` (which
     repeats its kernel's row)."""
     return name not in FRAMEWORK_EVENTS and name != "OPERATOR_CALL"
+
+
+def kernel_op_positions(name: str, op_types: list[str]) -> list[int]:
+    """Positions in ``op_types`` of the operator a portable kernel row ran: a row
+    ``native_call_<op>.out`` runs the op types named ``<op>`` (``aten.<op>.default``), even
+    when its instruction's debug handle also covers other nodes (e.g. the views around an
+    ``addmm``). Every position when the name says nothing or matches none."""
+    every = list(range(len(op_types)))
+    if not name.startswith("native_call_"):
+        return every
+    kernel = name[len("native_call_") :].split(".")[0]
+    matching = [k for k, op in enumerate(op_types) if _op_name(op) == kernel]
+    return matching or every
+
+
+def _op_name(op_type: str) -> str:
+    parts = op_type.split(".")
+    return parts[-2] if len(parts) >= 2 else op_type
 
 
 def _handle_set(handles: int | list[int] | None) -> frozenset[int]:
@@ -154,8 +179,7 @@ def top_operators(inspector: Inspector, limit: int = 30) -> list[dict[str, Any]]
 def _add_op_time(totals: dict[str, list[float]], table: BlockTable, j: int) -> None:
     key = table.keys[j]
     ops = table.links[j].op_types
-    if not ops:
-        ops = [key.name]
+    ops = [ops[k] for k in kernel_op_positions(key.name, ops)] if ops else [key.name]
     avg = float(table.stats[3, j]) * table.n_runs
     share = avg / len(ops)
     for op in ops:

@@ -404,7 +404,7 @@
     ["identifier", "delegate id", false], ["backend", "backend", false], ["n", "n", true],
     ["p10", "p10", true], ["p50", "p50", true], ["p90", "p90", true], ["avg", "avg", true],
     ["min", "min", true], ["max", "max", true], ["op_types", "op types", false],
-    ["handles", "handles", false], ["modules", "modules", false]
+    ["handles", "handles", false], ["modules", "modules", false], ["n_debug_data", "debug values", true]
   ];
   var sortState = { key: null, dir: 1 };
   function cellText(key, r) {
@@ -440,7 +440,7 @@
     table.innerHTML = "";
     var head = el("tr");
     COLUMNS.forEach(function (c) {
-      var th = el("th", { "data-key": c[0], text: c[1] + (c[2] && c[0] !== "n" && c[0] !== "instruction_id" ? " (" + unit + ")" : "") });
+      var th = el("th", { "data-key": c[0], text: c[1] + (c[2] && ["n", "instruction_id", "n_debug_data"].indexOf(c[0]) < 0 ? " (" + unit + ")" : "") });
       if (sortState.key === c[0]) th.className = sortState.dir > 0 ? "sorted-asc" : "sorted-desc";
       th.addEventListener("click", function () {
         sortState.dir = sortState.key === c[0] ? -sortState.dir : (c[2] ? -1 : 1);
