@@ -328,3 +328,51 @@ def test_demo_fusion_and_decomposition_are_visible(
     # parsed delegate metadata of the first sample, per delegate row
     kernels = {m["kernel"] for m in data["metadata"].values()}
     assert "demo_linear_relu_f32" in kernels
+
+
+@pytest.mark.torch
+def test_two_methods_give_two_graphs_each_with_its_own_runs() -> None:
+    import torch
+
+    import delegate_lens as dl
+    from delegate_lens.runtime import ETDumpGen, Program
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.proj(x))
+
+    class Decoder(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.tan(x) * 2.0
+
+    x, y = torch.randn(2, 8), torch.randn(2, 4)
+    programs = {
+        "forward": torch.export.export(Encoder(), (x,)),
+        "decode": torch.export.export(Decoder(), (y,)),
+    }
+    manager = dl.to_edge(programs, generate_etrecord=True).to_program()
+    program = Program.load(manager.buffer)
+    tracer = ETDumpGen()
+    forward = program.load_method("forward", event_tracer=tracer)
+    decode = program.load_method("decode", event_tracer=tracer)
+    with torch.no_grad():
+        for _ in range(3):
+            forward.execute([x])
+            decode.execute([y])
+    inspector = Inspector(etdump_data=tracer.get_etdump_data(), etrecord=manager.get_etrecord())
+    data = build_report_data(inspector)
+    graphs = {g["method"]: g for g in data["graphs"]}
+    assert set(graphs) == {"forward", "decode"}
+    for method, graph in graphs.items():
+        assert data["blocks"][graph["main_block"]]["method"] == method
+        linked = {r for n in graph["nodes"] for r in n["rows"]}
+        assert linked
+        assert {data["blocks"][data["rows"]["block"][r]]["method"] for r in linked} == {method}
+        assert graph["measures"]["p50"]
+    ops = {n["op"] for n in graphs["decode"]["nodes"]}
+    assert "aten.tan.default" in ops and "aten.linear.default" not in ops
+    assert "<script" in render_html(data)

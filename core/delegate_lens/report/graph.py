@@ -66,7 +66,8 @@ def _edges(record: ETRecord, method: str, index_of: Mapping[str, int]) -> list[l
         j = index_of.get(raw.get("name"))
         if j is None:
             continue
-        for inp in raw.get("inputs", []):
+        inputs = raw.get("inputs")
+        for inp in inputs if isinstance(inputs, list) else ():
             for name in tensor_names(inp.get("arg") if isinstance(inp, dict) else inp):
                 i = producer.get(name)
                 if i is not None and i != j:
