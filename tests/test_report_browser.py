@@ -252,3 +252,92 @@ def test_demo_report_shows_fusion_and_decomposition(
     _show(browser, "timeline", "demo")
     assert browser.execute_script("return dlReport.timeline.drawn") > 5
     assert console_messages(browser) == []
+
+
+def _chain_inspector(n: int) -> Inspector:
+    """``n`` operators in a chain, 25 per ``layers.<i>`` module (5 per ``.s<j>``), run twice."""
+    import json
+
+    from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dumps
+    from delegate_lens.etrecord import ETRecord
+
+    nodes = []
+    for i in range(n):
+        layer, sub = divmod(i, 25)
+        nodes.append(
+            {
+                "name": f"op_{i}",
+                "target": "executorch.exir.dialects.edge.ops.aten.add.Tensor",
+                "inputs": [{"name": "self", "arg": {"as_tensor": {"name": f"op_{i - 1}"}}}],
+                "outputs": [{"as_tensor": {"name": f"op_{i}"}}],
+                "metadata": {
+                    "debug_handle": str(i + 1),
+                    "nn_module_stack": f"L__self__,,M;L__self__l{layer},layers.{layer},Block;"
+                    f"L__self__l{layer}s{sub // 5},layers.{layer}.s{sub // 5},Sub",
+                },
+            }
+        )
+    key = "edge_dialect_exported_program/forward"
+    entries = {
+        "ETRECORD_V0": b"",
+        key: json.dumps({"graph_module": {"graph": {"nodes": nodes}}}).encode(),
+    }
+    for suffix in ("_state_dict", "_constants", "_example_inputs"):
+        entries[key + suffix] = b""
+    entries["debug_handle_map"] = json.dumps(
+        {"forward": {str(i): i + 1 for i in range(n)}}
+    ).encode()
+    entries["delegate_map"] = json.dumps({"forward": {}}).encode()
+    runs = []
+    for _ in range(2):
+        events, t = [], 10
+        for i in range(n):
+            events.append(
+                Event(
+                    profile_event=ProfileEvent(
+                        name="native_call_add.out",
+                        instruction_id=i,
+                        start_time=t + 5,
+                        end_time=t + 105 + i,
+                    )
+                )
+            )
+            events.append(
+                Event(
+                    profile_event=ProfileEvent(
+                        name="OPERATOR_CALL", instruction_id=i, start_time=t, end_time=t + 110 + i
+                    )
+                )
+            )
+            t += 120 + i
+        events.append(
+            Event(
+                profile_event=ProfileEvent(
+                    name="Method::execute",
+                    instruction_id=0,
+                    chain_index=-1,
+                    start_time=0,
+                    end_time=t + 10,
+                )
+            )
+        )
+        runs.append(RunData(name="Execute", events=events))
+    return Inspector(
+        etdump_data=dumps(ETDump(run_data=runs)), etrecord=ETRecord.from_entries(entries)
+    )
+
+
+def test_thousand_node_graph_opens_collapsed(browser: Any, tmp_path: Path) -> None:
+    path = write_report(_chain_inspector(1000), tmp_path / "chain.html")
+    t0 = time.perf_counter()
+    _open(browser, path)
+    assert time.perf_counter() - t0 < 20
+    counts = browser.execute_script(
+        "var cy = dlReport.cy; return [cy.nodes('.module').length, cy.nodes('.op').length,"
+        " dlReport.graphState.depth];"
+    )
+    assert counts == [40, 0, 1]  # 40 layers, each one node
+    _show(browser, "graph", "chain1000")
+    _click_node(browser, "m::layers.39")  # the last layer opens into its 5 sub-modules
+    assert browser.execute_script("return dlReport.cy.nodes('.module').length") == 39 + 5
+    assert console_messages(browser) == []

@@ -121,8 +121,9 @@
       depthSel.appendChild(el("option", { value: "-1", text: "all (no collapsing)" }));
       for (var d = 1; d <= maxDepth; d++) depthSel.appendChild(el("option", { value: String(d), text: String(d) }));
       // collapse a big graph so that it stays readable
+      state.expanded = {};
       var depth = -1;
-      if (g.nodes.length > AUTO_COLLAPSE) {
+      if (g.nodes.length > AUTO_COLLAPSE && maxDepth > 0) {
         depth = 1;
         for (var k = maxDepth; k >= 1; k--) { if (visibleCount(g, k) <= AUTO_COLLAPSE) { depth = k; break; } }
       }
@@ -137,9 +138,13 @@
       return Object.keys(seen).length;
     }
     function visibleId(n, i, depth) {
-      var path = depth < 0 ? null : modulePath(n, depth);
-      if (path === null || state.expanded[path]) return "n" + i;
-      return "m:" + (n.cluster === null ? "" : n.cluster) + ":" + path;
+      // the outermost closed module at or below the chosen depth holds the node
+      for (var d = depth; d >= 1; d++) {
+        var path = modulePath(n, d);
+        if (path === null) break;
+        if (!state.expanded[path]) return "m:" + (n.cluster === null ? "" : n.cluster) + ":" + path;
+      }
+      return "n" + i;
     }
 
     function render() {
@@ -173,7 +178,7 @@
           classes = "op" + (first.decomposed ? " decomposed" : "");
           if (first.decomposed) label += "\n⇶ " + first.decomposed.length + " delegate events";
         } else {
-          label = modulePath(first, state.depth) + "\n" + idx.length + " ops (click to open)";
+          label = id.slice(id.indexOf(":", 2) + 1) + "\n" + idx.length + " ops (click to open)";
           classes = "module";
         }
         var v = value[id], lines = label.split("\n");
@@ -207,8 +212,7 @@
       cy.on("tap", "node", function (evt) {
         var node = evt.target;
         if (node.hasClass("module")) {
-          var first = g.nodes[node.data("members")[0]];
-          state.expanded[modulePath(first, state.depth)] = true;
+          state.expanded[node.id().slice(node.id().indexOf(":", 2) + 1)] = true;
           render();
           return;
         }
