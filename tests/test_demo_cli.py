@@ -42,7 +42,9 @@ def test_demo_writes_files_and_prints_steps(
         "etdump.etdp",
         "etrecord.bin",
         "program.dlp",
+        "report.html",
     ]
+    assert f"report: {out / 'report.html'}" in text
     runs = load(out / "etdump.etdp").run_data
     assert [r.name for r in runs] == ["Default", "Execute", "Execute", "Execute"]
     assert (out / "debug.bin").stat().st_size > 0

@@ -22,6 +22,7 @@ from delegate_lens.errors import DelegateLensError
 _COMMAND_MODULES = (
     "demo",
     "inspect",
+    "report",
     "etdump",
     "etrecord",
     "plugins",

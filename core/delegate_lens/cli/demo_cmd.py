@@ -93,4 +93,19 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         torch.set_num_threads(threads)
     print(f"done in {result.seconds:.1f} s; files in {result.out_dir}/")
+    print(f"report: {_write_report(result.paths, result.out_dir)}")
     return 0
+
+
+def _write_report(paths: dict[str, Any], out_dir: Any) -> Any:
+    """``OUT/report.html`` of the demo's files (see ``delegate-lens report``)."""
+    from delegate_lens.inspector import Inspector
+    from delegate_lens.report import write_report
+
+    buffer = paths.get("debug_buffer")
+    inspector = Inspector(
+        etdump_path=paths["etdump"],
+        etrecord=paths["etrecord"],
+        debug_buffer_path=buffer if buffer is not None and buffer.is_file() else None,
+    )
+    return write_report(inspector, out_dir / "report.html", title="delegate-lens demo")

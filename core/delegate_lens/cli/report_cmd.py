@@ -1,0 +1,73 @@
+"""`delegate-lens report`: one self-contained HTML page of an ETDump (+ ETRecord).
+
+The page (graph, timeline, tables) is written atomically to ``-o``; its path is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from delegate_lens.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write a self-contained HTML report: delegation graph, timeline, tables",
+        description=(
+            "Join an ETDump with its ETRecord (optional) and write one HTML file holding the "
+            "delegation graph, a timeline of sampled runs and the Inspector's tables. The "
+            "file needs no network to view."
+        ),
+    )
+    parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
+    parser.add_argument("--etrecord", metavar="R", help="ETRecord file of the same model")
+    parser.add_argument(
+        "--debug-buffer", metavar="B", help="debug buffer holding the debug events' tensors"
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="OUT", required=True, help="the HTML file to write"
+    )
+    parser.add_argument("--title", help="page title (default: the ETDump's file name)")
+    parser.add_argument(
+        "--source-time-scale",
+        default="ns",
+        metavar="UNIT",
+        help="unit of the runtime's clock: ns, us, ms, s or cycles (default ns)",
+    )
+    parser.add_argument(
+        "--target-time-scale",
+        default="ms",
+        metavar="UNIT",
+        help="unit of the reported times (default ms)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.cli.inspect_cmd import _one_line_warnings
+    from delegate_lens.inspector.timescale import TimeScale
+
+    source = TimeScale.coerce(args.source_time_scale)
+    target = TimeScale.coerce(args.target_time_scale)
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise UsageError(f"cannot write {out}: folder {out.parent} does not exist")
+    if out.is_dir():
+        raise UsageError(f"cannot write {out}: it is a folder; give a file name")
+    with _one_line_warnings():
+        from delegate_lens.inspector import Inspector
+        from delegate_lens.report import write_report
+
+        inspector = Inspector(
+            etdump_path=args.etdump,
+            etrecord=args.etrecord,
+            debug_buffer_path=args.debug_buffer,
+            source_time_scale=source,
+            target_time_scale=target,
+        )
+        write_report(inspector, out, title=args.title)
+    print(out)
+    return 0

@@ -1,0 +1,38 @@
+"""``delegate-lens report``: one self-contained HTML page of an ETDump (+ ETRecord).
+
+:func:`build_report_data` computes the data model from the Inspector's tables and the
+ETRecord's graph; :func:`render_html` inlines it with the page's script and the vendored
+graph libraries; :func:`write_report` writes the page atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from delegate_lens.report.data import build_report_data
+from delegate_lens.report.html import render_html
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.api import Inspector
+
+__all__ = ["build_report_data", "render_html", "write_report"]
+
+
+def write_report(
+    inspector: Inspector,
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    extra_measures: Mapping[str, Mapping[str, float]] | None = None,
+) -> Path:
+    """Write the HTML report of ``inspector`` to ``path`` (atomically); returns the path.
+
+    ``extra_measures``: more ways to colour the graph, ``{measure: {node name: value}}``.
+    """
+    from delegate_lens.fileio import write_atomic
+
+    page = render_html(build_report_data(inspector, title=title, extra_measures=extra_measures))
+    return write_atomic(path, lambda stream: stream.write(page))
