@@ -72,7 +72,8 @@ def plain(vectors_dir: Path) -> str:
         [sys.executable, "-m", "delegate_lens", *inspect_args(vectors_dir)],
         capture_output=True,
         check=True,
-        env={k: v for k, v in os.environ.items() if k != "NO_COLOR"},
+        # the same width as the pseudo-terminal, so both fit the table alike
+        env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "COLUMNS": "250"},
     ).stdout
     assert not ANSI.search(out)  # piped: never colour
     return out.decode()
@@ -138,7 +139,11 @@ def test_progress_shows_only_after_the_delay(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_plain_in_process_output_unchanged(
-    vectors_dir: Path, plain: str, capsys: pytest.CaptureFixture[str]
+    vectors_dir: Path,
+    plain: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # the width the plain table was made at
     assert main(inspect_args(vectors_dir)) == 0
     assert capsys.readouterr().out == plain
