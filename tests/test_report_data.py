@@ -389,3 +389,14 @@ def test_two_methods_give_two_graphs_each_with_its_own_runs() -> None:
     ops = {n["op"] for n in graphs["decode"]["nodes"]}
     assert "aten.tan.default" in ops and "aten.linear.default" not in ops
     assert "<script" in render_html(data)
+
+
+def test_browser_tests_skip_with_a_reason_without_chromium(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("selenium")
+    from report_browser import browser_or_skip
+
+    monkeypatch.setenv("DL_CHROMIUM", str(tmp_path / "no-chromium"))
+    with pytest.raises(pytest.skip.Exception, match="Chromium is missing .*apt-get install"):
+        browser_or_skip(str(tmp_path))
