@@ -398,5 +398,5 @@ def test_browser_tests_skip_with_a_reason_without_chromium(
     from report_browser import browser_or_skip
 
     monkeypatch.setenv("DL_CHROMIUM", str(tmp_path / "no-chromium"))
-    with pytest.raises(pytest.skip.Exception, match="Chromium is missing .*apt-get install"):
+    with pytest.raises(pytest.skip.Exception, match=r"Chromium is missing .*apt-get install"):
         browser_or_skip(str(tmp_path))
