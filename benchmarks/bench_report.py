@@ -4,7 +4,7 @@ Measures the whole command a user runs, as a fresh process per run:
 
     delegate-lens report gpt_portable_big/etdump.etdp --etrecord etrecord.bin -o report.html
 
-wall time (median over runs) and the file's size; then, in this process, a breakdown of one
+wall and CPU time (medians over runs) and the file's size; then, in this process, a breakdown of one
 run: Inspector (decode, group, link), data model, HTML rendering, and the size of each part
 of the page (vendored libraries, data).
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,16 +54,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.html"
         cmd = command(vector, out)
-        times = []
+        times, cpu = [], []
         for _ in range(args.runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             times.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         size = out.stat().st_size
     print(f"command: {' '.join(cmd[1:])}")
     print(
         f"whole command, {args.runs} runs: median {statistics.median(times):.2f} s "
-        f"(min {min(times):.2f}, max {max(times):.2f}); report {size / 1e6:.2f} MB"
+        f"(min {min(times):.2f}, max {max(times):.2f}), CPU (user + system) median "
+        f"{statistics.median(cpu):.2f} s; report {size / 1e6:.2f} MB"
     )
 
     from delegate_lens.inspector import Inspector

@@ -208,6 +208,19 @@ def test_timeline_draws_the_runs_slices(
         "return n;"
     )
     assert painted > 1000  # coloured slices, not an empty canvas
+    # the wheel zooms in at the cursor: fewer slices are in view, then reset shows all again
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+
+    canvas = browser.find_element("id", "timeline")
+    origin = ScrollOrigin.from_element(canvas, -canvas.size["width"] // 2 + 5, 0)
+    for _ in range(12):
+        ActionChains(browser).scroll_from_origin(origin, 0, -120).perform()
+    time.sleep(0.2)
+    zoomed = browser.execute_script("return dlReport.timeline.drawn")
+    assert 0 < zoomed < len(run["row"])
+    browser.find_element("id", "timeline-reset").click()
+    assert browser.execute_script("return dlReport.timeline.drawn") == len(run["row"])
     assert console_messages(browser) == []
 
 

@@ -167,6 +167,14 @@ def test_timeline_samples_runs_and_nests_slices(vectors_dir: Path) -> None:
         assert all(s + d <= end * (1 + 1e-9) for s, d in zip(run["start"], run["dur"]))
 
 
+def test_chosen_runs_join_the_timeline_samples(vectors_dir: Path) -> None:
+    inspector = _inspector(vectors_dir / "gpt_portable", etrecord=False)
+    data = build_report_data(inspector, runs=[7, 1])
+    whys = {r["run"]: r["why"] for r in data["timeline"]}
+    assert whys[7] == "chosen" and whys[1] == "first, chosen"
+    assert [r["run"] for r in data["timeline"]] == sorted(whys)
+
+
 def test_etdump_alone_gives_tables_and_timeline_without_graph(vectors_dir: Path) -> None:
     inspector = _inspector(vectors_dir / "mlp_xnnpack", etrecord=False)
     data = build_report_data(inspector)
@@ -226,6 +234,7 @@ def test_cli_writes_the_report_and_prints_its_path(
         ("missing-folder", "does not exist"),
         ("not-an-etdump", "etdump"),
         ("bad-etrecord", "etrecord"),
+        ("missing-run", "run 99 is not in the etdump"),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2_and_no_file(
@@ -236,17 +245,21 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_file(
     out = tmp_path / "report.html"
     if case == "missing-folder":
         out = tmp_path / "nowhere" / "report.html"
+    elif case == "missing-run":
+        pass
     elif case == "not-an-etdump":
         etdump = tmp_path / "x.etdp"
         etdump.write_bytes(b"not an etdump at all")
     else:
         etrecord = tmp_path / "x.bin"
         etrecord.write_bytes(b"PK junk")
+    more = ["--run", "99"] if case == "missing-run" else []
     with pytest.raises(SystemExit) as exc:
-        main(["report", str(etdump), "--etrecord", str(etrecord), "-o", str(out)])
+        main(["report", str(etdump), "--etrecord", str(etrecord), "-o", str(out), *more])
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1
+    errors = [line for line in err.splitlines() if not line.startswith("warning: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: ")
     assert message in err.lower()
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
@@ -376,3 +389,14 @@ def test_two_methods_give_two_graphs_each_with_its_own_runs() -> None:
     ops = {n["op"] for n in graphs["decode"]["nodes"]}
     assert "aten.tan.default" in ops and "aten.linear.default" not in ops
     assert "<script" in render_html(data)
+
+
+def test_browser_tests_skip_with_a_reason_without_chromium(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("selenium")
+    from report_browser import browser_or_skip
+
+    monkeypatch.setenv("DL_CHROMIUM", str(tmp_path / "no-chromium"))
+    with pytest.raises(pytest.skip.Exception, match=r"Chromium is missing .*apt-get install"):
+        browser_or_skip(str(tmp_path))

@@ -32,6 +32,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--title", help="page title (default: the ETDump's file name)")
     parser.add_argument(
+        "--run",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="also offer run N (index in the ETDump) in the timeline; repeatable",
+    )
+    parser.add_argument(
         "--source-time-scale",
         default="ns",
         metavar="UNIT",
@@ -68,6 +76,6 @@ def _run(args: argparse.Namespace) -> int:
             source_time_scale=source,
             target_time_scale=target,
         )
-        write_report(inspector, out, title=args.title)
+        write_report(inspector, out, title=args.title, runs=args.run)
     print(out)
     return 0

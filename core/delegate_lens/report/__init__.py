@@ -8,7 +8,7 @@ graph libraries; :func:`write_report` writes the page atomically.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,12 +27,15 @@ def write_report(
     *,
     title: str | None = None,
     extra_measures: Mapping[str, Mapping[str, float]] | None = None,
+    runs: Iterable[int] = (),
 ) -> Path:
     """Write the HTML report of ``inspector`` to ``path`` (atomically); returns the path.
 
-    ``extra_measures``: more ways to colour the graph, ``{measure: {node name: value}}``.
+    ``extra_measures``: more ways to colour the graph, ``{measure: {node name: value}}``;
+    ``runs``: ETDump run indices the timeline offers besides its samples.
     """
     from delegate_lens.fileio import write_atomic
 
-    page = render_html(build_report_data(inspector, title=title, extra_measures=extra_measures))
+    data = build_report_data(inspector, title=title, extra_measures=extra_measures, runs=runs)
+    page = render_html(data)
     return write_atomic(path, lambda stream: stream.write(page))

@@ -3,7 +3,7 @@ tables and the ETRecord's graph, as one JSON-able dict (the page only draws it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.inspector.trace import _jsonable
@@ -52,13 +52,15 @@ def build_report_data(
     *,
     title: str | None = None,
     extra_measures: Mapping[str, Mapping[str, float]] | None = None,
+    runs: Iterable[int] = (),
 ) -> dict[str, Any]:
     """The report's data (see docs/report.md): ``meta``, ``blocks``, ``rows`` (columnar),
     ``metadata``, ``top_operators``, ``shares``, ``graphs`` (one per ETRecord method,
     empty without an ETRecord), ``summary`` and ``timeline``.
 
     ``extra_measures`` adds node colourings to the graph: ``{measure name: {node name:
-    value}}`` (e.g. a numeric gap per node).
+    value}}`` (e.g. a numeric gap per node). ``runs``: indices of ETDump runs the timeline
+    offers besides its samples (first, fastest, median, slowest, last of each block).
     """
     row_ids = RowIds(inspector.tables)
     record = inspector.etrecord
@@ -95,5 +97,5 @@ def build_report_data(
         "shares": block_shares(inspector),
         "graphs": graphs,
         "summary": [delegation_summary(g) for g in graphs],
-        "timeline": timeline_runs(inspector, row_ids),
+        "timeline": timeline_runs(inspector, row_ids, runs),
     }

@@ -8,10 +8,12 @@ from the run's first slice) and ``depth`` (nesting level on the run's track).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from delegate_lens.errors import UsageError
 from delegate_lens.inspector.trace import _BlockSlices
 from delegate_lens.report.rows import RowIds
 
@@ -47,10 +49,18 @@ def sample_runs(table: BlockTable, limit: int = MAX_RUNS_PER_BLOCK) -> list[tupl
     return sorted(out.items())[:limit]
 
 
-def timeline_runs(inspector: Inspector, row_ids: RowIds) -> list[dict[str, Any]]:
-    """The sampled runs of every block, in file order of the runs."""
+def timeline_runs(
+    inspector: Inspector, row_ids: RowIds, chosen: Iterable[int] = ()
+) -> list[dict[str, Any]]:
+    """The sampled runs of every block, and the ``chosen`` runs (indices in the ETDump),
+    in file order of the runs. A chosen run that the file does not have is a UsageError."""
     fc = inspector.file_columns
     factor = inspector.time_factor
+    wanted = set(chosen)
+    n_runs = len(fc.run_names)
+    bad = sorted(r for r in wanted if not 0 <= r < n_runs)
+    if bad:
+        raise UsageError(f"run {bad[0]} is not in the ETDump (it has runs 0 to {n_runs - 1})")
     out = []
     for table in inspector.tables:
         if not table.block.has_perf.any():
@@ -58,7 +68,11 @@ def timeline_runs(inspector: Inspector, row_ids: RowIds) -> list[dict[str, Any]]
         slices = _BlockSlices(inspector, table, factor)
         ids = [row_ids.of(table.index, j) for j in slices.rows]
         runs = table.block.runs.tolist()
-        for pos, why in sample_runs(table):
+        picks = dict(sample_runs(table))
+        for pos, run in enumerate(runs):
+            if run in wanted:
+                picks[pos] = f"{picks[pos]}, chosen" if picks.get(pos) else "chosen"
+        for pos, why in sorted(picks.items()):
             starts = slices.start[pos].tolist()
             ends = slices.end[pos].tolist()
             origin = min(starts) if starts else 0

@@ -363,6 +363,7 @@
     // open the first inference run rather than the method load when there is one
     var pick = 0;
     data.timeline.forEach(function (r, i) { if (pick === 0 && data.blocks[r.block].runs > 1) pick = i; });
+    data.timeline.forEach(function (r, i) { if (r.why.indexOf("chosen") >= 0 && data.timeline[pick].why.indexOf("chosen") < 0) pick = i; });
     tl.run = pick; sel.value = String(pick);
     var canvas = document.getElementById("timeline"), tip = document.getElementById("timeline-tip");
     canvas.addEventListener("wheel", function (evt) {
