@@ -172,6 +172,12 @@ def test_without_etrecord_or_folder_is_one_line_error(
     with pytest.raises(SystemExit):
         main(["inspect", str(etdump), "-f", "model-explorer"])
     assert "-o DIR" in capsys.readouterr().err
+    a_file = tmp_path / "me.txt"
+    a_file.write_text("mine")
+    with pytest.raises(SystemExit):
+        export(a_file, etdump, "--etrecord", str(etdump.parent / "etrecord.bin"))
+    assert "writes a folder" in capsys.readouterr().err
+    assert a_file.read_text() == "mine"
 
 
 def test_existing_folder_gets_the_files_and_a_failure_leaves_it_alone(
