@@ -131,7 +131,7 @@ def test_files_load_into_model_explorers_dataclasses(
             continue
         # Model Explorer types a value as a number; its viewer also takes strings (the
         # delegate overlay's values are the call's group names)
-        config = dacite.Config(strict=True, check_types=name != "delegate.json")
+        config = dacite.Config(strict=True, check_types=not name.startswith("delegate"))
         model = node_data.ModelNodeData(
             graphsData={
                 k: dacite.from_dict(node_data.GraphNodeData, v, config=config)
@@ -172,6 +172,12 @@ def test_without_etrecord_or_folder_is_one_line_error(
     with pytest.raises(SystemExit):
         main(["inspect", str(etdump), "-f", "model-explorer"])
     assert "-o DIR" in capsys.readouterr().err
+    a_file = tmp_path / "me.txt"
+    a_file.write_text("mine")
+    with pytest.raises(SystemExit):
+        export(a_file, etdump, "--etrecord", str(etdump.parent / "etrecord.bin"))
+    assert "writes a folder" in capsys.readouterr().err
+    assert a_file.read_text() == "mine"
 
 
 def test_existing_folder_gets_the_files_and_a_failure_leaves_it_alone(
@@ -252,3 +258,6 @@ def test_demo_decomposition_sums_its_events_and_gap_is_drawn(
     assert p50["linear_1"]["value"] == pytest.approx(by_id[1].perf_data.p50)  # type: ignore[union-attr]
     assert files["delegate.json"]["forward"]["results"]["tan"]["value"] == "DemoBackend[call 0]"
     assert "_softmax" not in files["delegate.json"]["forward"]["results"]
+    identifiers = files["delegate_identifier.json"]["forward"]["results"]
+    assert identifiers["tan"] == {"value": "2,3,4,6"}  # decomposed, and the whole-call event 6
+    assert identifiers["linear_1"] == {"value": "1,6"}

@@ -55,6 +55,10 @@ class DelegateCall:
     identifiers: dict[str, tuple[int, ...]] = attrs.field(eq=False)
     """The backend's debug identifiers (JSON key text) and their handles."""
 
+    def identifiers_of(self, handle: int | None) -> list[str]:
+        """The identifiers (JSON key text) whose handles include ``handle``."""
+        return [key for key, handles in self.identifiers.items() if handle in handles]
+
     @property
     def namespace(self) -> str:
         """The group Model Explorer draws around the call's operators."""
@@ -244,9 +248,7 @@ def _node_attrs(node: GraphNode, call: DelegateCall | None) -> list[dict[str, st
     if call is not None:
         out.append(_kv("delegate_backend", call.backend))
         out.append(_kv("delegate_instruction_id", call.instruction_id))
-        identifiers = [
-            key for key, handles in call.identifiers.items() if node.debug_handle in handles
-        ]
+        identifiers = call.identifiers_of(node.debug_handle)
         if identifiers:
             out.append(_kv("delegate_debug_identifiers", ",".join(identifiers)))
     return out

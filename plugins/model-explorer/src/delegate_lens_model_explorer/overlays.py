@@ -132,6 +132,7 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
     avg: dict[str, Any] = {}
     share: dict[str, Any] = {}
     delegate: dict[str, Any] = {}
+    identifier: dict[str, Any] = {}
     gap: dict[str, Any] = {}
     gaps = numeric_gaps(inspector)
     for graph in graphs:
@@ -158,6 +159,16 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
                 **_graph_data("delegate call", results, gradient=False),
                 "showExpandedSummaryOnGroupNode": True,
             }
+            ids = {
+                node_id: ",".join(call.identifiers_of(graph.op_nodes[node_id].debug_handle))
+                for node_id, call in graph.node_calls.items()
+            }
+            if any(ids.values()):
+                identifier[graph.method] = _graph_data(
+                    "delegate debug identifiers",
+                    {k: {"value": v} for k, v in ids.items() if v},
+                    gradient=False,
+                )
         if gaps:
             gap_results = {k: {"value": gaps[k]} for k in graph.op_nodes if k in gaps}
             if gap_results:
@@ -167,6 +178,7 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
         "latency_avg.json": avg,
         "share_of_run.json": share,
         "delegate.json": delegate,
+        "delegate_identifier.json": identifier,
         "numeric_gap.json": gap,
     }
     return {name: data for name, data in files.items() if data}
