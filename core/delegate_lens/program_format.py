@@ -49,7 +49,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
-from attrs import field, frozen
+import attrs
 
 from delegate_lens.errors import ProgramFormatError
 
@@ -125,13 +125,13 @@ def _check_dtype(_inst: Any, _attr: Any, value: str) -> None:
 # --------------------------------------------------------------------------- values
 
 
-@frozen
+@attrs.frozen
 class TensorValue:
     """A tensor: constant when ``data`` holds its bytes, else produced at run time."""
 
-    dtype: str = field(validator=_check_dtype)
-    shape: tuple[int, ...] = field(converter=_ints)
-    data: bytes | None = field(default=None, converter=_opt_bytes)
+    dtype: str = attrs.field(validator=_check_dtype)
+    shape: tuple[int, ...] = attrs.field(converter=_ints)
+    data: bytes | None = attrs.field(default=None, converter=_opt_bytes)
 
     def __attrs_post_init__(self) -> None:
         if any(s < 0 for s in self.shape):
@@ -147,54 +147,54 @@ class TensorValue:
         return math.prod(self.shape) * DTYPE_ITEMSIZE[self.dtype]
 
 
-@frozen
+@attrs.frozen
 class IntValue:
-    value: int = field(converter=int)
+    value: int = attrs.field(converter=int)
 
 
-@frozen
+@attrs.frozen
 class FloatValue:
-    value: float = field(converter=float)
+    value: float = attrs.field(converter=float)
 
 
-@frozen
+@attrs.frozen
 class BoolValue:
-    value: bool = field(converter=bool)
+    value: bool = attrs.field(converter=bool)
 
 
-@frozen
+@attrs.frozen
 class StringValue:
     value: str
 
 
-@frozen
+@attrs.frozen
 class NoneValue:
     pass
 
 
-@frozen
+@attrs.frozen
 class ListValue:
     """A list of other values of the same method, by value id."""
 
-    items: tuple[int, ...] = field(converter=_ints)
+    items: tuple[int, ...] = attrs.field(converter=_ints)
 
 
-@frozen
+@attrs.frozen
 class DTypeValue:
-    dtype: str = field(validator=_check_dtype)
+    dtype: str = attrs.field(validator=_check_dtype)
 
 
-@frozen
+@attrs.frozen
 class MemoryFormatValue:
     name: str  # "contiguous_format", "channels_last", "preserve_format", ...
 
 
-@frozen
+@attrs.frozen
 class LayoutValue:
     name: str  # "strided", ...
 
 
-@frozen
+@attrs.frozen
 class DeviceValue:
     name: str  # "cpu"
 
@@ -222,25 +222,25 @@ def _kwargs(value: Any) -> tuple[tuple[str, int], ...]:
     return tuple((str(k), int(v)) for k, v in items)
 
 
-@frozen
+@attrs.frozen
 class OperatorInstruction:
     """Run one operator with a torch kernel, e.g. ``op="aten.linear.default"``."""
 
     op: str
-    args: tuple[int, ...] = field(converter=_ints)
-    outputs: tuple[int, ...] = field(converter=_ints)
-    kwargs: tuple[tuple[str, int], ...] = field(default=(), converter=_kwargs)
-    debug_handles: tuple[int, ...] = field(default=(), converter=_ints)
+    args: tuple[int, ...] = attrs.field(converter=_ints)
+    outputs: tuple[int, ...] = attrs.field(converter=_ints)
+    kwargs: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_kwargs)
+    debug_handles: tuple[int, ...] = attrs.field(default=(), converter=_ints)
 
 
-@frozen
+@attrs.frozen
 class DelegateCallInstruction:
     """Run delegate ``delegate_index`` of the program on ``args``, writing ``outputs``."""
 
-    delegate_index: int = field(converter=int)
-    args: tuple[int, ...] = field(converter=_ints)
-    outputs: tuple[int, ...] = field(converter=_ints)
-    debug_handles: tuple[int, ...] = field(default=(), converter=_ints)
+    delegate_index: int = attrs.field(converter=int)
+    args: tuple[int, ...] = attrs.field(converter=_ints)
+    outputs: tuple[int, ...] = attrs.field(converter=_ints)
+    debug_handles: tuple[int, ...] = attrs.field(default=(), converter=_ints)
 
 
 Instruction: TypeAlias = OperatorInstruction | DelegateCallInstruction
@@ -261,34 +261,34 @@ def _compile_specs(values: Iterable[Any]) -> tuple[CompileSpecData, ...]:
     return tuple(out)
 
 
-@frozen
+@attrs.frozen
 class CompileSpecData:
     key: str
-    value: bytes = field(converter=bytes)
+    value: bytes = attrs.field(converter=bytes)
 
 
-@frozen
+@attrs.frozen
 class DelegateData:
     """A lowered partition: the backend id, its blob and the compile specs it was made with."""
 
     backend_id: str
-    processed_bytes: bytes = field(converter=bytes)
-    compile_specs: tuple[CompileSpecData, ...] = field(default=(), converter=_compile_specs)
+    processed_bytes: bytes = attrs.field(converter=bytes)
+    compile_specs: tuple[CompileSpecData, ...] = attrs.field(default=(), converter=_compile_specs)
 
 
-@frozen
+@attrs.frozen
 class MethodData:
     name: str
-    inputs: tuple[int, ...] = field(converter=_ints)
-    outputs: tuple[int, ...] = field(converter=_ints)
-    values: tuple[Value, ...] = field(converter=_tuple)
-    instructions: tuple[Instruction, ...] = field(converter=_tuple)
+    inputs: tuple[int, ...] = attrs.field(converter=_ints)
+    outputs: tuple[int, ...] = attrs.field(converter=_ints)
+    values: tuple[Value, ...] = attrs.field(converter=_tuple)
+    instructions: tuple[Instruction, ...] = attrs.field(converter=_tuple)
 
 
-@frozen
+@attrs.frozen
 class ProgramData:
-    methods: tuple[MethodData, ...] = field(converter=_tuple)
-    delegates: tuple[DelegateData, ...] = field(default=(), converter=_tuple)
+    methods: tuple[MethodData, ...] = attrs.field(converter=_tuple)
+    delegates: tuple[DelegateData, ...] = attrs.field(default=(), converter=_tuple)
 
     def method(self, name: str) -> MethodData:
         for m in self.methods:
