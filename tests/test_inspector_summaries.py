@@ -185,3 +185,25 @@ def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
     plain = io.StringIO()
     inspector.print_data_tabular(file=plain)
     assert "#3" not in plain.getvalue()  # the reference's table keeps its names
+
+
+def test_typed_rows_match_the_event_blocks(mlp: Inspector) -> None:
+    from delegate_lens.inspector.rows import RowStats, table_rows
+
+    rows = list(table_rows(mlp))
+    events = [(b.name, e) for b in mlp.event_blocks for e in b.events]
+    assert len(rows) == len(events)
+    for row, (block, event) in zip(rows, events):
+        assert (row.block, row.event_name, list(row.op_types)) == (
+            block,
+            event.name,
+            event.op_types,
+        )
+        assert row.is_delegated_op == event.is_delegated_op
+        assert row.delegate_backend_name == event.delegate_backend_name
+        perf = event.perf_data
+        if perf is None:
+            assert row.stats is None
+        else:
+            assert row.stats == RowStats(perf.p10, perf.p50, perf.p90, perf.avg, perf.min, perf.max)
+            assert all(type(v) is float for v in row.stats.as_tuple())

@@ -542,3 +542,11 @@ def test_real_plugins_are_found_through_entry_points() -> None:
         version = importlib.metadata.version(dist)
         assert describe_plugin(name, pm) == f"{name!r} ({dist} {version})"
     assert REPO.joinpath("plugins", "json-metadata", "pyproject.toml").is_file()
+
+
+def test_hook_calls_live_in_hookcalls_and_keep_their_public_path() -> None:
+    from delegate_lens import hookcalls, pluginmanager
+
+    for name in ("call_hook", "call_hook_or_warn", "call_each"):
+        assert getattr(pluginmanager, name) is getattr(hookcalls, name)
+        assert name in pluginmanager.__all__ and name in hookcalls.__all__

@@ -284,3 +284,11 @@ def test_random_corruption_never_crashes(data: st.DataObject) -> None:
 def test_program_format_imports_no_torch() -> None:
     code = "import delegate_lens.program_format, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_model_lives_in_program_model_and_keeps_its_public_path() -> None:
+    from delegate_lens import program_format, program_model
+
+    for name in program_model.__all__:
+        assert getattr(program_format, name) is getattr(program_model, name)
+        assert name in program_format.__all__

@@ -45,3 +45,14 @@ def test_error_hierarchy() -> None:
     assert issubclass(errors.PluginWarning, UserWarning)
     assert issubclass(errors.ETDumpFormatError, ValueError)
     assert issubclass(errors.MappingError, ValueError)
+
+
+def test_one_attrs_import_style() -> None:
+    offenders = [
+        str(path.relative_to(REPO))
+        for folder in ("core", "plugins")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if ".venv" not in path.parts
+        and re.search(r"^\s*from attrs? import", path.read_text(encoding="utf-8"), re.M)
+    ]
+    assert offenders == []  # `import attrs`, then attrs.define / attrs.frozen / attrs.field

@@ -18,26 +18,8 @@ byte it reads (magic, version, lengths, checksums, the JSON schema, value ids, d
 indexes, tensor sizes) and raises :class:`~delegate_lens.errors.ProgramFormatError` naming
 the byte offset or the JSON path of what is wrong.
 
-A method is a value table plus instructions in execution order. Values are referred to by
-their index in the table (a *value id*):
-
-* :class:`TensorValue` — dtype (``"float32"``, ``"int64"``, … torch names without
-  ``torch.``), shape, and ``data`` bytes for constants (weights); ``data=None`` is a tensor the
-  runtime produces (inputs, intermediates, outputs).
-* :class:`IntValue`, :class:`FloatValue`, :class:`BoolValue`, :class:`StringValue`,
-  :class:`NoneValue` — scalars of operator arguments.
-* :class:`ListValue` — a list of other values by id (tensor lists, optional tensor lists,
-  lists of ints such as sizes).
-* :class:`DTypeValue`, :class:`MemoryFormatValue`, :class:`LayoutValue`,
-  :class:`DeviceValue` — the torch enum-like arguments, by name (``"float32"``,
-  ``"contiguous_format"``, ``"strided"``, ``"cpu"``).
-
-Instructions: :class:`OperatorInstruction` (``op`` such as ``"aten.linear.default"``,
-positional ``args`` and ``kwargs`` as value ids, ``outputs``) and
-:class:`DelegateCallInstruction` (``delegate_index`` into :attr:`ProgramData.delegates`,
-``args``, ``outputs``). Both carry the ``debug_handles`` of the graph nodes they came from.
-An operator's result is assigned to ``outputs`` flattened: a tensor to ``outputs[0]``, a
-tuple or list element-wise (``-1`` for an element nobody uses).
+The data model (values, instructions, methods, :class:`ProgramData`) lives in
+:mod:`delegate_lens.program_model`; its names are importable from here too.
 """
 
 from __future__ import annotations
@@ -47,11 +29,31 @@ import math
 import struct
 import zlib
 from collections.abc import Iterable
-from typing import Any, TypeAlias
-
-from attrs import field, frozen
+from typing import Any
 
 from delegate_lens.errors import ProgramFormatError
+from delegate_lens.program_model import (
+    DTYPE_ITEMSIZE,
+    BoolValue,
+    CompileSpecData,
+    DelegateCallInstruction,
+    DelegateData,
+    DeviceValue,
+    DTypeValue,
+    FloatValue,
+    Instruction,
+    IntValue,
+    LayoutValue,
+    ListValue,
+    MemoryFormatValue,
+    MethodData,
+    NoneValue,
+    OperatorInstruction,
+    ProgramData,
+    StringValue,
+    TensorValue,
+    Value,
+)
 
 __all__ = [
     "DTYPE_ITEMSIZE",
@@ -84,223 +86,6 @@ MAGIC = b"DLPG"
 FORMAT_VERSION = 1
 ALIGNMENT = 64
 _FIXED = struct.Struct("<4sHHIIQII")  # 32 bytes
-
-DTYPE_ITEMSIZE: dict[str, int] = {
-    "bool": 1,
-    "uint8": 1,
-    "int8": 1,
-    "int16": 2,
-    "int32": 4,
-    "int64": 8,
-    "float16": 2,
-    "bfloat16": 2,
-    "float32": 4,
-    "float64": 8,
-    "complex64": 8,
-    "complex128": 16,
-    "uint16": 2,
-    "uint32": 4,
-    "uint64": 8,
-}
-"""Dtypes a :class:`TensorValue` may have, with their size in bytes."""
-
-
-def _ints(values: Iterable[Any]) -> tuple[int, ...]:
-    return tuple(int(v) for v in values)
-
-
-def _opt_bytes(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)
-
-
-def _tuple(values: Iterable[Any]) -> tuple[Any, ...]:
-    return tuple(values)
-
-
-def _check_dtype(_inst: Any, _attr: Any, value: str) -> None:
-    if value not in DTYPE_ITEMSIZE:
-        raise ProgramFormatError(f"unknown dtype {value!r} (known: {', '.join(DTYPE_ITEMSIZE)})")
-
-
-# --------------------------------------------------------------------------- values
-
-
-@frozen
-class TensorValue:
-    """A tensor: constant when ``data`` holds its bytes, else produced at run time."""
-
-    dtype: str = field(validator=_check_dtype)
-    shape: tuple[int, ...] = field(converter=_ints)
-    data: bytes | None = field(default=None, converter=_opt_bytes)
-
-    def __attrs_post_init__(self) -> None:
-        if any(s < 0 for s in self.shape):
-            raise ProgramFormatError(f"tensor shape {self.shape} has a negative size")
-        if self.data is not None and len(self.data) != self.nbytes:
-            raise ProgramFormatError(
-                f"constant tensor {self.dtype}{list(self.shape)} needs {self.nbytes} bytes, "
-                f"got {len(self.data)}"
-            )
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * DTYPE_ITEMSIZE[self.dtype]
-
-
-@frozen
-class IntValue:
-    value: int = field(converter=int)
-
-
-@frozen
-class FloatValue:
-    value: float = field(converter=float)
-
-
-@frozen
-class BoolValue:
-    value: bool = field(converter=bool)
-
-
-@frozen
-class StringValue:
-    value: str
-
-
-@frozen
-class NoneValue:
-    pass
-
-
-@frozen
-class ListValue:
-    """A list of other values of the same method, by value id."""
-
-    items: tuple[int, ...] = field(converter=_ints)
-
-
-@frozen
-class DTypeValue:
-    dtype: str = field(validator=_check_dtype)
-
-
-@frozen
-class MemoryFormatValue:
-    name: str  # "contiguous_format", "channels_last", "preserve_format", ...
-
-
-@frozen
-class LayoutValue:
-    name: str  # "strided", ...
-
-
-@frozen
-class DeviceValue:
-    name: str  # "cpu"
-
-
-Value: TypeAlias = (
-    TensorValue
-    | IntValue
-    | FloatValue
-    | BoolValue
-    | StringValue
-    | NoneValue
-    | ListValue
-    | DTypeValue
-    | MemoryFormatValue
-    | LayoutValue
-    | DeviceValue
-)
-
-
-# --------------------------------------------------------------------------- instructions
-
-
-def _kwargs(value: Any) -> tuple[tuple[str, int], ...]:
-    items = value.items() if isinstance(value, dict) else value
-    return tuple((str(k), int(v)) for k, v in items)
-
-
-@frozen
-class OperatorInstruction:
-    """Run one operator with a torch kernel, e.g. ``op="aten.linear.default"``."""
-
-    op: str
-    args: tuple[int, ...] = field(converter=_ints)
-    outputs: tuple[int, ...] = field(converter=_ints)
-    kwargs: tuple[tuple[str, int], ...] = field(default=(), converter=_kwargs)
-    debug_handles: tuple[int, ...] = field(default=(), converter=_ints)
-
-
-@frozen
-class DelegateCallInstruction:
-    """Run delegate ``delegate_index`` of the program on ``args``, writing ``outputs``."""
-
-    delegate_index: int = field(converter=int)
-    args: tuple[int, ...] = field(converter=_ints)
-    outputs: tuple[int, ...] = field(converter=_ints)
-    debug_handles: tuple[int, ...] = field(default=(), converter=_ints)
-
-
-Instruction: TypeAlias = OperatorInstruction | DelegateCallInstruction
-
-
-# --------------------------------------------------------------------------- program
-
-
-def _compile_specs(values: Iterable[Any]) -> tuple[CompileSpecData, ...]:
-    out = []
-    for spec in values:
-        if isinstance(spec, CompileSpecData):
-            out.append(spec)
-        elif isinstance(spec, tuple):
-            out.append(CompileSpecData(spec[0], spec[1]))
-        else:  # anything with .key / .value (delegate_lens.CompileSpec)
-            out.append(CompileSpecData(spec.key, spec.value))
-    return tuple(out)
-
-
-@frozen
-class CompileSpecData:
-    key: str
-    value: bytes = field(converter=bytes)
-
-
-@frozen
-class DelegateData:
-    """A lowered partition: the backend id, its blob and the compile specs it was made with."""
-
-    backend_id: str
-    processed_bytes: bytes = field(converter=bytes)
-    compile_specs: tuple[CompileSpecData, ...] = field(default=(), converter=_compile_specs)
-
-
-@frozen
-class MethodData:
-    name: str
-    inputs: tuple[int, ...] = field(converter=_ints)
-    outputs: tuple[int, ...] = field(converter=_ints)
-    values: tuple[Value, ...] = field(converter=_tuple)
-    instructions: tuple[Instruction, ...] = field(converter=_tuple)
-
-
-@frozen
-class ProgramData:
-    methods: tuple[MethodData, ...] = field(converter=_tuple)
-    delegates: tuple[DelegateData, ...] = field(default=(), converter=_tuple)
-
-    def method(self, name: str) -> MethodData:
-        for m in self.methods:
-            if m.name == name:
-                return m
-        known = ", ".join(m.name for m in self.methods) or "none"
-        raise ProgramFormatError(f"program has no method {name!r} (methods: {known})")
-
-    @property
-    def method_names(self) -> list[str]:
-        return [m.name for m in self.methods]
-
 
 # --------------------------------------------------------------------------- serialize
 

@@ -18,8 +18,8 @@ import json
 import struct
 from typing import Any
 
+import attrs
 import numpy as np
-from attrs import define, field
 
 __all__ = ["BlobError", "DemoBlob", "DemoOp", "from_bytes", "to_bytes"]
 
@@ -33,7 +33,7 @@ class BlobError(ValueError):
     """The blob is not a valid demo backend blob."""
 
 
-@define
+@attrs.define
 class DemoOp:
     """One backend operation: a kernel writing ``output`` from ``inputs`` (slots)."""
 
@@ -41,12 +41,12 @@ class DemoOp:
     identifier: int | str
     inputs: list[int]
     output: int
-    attrs: dict[str, Any] = field(factory=dict)
+    attrs: dict[str, Any] = attrs.field(factory=dict)
     flops: int = 0
     bytes_moved: int = 0
 
 
-@define
+@attrs.define
 class DemoBlob:
     n_slots: int
     inputs: list[int]

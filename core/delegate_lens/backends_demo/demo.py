@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from attrs import frozen
+import attrs
 
 from delegate_lens.backends_demo import BACKEND_ID
 
@@ -28,7 +28,7 @@ DEMO_FILES = {
 format, not an ExecuTorch ``.pte``)."""
 
 
-@frozen
+@attrs.frozen
 class DemoResult:
     out_dir: Path
     paths: dict[str, Path]

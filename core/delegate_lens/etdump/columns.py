@@ -11,9 +11,9 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
 
 from delegate_lens.etdump.model import (
     AllocationEvent,
@@ -75,7 +75,7 @@ def _u64(value: Any) -> npt.NDArray[np.uint64]:
     return _as(value, np.uint64)
 
 
-@frozen(eq=False)
+@attrs.frozen(eq=False)
 class EventColumns:
     """Equal-length numpy arrays, one entry per event of a run (see the module docstring).
 
@@ -87,21 +87,21 @@ class EventColumns:
     :meth:`from_events`.
     """
 
-    kind: npt.NDArray[np.uint8] = field(converter=_u8)
-    name: npt.NDArray[np.int32] = field(converter=_i32)
-    chain_index: npt.NDArray[np.int64] = field(converter=_i64)
-    instruction_id: npt.NDArray[np.int32] = field(converter=_i32)
-    delegate_debug_id_int: npt.NDArray[np.int32] = field(converter=_i32)
-    delegate_debug_id_str: npt.NDArray[np.int32] = field(converter=_i32)
-    start_time: npt.NDArray[np.uint64] = field(converter=_u64)
-    end_time: npt.NDArray[np.uint64] = field(converter=_u64)
-    metadata_offset: npt.NDArray[np.int64] = field(converter=_i64)
-    metadata_length: npt.NDArray[np.int64] = field(converter=_i64)
-    allocator_id: npt.NDArray[np.int32] = field(converter=_i32)
-    allocation_size: npt.NDArray[np.uint64] = field(converter=_u64)
-    strings: list[str] = field(factory=list)
+    kind: npt.NDArray[np.uint8] = attrs.field(converter=_u8)
+    name: npt.NDArray[np.int32] = attrs.field(converter=_i32)
+    chain_index: npt.NDArray[np.int64] = attrs.field(converter=_i64)
+    instruction_id: npt.NDArray[np.int32] = attrs.field(converter=_i32)
+    delegate_debug_id_int: npt.NDArray[np.int32] = attrs.field(converter=_i32)
+    delegate_debug_id_str: npt.NDArray[np.int32] = attrs.field(converter=_i32)
+    start_time: npt.NDArray[np.uint64] = attrs.field(converter=_u64)
+    end_time: npt.NDArray[np.uint64] = attrs.field(converter=_u64)
+    metadata_offset: npt.NDArray[np.int64] = attrs.field(converter=_i64)
+    metadata_length: npt.NDArray[np.int64] = attrs.field(converter=_i64)
+    allocator_id: npt.NDArray[np.int32] = attrs.field(converter=_i32)
+    allocation_size: npt.NDArray[np.uint64] = attrs.field(converter=_u64)
+    strings: list[str] = attrs.field(factory=list)
     blob: bytes | bytearray | memoryview = b""
-    debug_entries: Mapping[int, Value] = field(factory=dict)
+    debug_entries: Mapping[int, Value] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         n = len(self.kind)

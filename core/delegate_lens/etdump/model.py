@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 import attrs
-from attrs import define, field
 
 if TYPE_CHECKING:
     from delegate_lens.etdump.columns import EventColumns
@@ -159,14 +158,14 @@ def _float32_range(_inst: Any, attribute: attrs.Attribute[Any], value: float) ->
 # --- value tables ---------------------------------------------------------------------------
 
 
-@define
+@attrs.define
 class Int:
-    int_val: int = field(default=0, validator=_i64)
+    int_val: int = attrs.field(default=0, validator=_i64)
 
 
-@define
+@attrs.define
 class Bool:
-    bool_val: bool = field(default=False, converter=bool)
+    bool_val: bool = attrs.field(default=False, converter=bool)
 
 
 def _float_key(value: float) -> tuple[bool, float]:
@@ -174,39 +173,41 @@ def _float_key(value: float) -> tuple[bool, float]:
     return (True, 0.0) if math.isnan(value) else (False, value)
 
 
-@define
+@attrs.define
 class Float:
-    float_val: float = field(default=0.0, converter=float, validator=_float32_range, eq=_float_key)
+    float_val: float = attrs.field(
+        default=0.0, converter=float, validator=_float32_range, eq=_float_key
+    )
 
 
-@define
+@attrs.define
 class Double:
-    double_val: float = field(default=0.0, converter=float, eq=_float_key)
+    double_val: float = attrs.field(default=0.0, converter=float, eq=_float_key)
 
 
-@define
+@attrs.define
 class String:
-    string_val: str | None = field(default=None, validator=_opt_str)
+    string_val: str | None = attrs.field(default=None, validator=_opt_str)
 
 
-@define
+@attrs.define
 class Tensor:
-    scalar_type: ScalarType | int = field(
+    scalar_type: ScalarType | int = attrs.field(
         default=ScalarType.BYTE, converter=scalar_type, validator=_i8
     )
-    sizes: list[int] = field(factory=list, converter=_int_list, validator=_check_i64_list)
-    strides: list[int] = field(factory=list, converter=_int_list, validator=_check_i64_list)
-    offset: int = field(default=0, validator=_i64)
+    sizes: list[int] = attrs.field(factory=list, converter=_int_list, validator=_check_i64_list)
+    strides: list[int] = attrs.field(factory=list, converter=_int_list, validator=_check_i64_list)
+    offset: int = attrs.field(default=0, validator=_i64)
 
 
-@define
+@attrs.define
 class TensorList:
-    tensors: list[Tensor] = field(factory=list)
+    tensors: list[Tensor] = attrs.field(factory=list)
 
 
-@define
+@attrs.define
 class Value:
-    val: ValueType | int = field(default=ValueType.Null, converter=value_type, validator=_i8)
+    val: ValueType | int = attrs.field(default=ValueType.Null, converter=value_type, validator=_i8)
     tensor: Tensor | None = None
     tensor_list: TensorList | None = None
     int_value: Int | None = None
@@ -219,35 +220,35 @@ class Value:
 # --- events -----------------------------------------------------------------------------------
 
 
-@define
+@attrs.define
 class ProfileEvent:
-    name: str | None = field(default=None, validator=_opt_str)
-    chain_index: int = field(default=0, validator=_i32)
-    instruction_id: int = field(default=-1, validator=_i32)
-    delegate_debug_id_int: int = field(default=-1, validator=_i32)
-    delegate_debug_id_str: str | None = field(default=None, validator=_opt_str)
-    delegate_debug_metadata: bytes | None = field(default=None, converter=_opt_bytes)
-    start_time: int = field(default=0, validator=_u64)
-    end_time: int = field(default=0, validator=_u64)
+    name: str | None = attrs.field(default=None, validator=_opt_str)
+    chain_index: int = attrs.field(default=0, validator=_i32)
+    instruction_id: int = attrs.field(default=-1, validator=_i32)
+    delegate_debug_id_int: int = attrs.field(default=-1, validator=_i32)
+    delegate_debug_id_str: str | None = attrs.field(default=None, validator=_opt_str)
+    delegate_debug_metadata: bytes | None = attrs.field(default=None, converter=_opt_bytes)
+    start_time: int = attrs.field(default=0, validator=_u64)
+    end_time: int = attrs.field(default=0, validator=_u64)
 
 
-@define
+@attrs.define
 class AllocationEvent:
-    allocator_id: int = field(default=0, validator=_i32)
-    allocation_size: int = field(default=0, validator=_u64)
+    allocator_id: int = attrs.field(default=0, validator=_i32)
+    allocation_size: int = attrs.field(default=0, validator=_u64)
 
 
-@define
+@attrs.define
 class DebugEvent:
-    chain_index: int = field(default=0, validator=_u64)
-    instruction_id: int = field(default=-1, validator=_i32)
+    chain_index: int = attrs.field(default=0, validator=_u64)
+    instruction_id: int = attrs.field(default=-1, validator=_i32)
     debug_entry: Value | None = None
-    delegate_debug_id_int: int = field(default=-1, validator=_i32)
-    delegate_debug_id_str: str | None = field(default=None, validator=_opt_str)
-    name: str | None = field(default=None, validator=_opt_str)
+    delegate_debug_id_int: int = attrs.field(default=-1, validator=_i32)
+    delegate_debug_id_str: str | None = attrs.field(default=None, validator=_opt_str)
+    name: str | None = attrs.field(default=None, validator=_opt_str)
 
 
-@define
+@attrs.define
 class Event:
     """One event; exactly one member is set in files the runtime writes (none is allowed)."""
 
@@ -256,9 +257,9 @@ class Event:
     debug_event: DebugEvent | None = None
 
 
-@define
+@attrs.define
 class Allocator:
-    name: str | None = field(default=None, validator=_opt_str)
+    name: str | None = attrs.field(default=None, validator=_opt_str)
 
 
 # --- runs -------------------------------------------------------------------------------------
@@ -312,7 +313,7 @@ def _allocator_list(value: Any) -> list[Allocator]:
     return list(value)
 
 
-@define(eq=False, repr=False)
+@attrs.define(eq=False, repr=False)
 class RunData:
     """One block of events (``Default`` at method load, one ``Execute`` per inference).
 
@@ -323,11 +324,11 @@ class RunData:
     hold their columns once.
     """
 
-    name: str | None = field(default=None, validator=_opt_str)
-    bundled_input_index: int = field(default=-1, validator=_i32)
-    allocators: list[Allocator] = field(factory=list, converter=_allocator_list)
-    _event_list: list[Event] | None = field(default=None, alias="events")
-    _columns: EventColumns | None = field(default=None, alias="columns", kw_only=True)
+    name: str | None = attrs.field(default=None, validator=_opt_str)
+    bundled_input_index: int = attrs.field(default=-1, validator=_i32)
+    allocators: list[Allocator] = attrs.field(factory=list, converter=_allocator_list)
+    _event_list: list[Event] | None = attrs.field(default=None, alias="events")
+    _columns: EventColumns | None = attrs.field(default=None, alias="columns", kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if self._event_list is not None and self._columns is not None:
@@ -422,9 +423,9 @@ class RunData:
         )
 
 
-@define
+@attrs.define
 class ETDump:
     """The root table: a format version and the runs."""
 
-    version: int = field(default=0, validator=_u32)
-    run_data: list[RunData] = field(factory=list)
+    version: int = attrs.field(default=0, validator=_u32)
+    run_data: list[RunData] = attrs.field(factory=list)

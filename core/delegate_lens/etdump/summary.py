@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import attrs
 import numpy as np
-from attrs import frozen
 
 from delegate_lens.etdump.columns import EventKind, concat_columns
 from delegate_lens.etdump.model import ETDump
@@ -14,7 +14,7 @@ from delegate_lens.etdump.model import ETDump
 __all__ = ["NameStats", "Summary", "format_summary", "summarize"]
 
 
-@frozen
+@attrs.frozen
 class NameStats:
     """Events sharing a name: how many, and the total/mean duration of the profiled ones."""
 
@@ -25,7 +25,7 @@ class NameStats:
     profiled: int = 0  # how many of them are profile events (the others have no times)
 
 
-@frozen
+@attrs.frozen
 class Summary:
     version: int
     runs: list[tuple[str | None, int, int]]  # (run name, how many runs, events in them)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import frozen
 
 from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.model import (
@@ -34,7 +34,7 @@ I64 = npt.NDArray[np.int64]
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-@frozen(eq=False)
+@attrs.frozen(eq=False)
 class TensorColumns:
     """Tensor tables: one row each; ``sizes``/``strides`` are spans of ``dims``."""
 
@@ -70,7 +70,7 @@ SCALAR_MEMBERS: tuple[tuple[str, int, type, str, Any], ...] = (
 )
 
 
-@frozen(eq=False)
+@attrs.frozen(eq=False)
 class ValueColumns:
     """Value tables: one row each.
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import define
 
 from delegate_lens.etdump import DebugEntries, ETDump
 from delegate_lens.etdump.columns import EventColumns, EventKind
@@ -30,7 +30,7 @@ __all__ = ["Block", "FileColumns", "build_blocks", "concat_runs"]
 IntArray = npt.NDArray[np.int64]
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class FileColumns:
     """Every event of a file in one set of arrays (``run`` = index of the run in the file)."""
 
@@ -257,7 +257,7 @@ def _first_of_group(run: npt.NDArray[np.integer[Any]], local: IntArray) -> IntAr
     return first[inverse.reshape(-1)].astype(np.int64)
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class Block:
     """Runs merged under one signature: ``events[k, j]`` is the global index of the event
     behind row ``j`` in the block's ``k``-th run (for a row without samples, the index of
@@ -271,7 +271,7 @@ class Block:
     group: IntArray  # shape (len(runs), rows): group id of each row's event
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class Grouping:
     """The file's blocks plus what debug data lookup needs (groups of debug events)."""
 

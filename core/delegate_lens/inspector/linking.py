@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from attrs import field, frozen
 
 from delegate_lens.errors import DelegateLensWarning
 
@@ -43,7 +42,7 @@ class InspectorWarning(DelegateLensWarning):
     """A problem with the Inspector's inputs that it worked around (see the message)."""
 
 
-@frozen
+@attrs.frozen
 class RowKey:
     """What linking needs to know about a row."""
 
@@ -52,7 +51,7 @@ class RowKey:
     identifier: int | str | None
 
 
-@frozen
+@attrs.frozen
 class Choice:
     """How a block is linked: ``method`` (None when unknown), the method whose maps the
     rows are linked with (``link_with``, None: unlinked) and instructions left unlinked."""
@@ -62,14 +61,14 @@ class Choice:
     unlinked: frozenset[int]
 
 
-@frozen
+@attrs.frozen
 class RowLink:
     """What the ETRecord says about a row."""
 
     debug_handles: int | list[int] | None = None
-    op_types: list[str] = field(factory=list)
-    stack_traces: dict[str, str | None] = field(factory=dict)
-    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = field(factory=dict)
+    op_types: list[str] = attrs.field(factory=list)
+    stack_traces: dict[str, str | None] = attrs.field(factory=dict)
+    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = attrs.field(factory=dict)
     delegate_backend_name: str | None = None
     method: str | None = None
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
+import attrs
 import numpy as np
-from attrs import Factory, define, field, frozen
 
 from delegate_lens.inspector.timescale import TimeScale
 
@@ -26,7 +26,7 @@ def _pct(raw: list[float], q: int) -> float:
     return float(np.percentile(raw, q))
 
 
-@frozen
+@attrs.frozen
 class PerfData:
     """The samples of one row (one per merged run) in the target time scale, with statistics.
 
@@ -36,12 +36,24 @@ class PerfData:
     """
 
     raw: list[float]
-    p10: float = field(default=Factory(lambda self: _pct(self.raw, 10), takes_self=True))
-    p50: float = field(default=Factory(lambda self: _pct(self.raw, 50), takes_self=True))
-    p90: float = field(default=Factory(lambda self: _pct(self.raw, 90), takes_self=True))
-    avg: float = field(default=Factory(lambda self: float(np.mean(self.raw)), takes_self=True))
-    min: float = field(default=Factory(lambda self: float(min(self.raw)), takes_self=True))
-    max: float = field(default=Factory(lambda self: float(max(self.raw)), takes_self=True))
+    p10: float = attrs.field(
+        default=attrs.Factory(lambda self: _pct(self.raw, 10), takes_self=True)
+    )
+    p50: float = attrs.field(
+        default=attrs.Factory(lambda self: _pct(self.raw, 50), takes_self=True)
+    )
+    p90: float = attrs.field(
+        default=attrs.Factory(lambda self: _pct(self.raw, 90), takes_self=True)
+    )
+    avg: float = attrs.field(
+        default=attrs.Factory(lambda self: float(np.mean(self.raw)), takes_self=True)
+    )
+    min: float = attrs.field(
+        default=attrs.Factory(lambda self: float(min(self.raw)), takes_self=True)
+    )
+    max: float = attrs.field(
+        default=attrs.Factory(lambda self: float(max(self.raw)), takes_self=True)
+    )
 
 
 def _as_str_or_int(value: object) -> int | str | None:
@@ -50,7 +62,7 @@ def _as_str_or_int(value: object) -> int | str | None:
     raise TypeError(f"delegate_debug_identifier must be int, str or None, not {value!r}")
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class Event:
     """One row: a profile event (or a debug-only instruction) with its samples and links.
 
@@ -60,17 +72,19 @@ class Event:
 
     name: str
     perf_data: PerfData | None = None
-    op_types: list[str] = field(factory=list)
-    delegate_debug_identifier: int | str | None = field(default=None, converter=_as_str_or_int)
+    op_types: list[str] = attrs.field(factory=list)
+    delegate_debug_identifier: int | str | None = attrs.field(
+        default=None, converter=_as_str_or_int
+    )
     debug_handles: int | list[int] | None = None
-    stack_traces: dict[str, str | None] = field(factory=dict)
-    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = field(factory=dict)
+    stack_traces: dict[str, str | None] = attrs.field(factory=dict)
+    module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = attrs.field(factory=dict)
     is_delegated_op: bool = False
     delegate_backend_name: str | None = None
-    debug_data: list[DebugValue] = field(factory=list)
+    debug_data: list[DebugValue] = attrs.field(factory=list)
     start_time: list[int] | None = None
-    delegate_debug_metadatas: list[str] | list[bytes] | dict[str, Any] = field(factory=list)
-    raw_delegate_debug_metadatas: list[bytes] = field(factory=list)
+    delegate_debug_metadatas: list[str] | list[bytes] | dict[str, Any] = attrs.field(factory=list)
+    raw_delegate_debug_metadatas: list[bytes] = attrs.field(factory=list)
     instruction_id: int | None = None
     method: str | None = None
 
@@ -137,7 +151,7 @@ class LazyEvents(Sequence[Event]):
         return f"<{self._size} events>"
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class EventBlock:
     """Events of one run signature: every run with the same name, bundled input index and
     sequence of rows is merged here, each row holding one sample per run.
@@ -147,13 +161,13 @@ class EventBlock:
     """
 
     name: str
-    events: Sequence[Event] = field(factory=list)
+    events: Sequence[Event] = attrs.field(factory=list)
     bundled_input_index: int | None = None
     source_time_scale: TimeScale = TimeScale.NS
     target_time_scale: TimeScale = TimeScale.MS
-    run_indices: list[int] = field(factory=list)
+    run_indices: list[int] = attrs.field(factory=list)
     method: str | None = None
-    run_output: list[DebugValue] = field(factory=list)
+    run_output: list[DebugValue] = attrs.field(factory=list)
     """The final outputs logged in the block's first run (debug events flagged as output)."""
 
     def to_dataframe(

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import define, field
 
 from delegate_lens.errors import InspectorError
 from delegate_lens.inspector.build import Block, FileColumns
@@ -31,7 +31,7 @@ DelegateTimes = Callable[
 for one delegate-logged row, or None for the default conversion."""
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class BlockTable:
     """One merged block with everything its rows need."""
 
@@ -44,9 +44,9 @@ class BlockTable:
     ticks: npt.NDArray[np.uint64] | None  # (rows, runs) elapsed ticks (exact rows only)
     exact: npt.NDArray[np.bool_]  # rows whose samples are ticks / factor
     stats: FloatArray  # (6, rows): p10, p50, p90, avg, min, max (NaN without samples)
-    debug_data: dict[int, list[Any]] = field(factory=dict)  # row -> inflated values
-    run_output: list[Any] = field(factory=list)  # final outputs of the first run
-    converted_start: dict[int, FloatArray] = field(factory=dict)
+    debug_data: dict[int, list[Any]] = attrs.field(factory=dict)  # row -> inflated values
+    run_output: list[Any] = attrs.field(factory=list)  # final outputs of the first run
+    converted_start: dict[int, FloatArray] = attrs.field(factory=dict)
     """Delegate rows whose clock went through a converter: start times (target scale)."""
 
     @property

@@ -64,23 +64,21 @@ def _delegate_row_name(name: str, backend: str | None, identifier: int | str) ->
 
 
 def _rows(inspector: Inspector, metadata: bool, named: bool = False) -> Iterator[list[Any]]:
-    for table in inspector.tables:
-        for j, key in enumerate(table.keys):
-            if _HIDDEN_IN_TABLE in key.name:
-                continue
-            link = table.links[j]
-            if table.block.has_perf[j]:
-                stats: list[Any] = [float(v) for v in table.stats[:, j]]
-            else:
-                stats = [None] * 6
-            name = key.name
-            if named and key.identifier is not None:
-                name = _delegate_row_name(name, link.delegate_backend_name, key.identifier)
-            row = [table.name, name, *stats]
-            row += [link.op_types, key.identifier is not None, link.delegate_backend_name]
-            if metadata:
-                row.append(inspector.row_metadata(table, j)[1])
-            yield row
+    from delegate_lens.inspector.rows import table_rows
+
+    tables = inspector.tables
+    for r in table_rows(inspector):
+        if _HIDDEN_IN_TABLE in r.event_name:
+            continue
+        stats: list[Any] = list(r.stats.as_tuple()) if r.stats is not None else [None] * 6
+        name = r.event_name
+        if named and r.identifier is not None:
+            name = _delegate_row_name(name, r.delegate_backend_name, r.identifier)
+        row = [r.block, name, *stats]
+        row += [list(r.op_types), r.is_delegated_op, r.delegate_backend_name]
+        if metadata:
+            row.append(inspector.row_metadata(tables[r.block_index], r.row)[1])
+        yield row
 
 
 def _fmt(value: Any) -> str:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from attrs import define
+import attrs
 
 from delegate_lens.errors import EventTracerError
 from delegate_lens.mapping import INT_IDENTIFIER_MAX
@@ -51,7 +51,7 @@ _U64_MAX = (1 << 64) - 1
 _I32_MAX = INT_IDENTIFIER_MAX  # ETDump stores delegate_debug_id_int as an int32
 
 
-@define(slots=True)
+@attrs.define(slots=True)
 class EventTracerEntry:
     """What :func:`event_tracer_start_profiling_delegate` returns: hand it back to end it."""
 

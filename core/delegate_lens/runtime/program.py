@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import torch
-from attrs import frozen
 
 from delegate_lens.backend import CompileSpec
 from delegate_lens.errors import DelegateLensError, ProgramFormatError, RuntimeBackendError
@@ -40,7 +40,7 @@ from delegate_lens.runtime.kernels import constant_value, kernel_event_name, res
 __all__ = ["BackendExecutionContext", "Method", "Program"]
 
 
-@frozen
+@attrs.frozen
 class BackendExecutionContext:
     """What a backend's ``execute(context, handle, args)`` gets besides its inputs.
 

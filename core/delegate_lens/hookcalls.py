@@ -1,0 +1,177 @@
+"""Calling hooks so that a plugin's failure is named (split from the plugin host).
+
+* :func:`call_hook` — call a hook as pluggy does (same order and *firstresult*
+  semantics); an exception of our own type propagates, any other exception raised by a
+  plugin becomes a :class:`~delegate_lens.errors.PluginError` naming the plugin and its
+  distribution.
+* :func:`call_hook_or_warn` — where a fallback exists: warn (:class:`PluginWarning`) and
+  return ``None``.
+* :func:`call_each` — every implementation one by one: ``[(plugin name, result)]``.
+
+All three are also importable from :mod:`delegate_lens.pluginmanager` (where the module
+docstring describes them), and take the plugin manager as ``pm`` (default: the process's).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any
+
+import pluggy
+
+from delegate_lens.errors import DelegateLensError, PluginError, PluginWarning, UsageError
+
+__all__ = ["call_each", "call_hook", "call_hook_or_warn"]
+
+
+def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
+    from delegate_lens.pluginmanager import get_plugin_manager
+
+    return get_plugin_manager() if pm is None else pm
+
+
+def _describe(name: str, pm: pluggy.PluginManager) -> str:
+    from delegate_lens import pluginmanager
+
+    return pluginmanager.describe_plugin(name, pm)
+
+
+def _exc_text(exc: BaseException) -> str:
+    from delegate_lens import pluginmanager
+
+    return pluginmanager._exc_text(exc)
+
+
+def _caller(pm: pluggy.PluginManager, hook_name: str) -> Any:
+    caller = getattr(pm.hook, hook_name, None)
+    if caller is None or not hook_name.startswith("dl_"):
+        raise UsageError(f"unknown hook {hook_name!r}")
+    return caller
+
+
+def _code_of(function: Callable[..., Any]) -> Any:
+    target: Any = inspect.unwrap(function)
+    target = getattr(target, "__func__", target)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        call = type(target).__dict__.get("__call__")
+        code = getattr(call, "__code__", None)
+    return code
+
+
+def _culprit(caller: Any, exc: BaseException) -> str | None:
+    """The name of the plugin whose implementation of ``caller`` raised ``exc``."""
+    impls = caller.get_hookimpls()
+    codes: dict[Any, Any] = {}
+    for impl in impls:
+        code = _code_of(impl.function)
+        if code is not None:
+            codes.setdefault(code, impl)
+    candidate: str | None = None
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        impl = codes.get(frame.f_code)
+        if impl is not None:
+            return str(impl.plugin_name)
+        if frame.f_code.co_name == "_multicall" and candidate is None:
+            current = frame.f_locals.get("hook_impl")
+            if current is not None and current in impls:
+                candidate = str(current.plugin_name)
+        tb = tb.tb_next
+    if candidate is None and len(impls) == 1:
+        candidate = str(impls[0].plugin_name)
+    return candidate
+
+
+def _failure_message(
+    pm: pluggy.PluginManager,
+    caller: Any,
+    hook_name: str,
+    exc: BaseException,
+    culprit: str | None = None,
+) -> str:
+    """What failed where; ``culprit`` is the failing plugin when the caller knows it (else
+    it is looked for in the traceback)."""
+    if culprit is None:
+        culprit = _culprit(caller, exc)
+    if culprit is None:
+        names = ", ".join(repr(impl.plugin_name) for impl in caller.get_hookimpls())
+        who = f"one of the plugins {names}"
+    else:
+        who = f"plugin {_describe(culprit, pm)}"
+    return f"{who} failed in {hook_name}: {_exc_text(exc)}"
+
+
+def call_hook(hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any) -> Any:
+    """Call a hook like ``pm.hook.<hook_name>(**kwargs)``; a plugin's failure is named.
+
+    Errors of our own type propagate unchanged; any other exception raised by a plugin
+    becomes a :class:`PluginError` naming it (see the module docstring).
+    """
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    try:
+        return caller(**kwargs)
+    except DelegateLensError:
+        raise
+    except Exception as exc:
+        raise PluginError(_failure_message(manager, caller, hook_name, exc)) from exc
+
+
+def call_hook_or_warn(
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any
+) -> Any:
+    """Call a hook where a fallback exists: on a plugin's failure warn and return ``None``.
+
+    The warning's category is :class:`PluginWarning` and its message names the plugin and
+    the hook. A :class:`~delegate_lens.config.ConfigError` (bad user configuration) still
+    propagates.
+    """
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    try:
+        return caller(**kwargs)
+    except Exception as exc:
+        from delegate_lens.config import ConfigError
+
+        if isinstance(exc, ConfigError):
+            raise
+        message = _failure_message(manager, caller, hook_name, exc)
+        warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
+        return None
+
+
+def call_each(
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any
+) -> list[tuple[str, Any]]:
+    """Call every implementation of a hook, one by one, in registration order.
+
+    :returns: ``[(plugin_name, result), ...]`` for the results that are not ``None``.
+        Wrapper implementations are skipped. Failures are handled as in :func:`call_hook`.
+    """
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    results: list[tuple[str, Any]] = []
+    for impl in _plain_impls(caller.get_hookimpls()):
+        missing = [arg for arg in impl.argnames if arg not in kwargs]
+        if missing:
+            raise UsageError(f"{hook_name}: the call must give argument(s) {missing}")
+        args = [kwargs[arg] for arg in impl.argnames]
+        try:
+            result = impl.function(*args)
+        except DelegateLensError:
+            raise
+        except Exception as exc:
+            message = _failure_message(manager, caller, hook_name, exc, str(impl.plugin_name))
+            raise PluginError(message) from exc
+        if result is not None:
+            results.append((str(impl.plugin_name), result))
+    return results
+
+
+def _plain_impls(impls: Iterable[Any]) -> list[Any]:
+    return [impl for impl in impls if not (impl.hookwrapper or impl.wrapper)]
