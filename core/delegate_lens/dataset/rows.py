@@ -120,7 +120,10 @@ def events_table(
     did_str = fc.did_str[profile].astype(np.int64)
     name = fc.name[profile].astype(np.int64)
     has_int = did_int != -1
-    int_ids, int_codes = np.unique(did_int[has_int], return_inverse=True)
+    if has_int.any():
+        int_ids, int_codes = np.unique(did_int[has_int], return_inverse=True)
+    else:
+        int_ids = int_codes = np.zeros(0, dtype=np.int64)
     # int identifiers as text, reusing the string table's code when the text is there
     dictionary: list[str | None] = list(strings)
     index = {text: code for code, text in enumerate(strings)}
@@ -160,7 +163,9 @@ def events_table(
         **_links(pa, inspector, fc, profile),
     }
     plain = schema()
-    table = pa.Table.from_arrays([columns[f.name].cast(f.type) for f in plain], schema=plain)
+    arrays = [columns[f.name] for f in plain]
+    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, plain)]
+    table = pa.Table.from_arrays(arrays, schema=plain)
     return with_labels(table, labels, list(labels))
 
 

@@ -6,6 +6,7 @@ in the ETDump. Strings are dictionary-encoded (a fleet repeats few distinct name
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,18 @@ COLUMNS: dict[str, str] = {
 }
 
 
+@functools.lru_cache(maxsize=64)
+def _schema(label_names: tuple[str, ...]) -> Any:
+    return _make_schema(label_names)
+
+
 def schema(label_names: Sequence[str] = ()) -> Any:
+    """The ``pyarrow.Schema`` of a part whose files carry labels named ``label_names``
+    (see :func:`_make_schema`)."""
+    return _schema(tuple(sorted(label_names)))
+
+
+def _make_schema(label_names: Sequence[str]) -> Any:
     """The ``pyarrow.Schema`` of a part whose files carry labels named ``label_names``.
 
     ``labels`` is a struct with one text field per label name (a part without labels has
