@@ -50,8 +50,12 @@ def run_demo(
     echo: Callable[[str], None] = print,
     table_file: TextIO | None = None,
     show_table: bool = True,
+    slowdown: str | None = None,
 ) -> DemoResult:
-    """Run the demo; ``echo`` receives one line per step. Returns where the files are."""
+    """Run the demo; ``echo`` receives one line per step. Returns where the files are.
+
+    ``slowdown="<kernel or identifier>:<factor>"`` adds the demo backend's ``slowdown``
+    compile spec (a known regression, for ``delegate-lens compare``)."""
     import torch
 
     import delegate_lens as dl
@@ -69,6 +73,8 @@ def run_demo(
     exported = torch.export.export(module, inputs)
 
     specs = [dl.CompileSpec("identifiers", identifiers.encode())]
+    if slowdown is not None:
+        specs.append(dl.CompileSpec("slowdown", slowdown.encode()))
     edge = dl.to_edge_transform_and_lower(
         exported, partitioner=[DemoPartitioner(specs)], generate_etrecord=True
     )

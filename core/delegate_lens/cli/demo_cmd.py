@@ -50,6 +50,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-table", action="store_true", help="do not print the Inspector's table"
     )
+    parser.add_argument(
+        "--slowdown",
+        metavar="OP:FACTOR",
+        help="run the demo backend's ops of this kernel or identifier FACTOR times (e.g. "
+        "sigmoid:50): a known regression to try 'delegate-lens compare' on",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -73,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
             identifiers=args.identifiers,
             debug_buffer_size=args.debug_buffer_size,
             show_table=not args.no_table,
+            slowdown=args.slowdown,
         )
     finally:
         torch.set_num_threads(threads)
