@@ -143,6 +143,7 @@ def _compare_block(
     st = compare_samples(base_samples, new_samples, alpha=alpha, test=test, min_samples=min_samples)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = st.new_median / st.base_median
+        ratio[(st.new_median == 0) & (st.base_median == 0)] = 1.0  # 0 -> 0: unchanged
         ratio_low = 1.0 + st.delta_low / st.base_median
         ratio_high = 1.0 + st.delta_high / st.base_median
     enough = base_samples.shape[1] >= min_samples and new_samples.shape[1] >= min_samples
