@@ -44,6 +44,21 @@ def _inspector(value: Any, etrecord: Any, what: str) -> tuple[Inspector, str]:
     raise UsageError(f"{what} must be an ETDump path or an Inspector, not {type(value).__name__}")
 
 
+def _two_inspectors(
+    base: Any, base_etrecord: Any, new: Any, new_etrecord: Any
+) -> tuple[tuple[Inspector, str], tuple[Inspector, str]]:
+    """Both sides; two ETDump paths are read in two threads (decoding is numpy work that
+    releases the GIL for much of the time). A bad base is reported before a bad new."""
+    if isinstance(base, Inspector) or isinstance(new, Inspector):
+        return _inspector(base, base_etrecord, "base"), _inspector(new, new_etrecord, "new")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="compare-load") as pool:
+        base_future = pool.submit(_inspector, base, base_etrecord, "base")
+        new_future = pool.submit(_inspector, new, new_etrecord, "new")
+        return base_future.result(), new_future.result()
+
+
 def _check_number(name: str, value: float, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UsageError(f"{name} must be a number, not {type(value).__name__}")
@@ -79,8 +94,9 @@ def compare(
         raise UsageError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
     if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
         raise UsageError(f"min_samples must be an int of at least 2, got {min_samples!r}")
-    base_inspector, base_name = _inspector(base, base_etrecord, "base")
-    new_inspector, new_name = _inspector(new, new_etrecord, "new")
+    (base_inspector, base_name), (new_inspector, new_name) = _two_inspectors(
+        base, base_etrecord, new, new_etrecord
+    )
     unit = base_inspector.target_time_scale
     if new_inspector.target_time_scale != unit:
         raise UsageError(
