@@ -2,8 +2,11 @@
 a demo backend built with the ``slowdown`` compile spec is flagged at exactly that
 operator, inside the delegate.
 
-The three traced methods run interleaved, one call each in turn, so that the load of this
-shared machine falls on every side alike (as the docs advise for real A/B runs).
+The three traced sides run interleaved, one call each in turn, so that the load of this
+shared machine falls on every side alike (as the docs advise for real A/B runs). Two
+loaded instances of one program can still differ by some 20 % on a 10 us kernel (memory
+layout, caches) while the whole suite runs on 2 shared cores, so the A/A pair is judged at
+a 50 % threshold and the slowdown (an injected factor of 40) at 90 %.
 """
 
 from __future__ import annotations
@@ -70,7 +73,11 @@ def demo_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_same_program_twice_shows_no_significant_change(demo_dumps: dict[str, Path]) -> None:
     etrecord = demo_dumps["base.etrecord"]
     result = compare(
-        demo_dumps["base"], demo_dumps["again"], base_etrecord=etrecord, new_etrecord=etrecord
+        demo_dumps["base"],
+        demo_dumps["again"],
+        base_etrecord=etrecord,
+        new_etrecord=etrecord,
+        threshold=0.5,
     )
     assert not result.only_base and not result.only_new
     # convnet: 2 delegate calls (5 + 3 delegate rows), a portable mean, framework rows
@@ -90,6 +97,7 @@ def test_slowdown_is_flagged_at_exactly_that_operator(demo_dumps: dict[str, Path
         demo_dumps["slow"],
         base_etrecord=demo_dumps["base.etrecord"],
         new_etrecord=demo_dumps["slow.etrecord"],
+        threshold=0.9,
     )
     assert result.has_regression
     table = [(r.identity.name, r.identity.instruction_id, r.ratio, r.verdict) for r in result.rows]
@@ -133,7 +141,7 @@ def test_cli_exit_status_gates_on_regressions(
 ) -> None:
     out = tmp_path / "report.json"
     base, etrecord = str(demo_dumps["base"]), str(demo_dumps["base.etrecord"])
-    same = ["compare", base, str(demo_dumps["again"]), "--etrecord", etrecord]
+    same = ["compare", base, str(demo_dumps["again"]), "--etrecord", etrecord, "--threshold", "50%"]
     assert main([*same, "--format", "json", "-o", str(out)]) == 0
     assert json.loads(out.read_text())["regressions"] == 0
     slow = ["compare", base, str(demo_dumps["slow"]), "--base-etrecord", etrecord]
