@@ -52,12 +52,15 @@ def run_demo(
     show_table: bool = True,
     precision: str = "exact",
     numerics: bool = False,
+    slowdown: str | None = None,
 ) -> DemoResult:
     """Run the demo; ``echo`` receives one line per step. Returns where the files are.
 
     ``precision`` (``exact``, ``fp16``, ``int8``) is the demo backend's compile spec of
     that name; with ``numerics`` the runs are compared with the reference graph
-    (``Inspector.calculate_numeric_gap``) and the table printed."""
+    (``Inspector.calculate_numeric_gap``) and the table printed.
+    ``slowdown="<kernel or identifier>:<factor>"`` adds the demo backend's ``slowdown``
+    compile spec (a known regression, for ``delegate-lens compare``)."""
     import torch
 
     import delegate_lens as dl
@@ -77,6 +80,8 @@ def run_demo(
     specs = [dl.CompileSpec("identifiers", identifiers.encode())]
     if precision != "exact":
         specs.append(dl.CompileSpec("precision", precision.encode()))
+    if slowdown is not None:
+        specs.append(dl.CompileSpec("slowdown", slowdown.encode()))
     edge = dl.to_edge_transform_and_lower(
         exported, partitioner=[DemoPartitioner(specs)], generate_etrecord=True
     )

@@ -106,16 +106,45 @@ def _ids(identifier: int | str) -> tuple[str | None, int | None]:
     return (identifier, None) if isinstance(identifier, str) else (None, identifier)
 
 
+SLOWDOWN_SPEC = "slowdown"
+"""Compile spec key ``b"<kernel or identifier>:<factor>"`` (e.g. ``b"sigmoid:50"``): the
+runtime runs the matching backend ops ``factor`` times per call, a known regression for
+testing ``delegate-lens compare``."""
+
+
+def parse_slowdown(compile_specs: Sequence[Any]) -> tuple[str, int] | None:
+    """The ``slowdown`` compile spec as ``(kernel or identifier, factor)``, or None."""
+    for spec in compile_specs:
+        if spec.key == SLOWDOWN_SPEC:
+            target, _, factor = bytes(spec.value).decode("utf-8", "replace").rpartition(":")
+            if not target or not factor.isdigit() or int(factor) < 1:
+                raise ValueError(
+                    f"compile spec {SLOWDOWN_SPEC!r} must be b'<kernel or identifier>:<factor>' "
+                    f"with a factor >= 1, not {spec.value!r}"
+                )
+            return target, int(factor)
+    return None
+
+
 class DemoExecutable:
     """An initialized blob: constants decoded once, per-op identifiers and metadata ready."""
 
     def __init__(
-        self, blob: DemoBlob, numerics: Numerics | None = None, log_outputs: bool = True
+        self,
+        blob: DemoBlob,
+        numerics: Numerics | None = None,
+        log_outputs: bool = True,
+        slowdown: tuple[str, int] | None = None,
     ) -> None:
         self.blob = blob
         self.numerics = numerics or Numerics()
         self.log_outputs = log_outputs
         """Whether every op's output is logged (compile spec ``debug_outputs``)."""
+        self.repeats = {  # op index -> times its kernel runs (the slowdown spec)
+            i: slowdown[1]
+            for i, op in enumerate(blob.ops)
+            if slowdown is not None and slowdown[0] in (op.kernel, str(op.identifier))
+        }
         template: list[Any] = [None] * blob.n_slots
         for slot, array in blob.constants.items():
             template[slot] = self.numerics.constant(array) if array.dtype.kind == "f" else array
@@ -154,6 +183,7 @@ class DemoRuntime:
             from_bytes(processed_bytes),
             Numerics(precision(compile_specs), precision_kernels(compile_specs)),
             debug_outputs(compile_specs),
+            parse_slowdown(compile_specs),
         )
 
     def execute(self, context: Any, handle: DemoExecutable, args: Sequence[Any]) -> list[Any]:
@@ -166,9 +196,12 @@ class DemoRuntime:
         slots = handle.template.copy()
         for slot, value in zip(blob.inputs, args):
             slots[slot] = _as_array(value)
-        for op, name, ddi, metadata in handle.steps:
+        for index, (op, name, ddi, metadata) in enumerate(handle.steps):
             entry = event_tracer_start_profiling_delegate(tracer, name, ddi)
-            out, logged = handle.numerics.output(_run(op, slots), op.kernel)
+            out = _run(op, slots)
+            for _ in range(handle.repeats.get(index, 1) - 1):
+                out = _run(op, slots)
+            out, logged = handle.numerics.output(out, op.kernel)
             slots[op.output] = out
             event_tracer_end_profiling_delegate(tracer, entry, metadata)
             if tracer is not None and handle.log_outputs:

@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "numerics",
     "collect",
     "query",
+    "compare",
 )
 
 EXIT_USAGE = 2

@@ -62,6 +62,12 @@ def register(subparsers: Any) -> None:
         help="numeric debugging: compare every op's output with the reference graph and "
         "print the gaps (needs a debug buffer)",
     )
+    parser.add_argument(
+        "--slowdown",
+        metavar="OP:FACTOR",
+        help="run the demo backend's ops of this kernel or identifier FACTOR times (e.g. "
+        "sigmoid:50): a known regression to try 'delegate-lens compare' on",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -89,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
             show_table=not args.no_table,
             precision=args.precision,
             numerics=args.debug,
+            slowdown=args.slowdown,
         )
     finally:
         torch.set_num_threads(threads)

@@ -1,0 +1,267 @@
+"""``compare(base, new)``: did a change make a model faster or slower, and where?"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from delegate_lens.compare.matching import BlockPair, match_blocks, match_rows
+from delegate_lens.compare.model import (
+    FASTER,
+    NO_CHANGE,
+    SLOWER,
+    TOO_FEW,
+    BackendSummary,
+    BlockSummary,
+    CompareResult,
+    OneSidedRow,
+    RowComparison,
+    RowIdentity,
+)
+from delegate_lens.compare.stats import TESTS, compare_samples
+from delegate_lens.errors import UsageError
+from delegate_lens.inspector.api import Inspector
+from delegate_lens.inspector.tables import BlockTable
+
+__all__ = ["compare"]
+
+PathLike = str | os.PathLike[str]
+_DELEGATE_CALL = "DELEGATE_CALL"
+_EXECUTE = "Method::execute"
+
+
+def _inspector(value: Any, etrecord: Any, what: str) -> tuple[Inspector, str]:
+    if isinstance(value, Inspector):
+        if etrecord is not None:
+            raise UsageError(f"{what}: give the ETRecord to the Inspector, not to compare()")
+        return value, str(value.etdump_path) if value.etdump_path is not None else what
+    if isinstance(value, str | os.PathLike):
+        return Inspector(etdump_path=value, etrecord=etrecord), os.fspath(value)
+    raise UsageError(f"{what} must be an ETDump path or an Inspector, not {type(value).__name__}")
+
+
+def _two_inspectors(
+    base: Any, base_etrecord: Any, new: Any, new_etrecord: Any
+) -> tuple[tuple[Inspector, str], tuple[Inspector, str]]:
+    """Both sides; two ETDump paths are read in two threads (decoding is numpy work that
+    releases the GIL for much of the time). A bad base is reported before a bad new."""
+    if isinstance(base, Inspector) or isinstance(new, Inspector):
+        return _inspector(base, base_etrecord, "base"), _inspector(new, new_etrecord, "new")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="compare-load") as pool:
+        base_future = pool.submit(_inspector, base, base_etrecord, "base")
+        new_future = pool.submit(_inspector, new, new_etrecord, "new")
+        return base_future.result(), new_future.result()
+
+
+def _check_number(name: str, value: float, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number, not {type(value).__name__}")
+    if not (low < value < high) or not math.isfinite(value):
+        raise UsageError(f"{name} must be between {low} and {high} (exclusive), got {value}")
+    return float(value)
+
+
+def compare(
+    base: PathLike | Inspector,
+    new: PathLike | Inspector,
+    *,
+    base_etrecord: Any = None,
+    new_etrecord: Any = None,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+    test: str = "median-ci",
+    min_samples: int = 3,
+) -> CompareResult:
+    """Compare two ETDumps (paths or :class:`~delegate_lens.inspector.Inspector` objects).
+
+    Rows are matched by identity (see :mod:`delegate_lens.compare.matching`). A matched row
+    is ``"slower"`` (``"faster"``) when the change of its median is significant at
+    ``alpha`` and the ratio ``new / base`` is above ``1 + threshold`` (below
+    ``1 - threshold``), ``"too few samples"`` when either side has fewer than
+    ``min_samples``, else ``"no significant change"``. ``test`` is ``"median-ci"`` (the
+    medians' order-statistic intervals, numpy only) or ``"mannwhitney"`` (SciPy, the
+    ``stats`` extra). Both sides must use the same time scale.
+    """
+    threshold = _check_number("threshold", threshold, 0.0, 1.0)
+    alpha = _check_number("alpha", alpha, 0.0, 1.0)
+    if test not in TESTS:
+        raise UsageError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
+    if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
+        raise UsageError(f"min_samples must be an int of at least 2, got {min_samples!r}")
+    (base_inspector, base_name), (new_inspector, new_name) = _two_inspectors(
+        base, base_etrecord, new, new_etrecord
+    )
+    unit = base_inspector.target_time_scale
+    if new_inspector.target_time_scale != unit:
+        raise UsageError(
+            f"the two Inspectors report in different time scales ({unit.value} and "
+            f"{new_inspector.target_time_scale.value})"
+        )
+    rows: list[RowComparison] = []
+    only_base: list[OneSidedRow] = []
+    only_new: list[OneSidedRow] = []
+    pairs = match_blocks(base_inspector.tables, new_inspector.tables)
+    for pair in pairs:
+        matches, base_left, new_left = match_rows(pair)
+        if matches:
+            assert pair.base is not None and pair.new is not None
+            rows.extend(_compare_block(pair, matches, threshold, alpha, test, min_samples))
+        only_base.extend(_one_sided(pair.base, base_left, "base"))
+        only_new.extend(_one_sided(pair.new, new_left, "new"))
+    return CompareResult(
+        base=base_name,
+        new=new_name,
+        time_unit=unit.value,
+        threshold=threshold,
+        alpha=alpha,
+        test=test,
+        rows=rows,
+        only_base=only_base,
+        only_new=only_new,
+        blocks=[_block_summary(pair) for pair in pairs],
+        backends=_backend_summaries(pairs),
+    )
+
+
+def _identity(table: BlockTable, row: int) -> RowIdentity:
+    key = table.keys[row]
+    link = table.links[row]
+    return RowIdentity(
+        block=table.name,
+        name=key.name,
+        instruction_id=None if key.instruction_id < 0 else key.instruction_id,
+        delegate_debug_identifier=key.identifier,
+        delegate_backend_name=link.delegate_backend_name,
+        debug_handles=link.debug_handles,
+        op_types=list(link.op_types),
+    )
+
+
+def _compare_block(
+    pair: BlockPair,
+    matches: list[tuple[int, int, str]],
+    threshold: float,
+    alpha: float,
+    test: str,
+    min_samples: int,
+) -> list[RowComparison]:
+    assert pair.base is not None and pair.new is not None
+    base_rows = np.array([m[0] for m in matches], dtype=np.intp)
+    new_rows = np.array([m[1] for m in matches], dtype=np.intp)
+    base_samples = pair.base.samples[base_rows]
+    new_samples = pair.new.samples[new_rows]
+    st = compare_samples(base_samples, new_samples, alpha=alpha, test=test, min_samples=min_samples)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = st.new_median / st.base_median
+        ratio[(st.new_median == 0) & (st.base_median == 0)] = 1.0  # 0 -> 0: unchanged
+        ratio_low = 1.0 + st.delta_low / st.base_median
+        ratio_high = 1.0 + st.delta_high / st.base_median
+    enough = base_samples.shape[1] >= min_samples and new_samples.shape[1] >= min_samples
+    slower = st.significant & (ratio > 1.0 + threshold)
+    faster = st.significant & (ratio < 1.0 - threshold)
+    out = []
+    for i, (_, n, kind) in enumerate(matches):
+        verdict = SLOWER if slower[i] else FASTER if faster[i] else NO_CHANGE
+        if not enough:
+            verdict = TOO_FEW
+        p = float(st.p_value[i])
+        out.append(
+            RowComparison(
+                identity=_identity(pair.new, n),
+                match=kind,
+                base_samples=base_samples[i],
+                new_samples=new_samples[i],
+                base_median=float(st.base_median[i]),
+                new_median=float(st.new_median[i]),
+                delta=float(st.delta[i]),
+                delta_ci=(float(st.delta_low[i]), float(st.delta_high[i])),
+                ratio=float(ratio[i]),
+                ratio_ci=(float(ratio_low[i]), float(ratio_high[i])),
+                p_value=None if math.isnan(p) else p,
+                significant=bool(st.significant[i]),
+                verdict=verdict,
+            )
+        )
+    return out
+
+
+def _one_sided(table: BlockTable | None, rows: list[int], side: str) -> list[OneSidedRow]:
+    if table is None:
+        return []
+    return [
+        OneSidedRow(
+            identity=_identity(table, row),
+            side=side,
+            samples=table.samples[row],
+            median=float(table.stats[1, row]),
+        )
+        for row in rows
+    ]
+
+
+def _is_delegate_call(table: BlockTable, row: int) -> bool:
+    key = table.keys[row]
+    if key.identifier is not None:
+        return False
+    return key.name == _DELEGATE_CALL or table.links[row].delegate_backend_name is not None
+
+
+def _totals(table: BlockTable | None) -> tuple[float | None, float | None]:
+    """(total, delegated) of one block: see :class:`BlockSummary`."""
+    if table is None:
+        return None, None
+    medians = table.stats[1]
+    total: float | None = None
+    execute: float | None = None
+    delegated = 0.0
+    for row, key in enumerate(table.keys):
+        if not table.block.has_perf[row] or key.identifier is not None:
+            continue
+        if key.name == _EXECUTE:
+            execute = float(medians[row])
+        elif key.name not in ("Method::init", "Program::load_method", "OPERATOR_CALL"):
+            total = (total or 0.0) + float(medians[row])
+        if _is_delegate_call(table, row):
+            delegated += float(medians[row])
+    total = execute if execute is not None else total
+    return total, (delegated if total is not None else None)
+
+
+def _block_summary(pair: BlockPair) -> BlockSummary:
+    base_total, base_delegated = _totals(pair.base)
+    new_total, new_delegated = _totals(pair.new)
+    return BlockSummary(pair.name, base_total, new_total, base_delegated, new_delegated)
+
+
+def _backend_summaries(pairs: list[BlockPair]) -> list[BackendSummary]:
+    calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    times: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    grand = [0.0, 0.0]
+    for pair in pairs:
+        for side, table in enumerate((pair.base, pair.new)):
+            if table is None:
+                continue
+            grand[side] += _totals(table)[0] or 0.0
+            for row in range(table.n_rows):
+                if table.block.has_perf[row] and _is_delegate_call(table, row):
+                    backend = table.links[row].delegate_backend_name or "(unknown backend)"
+                    calls[backend][side] += 1
+                    times[backend][side] += float(table.stats[1, row])
+    return [
+        BackendSummary(
+            backend=backend,
+            base_calls=calls[backend][0],
+            new_calls=calls[backend][1],
+            base_time=times[backend][0],
+            new_time=times[backend][1],
+            base_share=times[backend][0] / grand[0] if grand[0] > 0 else None,
+            new_share=times[backend][1] / grand[1] if grand[1] > 0 else None,
+        )
+        for backend in calls
+    ]

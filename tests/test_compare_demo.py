@@ -1,0 +1,152 @@
+"""delegate-lens compare on demo runs: the same program twice shows no significant change;
+a demo backend built with the ``slowdown`` compile spec is flagged at exactly that
+operator, inside the delegate.
+
+The three traced sides run interleaved, one call each in turn, so that the load of this
+shared machine falls on every side alike (as the docs advise for real A/B runs). Two
+loaded instances of one program can still differ by some 20 % on a 10 us kernel (memory
+layout, caches) while the whole suite runs on 2 shared cores, so the A/A pair is judged at
+a 50 % threshold and the slowdown (an injected factor of 40) at 90 %.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from delegate_lens.cli import main
+from delegate_lens.compare import FASTER, NO_CHANGE, SLOWER, TOO_FEW, compare
+
+pytestmark = pytest.mark.slow  # about 30 s: two lowerings and 120 traced calls
+
+RUNS = 40
+SLOW_FACTOR = 40
+
+
+@pytest.fixture(scope="module")
+def demo_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """ETDumps ``base``, ``again`` (same program) and ``slow`` (sigmoid x40) of convnet,
+    with their ETRecords ``base.etrecord`` / ``slow.etrecord``."""
+    torch = pytest.importorskip("torch")
+    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.runtime import ETDumpGen, Program
+
+    root = tmp_path_factory.mktemp("compare_demo")
+    quiet = {"runs": 1, "debug_buffer_size": 0, "echo": lambda _: None, "show_table": False}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        built = {
+            "base": run_demo("convnet", out_dir=root / "base", **quiet),
+            "slow": run_demo(
+                "convnet", out_dir=root / "slow", slowdown=f"sigmoid:{SLOW_FACTOR}", **quiet
+            ),
+        }
+        _, inputs = make_model("convnet")
+        sides = {"base": "base", "again": "base", "slow": "slow"}
+        tracers = {name: ETDumpGen() for name in sides}
+        methods = {
+            name: Program.load(built[program].paths["program"]).load_method(
+                "forward", event_tracer=tracers[name]
+            )
+            for name, program in sides.items()
+        }
+        order = list(sides)
+        with torch.no_grad():
+            for i in range(RUNS):
+                for name in order[i % 3 :] + order[: i % 3]:
+                    methods[name].execute(list(inputs))
+    finally:
+        torch.set_num_threads(threads)
+    paths = {}
+    for name, tracer in tracers.items():
+        paths[name] = root / f"{name}.etdp"
+        tracer.write(paths[name])
+    paths["base.etrecord"] = built["base"].paths["etrecord"]
+    paths["slow.etrecord"] = built["slow"].paths["etrecord"]
+    return paths
+
+
+def test_same_program_twice_shows_no_significant_change(demo_dumps: dict[str, Path]) -> None:
+    etrecord = demo_dumps["base.etrecord"]
+    result = compare(
+        demo_dumps["base"],
+        demo_dumps["again"],
+        base_etrecord=etrecord,
+        new_etrecord=etrecord,
+        threshold=0.5,
+    )
+    assert not result.only_base and not result.only_new
+    # convnet: 2 delegate calls (5 + 3 delegate rows), a portable mean, framework rows
+    assert result.match_counts() == {"delegate": 9, "instruction": 4, "name": 3}
+    timed = [row for row in result.rows if row.base_samples.size == RUNS]
+    assert len(timed) == 14
+    changed = [(row.identity.name, row.ratio) for row in timed if row.verdict != NO_CHANGE]
+    assert changed == []
+    assert not result.has_regression
+    assert [b.backend for b in result.backends] == ["DemoBackend"]
+    assert result.backends[0].base_calls == result.backends[0].new_calls == 2
+
+
+def test_slowdown_is_flagged_at_exactly_that_operator(demo_dumps: dict[str, Path]) -> None:
+    result = compare(
+        demo_dumps["base"],
+        demo_dumps["slow"],
+        base_etrecord=demo_dumps["base.etrecord"],
+        new_etrecord=demo_dumps["slow.etrecord"],
+        threshold=0.9,
+    )
+    assert result.has_regression
+    table = [(r.identity.name, r.identity.instruction_id, r.ratio, r.verdict) for r in result.rows]
+    delegated = [row for row in result.rows if row.identity.is_delegated_op]
+    slower = [row for row in delegated if row.verdict == SLOWER]
+    # the sigmoid op itself, and the summary row of its own delegate call (which spans it)
+    sigmoid = [row for row in slower if row.identity.op_types == ["aten.sigmoid.default"]]
+    assert len(sigmoid) == 1, table
+    op = sigmoid[0]
+    assert op.match == "delegate"
+    assert op.identity.delegate_backend_name == "DemoBackend"
+    assert op.ratio > SLOW_FACTOR / 4 and op.ratio_ci[0] > 2, table
+    others = [row for row in slower if row is not op]
+    assert all(row.identity.instruction_id == op.identity.instruction_id for row in others), table
+    assert all(set(op.identity.op_types) < set(row.identity.op_types) for row in others), table
+    # every other operator inside the delegates is unchanged (not faster or slower); the
+    # per-call summary rows span their whole delegate call (the handles of DELEGATE_CALL)
+    call_handles = {
+        row.identity.instruction_id: row.identity.debug_handles
+        for row in result.rows
+        if row.identity.name == "DELEGATE_CALL"
+    }
+    assert len(call_handles) == 2
+    leaf_ops = [
+        row
+        for row in delegated
+        if row.identity.debug_handles != call_handles[row.identity.instruction_id] and row is not op
+    ]
+    assert len(leaf_ops) == 6
+    assert leaf_ops and all(row.verdict not in (SLOWER, FASTER) for row in leaf_ops), [
+        (row.identity.name, row.identity.op_types, row.ratio) for row in leaf_ops
+    ]
+    timed = [row for row in result.rows if row.verdict != TOO_FEW]  # not the 1-sample loads
+    assert max(timed, key=lambda row: row.ratio) is op, table
+    (backend,) = result.backends
+    assert backend.new_time > backend.base_time
+
+
+def test_cli_exit_status_gates_on_regressions(
+    demo_dumps: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report.json"
+    base, etrecord = str(demo_dumps["base"]), str(demo_dumps["base.etrecord"])
+    same = ["compare", base, str(demo_dumps["again"]), "--etrecord", etrecord, "--threshold", "50%"]
+    assert main([*same, "--format", "json", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["regressions"] == 0
+    slow = ["compare", base, str(demo_dumps["slow"]), "--base-etrecord", etrecord]
+    slow += ["--new-etrecord", str(demo_dumps["slow.etrecord"])]
+    assert main([*slow, "--format", "markdown"]) == 1
+    text = capsys.readouterr().out
+    assert "| aten.sigmoid" not in text  # op types are not in the markdown table
+    assert any(line.startswith("| Execute | 1 | DemoBackend | 8 |") for line in text.splitlines())
