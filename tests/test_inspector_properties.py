@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import numpy as np
+from conftest import VECTORS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +23,8 @@ from delegate_lens.etdump import (
     ValueType,
     dumps,
 )
+from delegate_lens.etdump.columns import file_wide_columns
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.build import _joined
 from delegate_lens.inspector.jsonout import format_decimals
 
 # one event: ("p", name, chain, iid, did_int, did_str) or ("d", chain, iid, value, output)
@@ -177,13 +178,15 @@ def test_decimal_formatting_is_exact(ticks: list[int], places: int) -> None:
     assert json.loads(f"[{text}]") == [float(t) / 10**places for t in ticks]
 
 
-def test_join_only_accepts_consecutive_views() -> None:
-    base = np.arange(10, dtype=np.int64)
-    views = [base[0:3], base[3:7], base[7:10]]
-    assert _joined(views) is base
-    assert _joined([base[3:7], base[0:3], base[7:10]]) is None  # out of order
-    assert _joined([base[0:3], base[3:7]]) is None  # not the whole base
-    assert _joined([base[0:3], np.arange(7)]) is None  # another array
+def test_file_wide_columns_only_for_all_of_one_decoded_file_in_order() -> None:
+    from delegate_lens.etdump import load
+
+    runs = [r.columns for r in load(VECTORS / "mlp_xnnpack" / "etdump.etdp").run_data]
+    other = [r.columns for r in load(VECTORS / "conv_xnnpack" / "etdump.etdp").run_data]
+    assert file_wide_columns(runs) is not None
+    assert file_wide_columns([runs[1], runs[0], *runs[2:]]) is None  # out of order
+    assert file_wide_columns(runs[:-1]) is None  # not the whole file
+    assert file_wide_columns([*runs[:-1], other[-1]]) is None  # another file
 
 
 def _assert_nested(slices: list[dict[str, Any]]) -> None:

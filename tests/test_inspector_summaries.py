@@ -207,3 +207,28 @@ def test_typed_rows_match_the_event_blocks(mlp: Inspector) -> None:
         else:
             assert row.stats == RowStats(perf.p10, perf.p50, perf.p90, perf.avg, perf.min, perf.max)
             assert all(type(v) is float for v in row.stats.as_tuple())
+
+
+def test_decoded_file_wide_columns_are_used_once_without_copies() -> None:
+    from delegate_lens.etdump import load
+    from delegate_lens.etdump.columns import file_wide_columns
+    from delegate_lens.inspector.build import concat_runs
+
+    etdump = load(MLP / "etdump.etdp")
+    runs = [run.columns for run in etdump.run_data]
+    wide = file_wide_columns(runs)
+    assert wide is not None and len(wide["start_time"]) == sum(len(c) for c in runs)
+    fc = concat_runs(etdump)
+    assert np.shares_memory(fc.start_time, wide["start_time"])
+    assert np.shares_memory(fc.end_time, wide["end_time"])
+    # reordered or rebuilt runs are not the decoder's slices: concatenated, same values
+    assert file_wide_columns(runs[::-1]) is None
+    rebuilt = ETDump(
+        run_data=[RunData(name=r.name, events=list(r.events)) for r in etdump.run_data]
+    )
+    assert file_wide_columns([r.columns for r in rebuilt.run_data]) is None
+    again = concat_runs(rebuilt)
+    assert not np.shares_memory(again.start_time, wide["start_time"])
+    assert np.array_equal(again.start_time, fc.start_time)
+    names = [fc.string(int(c)) for c in fc.name]
+    assert [again.string(int(c)) for c in again.name] == names  # codes of its own table

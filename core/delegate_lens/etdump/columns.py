@@ -23,7 +23,14 @@ from delegate_lens.etdump.model import (
     Value,
 )
 
-__all__ = ["EventColumns", "EventColumnsBuilder", "EventKind", "concat_columns"]
+__all__ = [
+    "EventColumns",
+    "EventColumnsBuilder",
+    "EventKind",
+    "FileSpan",
+    "concat_columns",
+    "file_wide_columns",
+]
 
 
 class EventKind(enum.IntEnum):
@@ -102,6 +109,9 @@ class EventColumns:
     strings: list[str] = attrs.field(factory=list)
     blob: bytes | bytearray | memoryview = b""
     debug_entries: Mapping[int, Value] = attrs.field(factory=dict)
+    file_span: FileSpan | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+    """Set by the decoder: where these columns lie in the file-wide columns (None when
+    built in memory)."""
 
     def __attrs_post_init__(self) -> None:
         n = len(self.kind)
@@ -168,10 +178,12 @@ class EventColumns:
         strings: list[str],
         blob: bytes | bytearray | memoryview,
         debug_entries: Mapping[int, Value],
+        file_span: FileSpan | None = None,
     ) -> EventColumns:
         """Columns from arrays already of the right dtypes and checked (no validation).
 
         For decoders that have validated everything in bulk; others use :meth:`build`.
+        ``file_span`` says which slice of the file-wide columns these are.
         """
         self = cls.__new__(cls)
         for name in COLUMN_SPECS:
@@ -179,6 +191,7 @@ class EventColumns:
         object.__setattr__(self, "strings", strings)
         object.__setattr__(self, "blob", blob)
         object.__setattr__(self, "debug_entries", debug_entries)
+        object.__setattr__(self, "file_span", file_span)
         return self
 
     @classmethod
@@ -438,6 +451,37 @@ def _as_i64(value: int) -> int:
     if not -(1 << 63) <= value <= _U64_MASK:
         raise ValueError(f"chain_index={value} does not fit uint64")
     return value - (1 << 64) if value >= (1 << 63) else value
+
+
+@attrs.frozen(eq=False)
+class FileSpan:
+    """Where one run's columns lie in the file-wide columns a decoder sliced them from.
+
+    :param columns: every column of :data:`COLUMN_SPECS` for the whole file (one array
+        each, shared by all runs of the file).
+    :param bounds: run ``r`` holds events ``bounds[r]:bounds[r + 1]``.
+    :param run: this run's position.
+    """
+
+    columns: Mapping[str, npt.NDArray[Any]]
+    bounds: npt.NDArray[np.int64]
+    run: int
+
+
+def file_wide_columns(runs: Sequence[EventColumns]) -> Mapping[str, npt.NDArray[Any]] | None:
+    """The file-wide columns ``runs`` are the consecutive slices of (run 0 first), as a
+    decoder made them, or None (runs built in memory, reordered, or of several files):
+    readers of a whole file use these instead of concatenating the runs again."""
+    if not runs:
+        return None
+    first = runs[0].file_span
+    if first is None or len(first.bounds) != len(runs) + 1:
+        return None
+    for r, c in enumerate(runs):
+        span = c.file_span
+        if span is None or span.columns is not first.columns or span.run != r:
+            return None
+    return first.columns
 
 
 def concat_columns(

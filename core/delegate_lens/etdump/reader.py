@@ -20,7 +20,7 @@ import numpy.typing as npt
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS
-from delegate_lens.etdump.columns import EventColumns, EventKind
+from delegate_lens.etdump.columns import EventColumns, EventKind, FileSpan
 from delegate_lens.etdump.model import (
     Allocator,
     ETDump,
@@ -154,6 +154,7 @@ class _Decoder:
             values = decode_values(buf, np.concatenate(self._entry_pos))
             cuts = np.searchsorted(entry_events, bounds)
         no_entries: Mapping[int, Value] = MappingProxyType({})  # shared, so read-only
+        wide = MappingProxyType(cols)  # the file-wide columns, exposed once (FileSpan)
         run_data = []
         for r in range(len(runs)):
             lo, hi = int(bounds[r]), int(bounds[r + 1])
@@ -168,6 +169,7 @@ class _Decoder:
                     np.arange(cuts[r], cuts[r + 1], dtype=np.int64),
                     values,
                 ),
+                FileSpan(wide, bounds, r),
             )
             name_code = int(names[r])
             run_data.append(

@@ -2,7 +2,9 @@
 
 Steps (spec: ``shared/spec/inspector-semantics.md``):
 
-1. concatenate the columns of every run (one string table for the file);
+1. the columns of every run end to end (one string table for the file): the file-wide
+   columns the decoder exposes (``etdump.columns.file_wide_columns``, no copy), else the
+   runs concatenated once (ETDumps built in memory);
 2. group the profile/debug events of each run by ``(instruction_id, chain_index,
    delegate_debug_id_int, delegate_debug_id_str)``; groups are ordered by first appearance;
 3. rows: every profile event, ordered by (first appearance of its group, position); a group
@@ -15,7 +17,7 @@ Steps (spec: ``shared/spec/inspector-semantics.md``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -23,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.etdump import DebugEntries, ETDump
-from delegate_lens.etdump.columns import EventColumns, EventKind
+from delegate_lens.etdump.columns import EventColumns, EventKind, file_wide_columns
 
 __all__ = ["Block", "FileColumns", "build_blocks", "concat_runs"]
 
@@ -70,49 +72,19 @@ class FileColumns:
         return columns.debug_entries.get(local)
 
 
-def _joined(
-    arrays: Sequence[npt.NDArray[Any]], check_layout: bool = True
-) -> npt.NDArray[Any] | None:
-    """The one array that ``arrays`` are consecutive views of, end to end (no copy), or
-    None. Decoders that slice one file-wide column per run give exactly that.
-
-    ``check_layout=False`` checks the shared base and the total length only (used for
-    the other columns once one column's layout was checked view by view).
-    """
-    if not arrays:
-        return None
-    base = arrays[0].base
-    if not isinstance(base, np.ndarray) or base.ndim != 1 or base.dtype != arrays[0].dtype:
-        return None
-    if not base.flags.c_contiguous or sum(len(a) for a in arrays) != len(base):
-        return None
-    for a in arrays:
-        if a.base is not base:
-            return None
-    step = base.itemsize
-    pointer = base.__array_interface__["data"][0]
-    if arrays[0].__array_interface__["data"][0] != pointer:
-        return None
-    if not check_layout:
-        last = arrays[-1]
-        end = last.__array_interface__["data"][0] + len(last) * step
-        return base if end == pointer + len(base) * step else None
-    for a in arrays:
-        if a.__array_interface__["data"][0] != pointer or a.strides != (step,):
-            return None
-        pointer += len(a) * step
-    return base
-
-
 def _cat(
-    arrays: Sequence[npt.NDArray[Any]], dtype: Any, check_layout: bool = False
+    cols: Sequence[EventColumns],
+    attr: str,
+    dtype: Any,
+    wide: Mapping[str, npt.NDArray[Any]] | None,
 ) -> npt.NDArray[Any]:
-    if not arrays:
+    """Column ``attr`` of every run end to end: the decoder's file-wide column when the
+    runs are its slices (no copy), else one concatenation."""
+    if wide is not None:
+        return wide[attr].astype(dtype, copy=False)
+    if not cols:
         return np.zeros(0, dtype=dtype)
-    joined = _joined(arrays, check_layout)
-    if joined is None:
-        joined = np.concatenate(arrays)
-    return joined.astype(dtype, copy=False)
+    return np.concatenate([getattr(c, attr) for c in cols]).astype(dtype, copy=False)
 
 
 def _string_table(strings: list[str], index: dict[str, int], merged: list[str]) -> IntArray:
@@ -131,11 +103,14 @@ def _string_table(strings: list[str], index: dict[str, int], merged: list[str]) 
 
 
 def _codes(
-    cols: list[EventColumns], attr: str, tables: dict[int, IntArray], quick: bool = False
+    cols: list[EventColumns],
+    attr: str,
+    tables: dict[int, IntArray],
+    wide: Mapping[str, npt.NDArray[Any]] | None,
 ) -> IntArray:
     """A string column of every run as codes into the merged table."""
     if len(tables) == 1:
-        raw = _cat([getattr(c, attr) for c in cols], np.int32, check_layout=not quick)
+        raw = _cat(cols, attr, np.int32, wide)
         table = next(iter(tables.values()))
         if np.array_equal(table, np.arange(len(table))):
             return raw
@@ -149,8 +124,8 @@ def _codes(
 
 
 def concat_runs(etdump: ETDump) -> FileColumns:
-    """One :class:`FileColumns` for every run of ``etdump`` (no copies when the decoder's
-    per-run columns are views of file-wide arrays)."""
+    """One :class:`FileColumns` for every run of ``etdump`` (no copies for a decoded file:
+    its file-wide columns are used as they are)."""
     runs = etdump.run_data
     cols = [run.columns for run in runs]
     strings: list[str] = []
@@ -166,16 +141,12 @@ def concat_runs(etdump: ETDump) -> FileColumns:
     starts = np.zeros(len(cols), dtype=np.int64)
     if len(cols) > 1:
         starts[1:] = np.cumsum(lengths)[:-1]
-    times = [c.start_time for c in cols]
-    start_time = _joined(times)  # checked view by view
-    # once one column is known to be sliced end to end, the others are sliced alike
-    quick = start_time is not None
-    if start_time is None:
-        start_time = _cat(times, np.uint64)
+    wide = file_wide_columns(cols)  # the decoder's file-wide columns, when these are its runs
 
     def column(attr: str, dtype: Any) -> Any:
-        return _cat([getattr(c, attr) for c in cols], dtype, check_layout=not quick)
+        return _cat(cols, attr, dtype, wide)
 
+    start_time = column("start_time", np.uint64)
     kind = column("kind", np.uint8)
     is_output = np.zeros(total, dtype=bool)
     for c, offset in zip(cols, starts.tolist()):
@@ -191,11 +162,11 @@ def concat_runs(etdump: ETDump) -> FileColumns:
         run=run,
         run_start=starts,
         kind=kind,
-        name=_codes(cols, "name", tables, quick),
+        name=_codes(cols, "name", tables, wide),
         chain_index=column("chain_index", np.int64),
         instruction_id=column("instruction_id", np.int32),
         did_int=column("delegate_debug_id_int", np.int32),
-        did_str=_codes(cols, "delegate_debug_id_str", tables, quick),
+        did_str=_codes(cols, "delegate_debug_id_str", tables, wide),
         start_time=start_time.astype(np.uint64, copy=False),
         end_time=column("end_time", np.uint64),
         metadata_length=column("metadata_length", np.int64),
