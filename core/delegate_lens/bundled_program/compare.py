@@ -46,7 +46,9 @@ class OutputComparison:
         if self.compared == 0:
             errors = "no expected outputs bundled"
         else:
-            errors = f"max abs error {self.max_abs_error:.3e}  max rel error {self.max_rel_error:.3e}"
+            errors = (
+                f"max abs error {self.max_abs_error:.3e}  max rel error {self.max_rel_error:.3e}"
+            )
         tail = f"  ({self.message})" if self.message else ""
         return f"{self.method_name}[{self.test_index}]  {errors}  {status}{tail}"
 
@@ -57,7 +59,9 @@ def _as_array(value: Any) -> np.ndarray[Any, Any]:
     return np.asarray(value)
 
 
-def _errors(actual: np.ndarray[Any, Any], expected: np.ndarray[Any, Any], rtol: float, atol: float) -> tuple[float, float, bool]:
+def _errors(
+    actual: np.ndarray[Any, Any], expected: np.ndarray[Any, Any], rtol: float, atol: float
+) -> tuple[float, float, bool]:
     if expected.size == 0:
         return 0.0, 0.0, True
     a = actual.astype(np.float64)
@@ -68,7 +72,9 @@ def _errors(actual: np.ndarray[Any, Any], expected: np.ndarray[Any, Any], rtol: 
         diff = np.where(np.isnan(diff), np.inf, diff)
         ok = bool(np.all(diff <= atol + rtol * np.abs(e)))
         scale = np.abs(e)
-        rel = np.where(diff == 0, 0.0, np.divide(diff, scale, out=np.full_like(diff, np.inf), where=scale > 0))
+        rel = np.where(
+            diff == 0, 0.0, np.divide(diff, scale, out=np.full_like(diff, np.inf), where=scale > 0)
+        )
     return float(diff.max()), float(rel.max()), ok
 
 

@@ -78,14 +78,19 @@ def _flatten(values: Any, out: list[Any]) -> list[Any]:
     return out
 
 
-def _values(where: str) -> Any:
-    def convert(values: Any) -> tuple[Any, ...]:
-        if values is None:
-            return ()
-        flat = _flatten(values if isinstance(values, list | tuple) else [values], [])
-        return tuple(normalize_value(v, f"{where}[{i}]") for i, v in enumerate(flat))
+def _convert(values: Any, where: str) -> tuple[Any, ...]:
+    if values is None:
+        return ()
+    flat = _flatten(values if isinstance(values, list | tuple) else [values], [])
+    return tuple(normalize_value(v, f"{where}[{i}]") for i, v in enumerate(flat))
 
-    return convert
+
+def _inputs(values: Any) -> tuple[Any, ...]:
+    return _convert(values, "inputs")
+
+
+def _expected_outputs(values: Any) -> tuple[Any, ...]:
+    return _convert(values, "expected_outputs")
 
 
 @frozen(eq=False)
@@ -98,10 +103,8 @@ class MethodTestCase:
         them, flattened); ``None`` bundles inputs only.
     """
 
-    inputs: tuple[Any, ...] = field(converter=_values("inputs"))
-    expected_outputs: tuple[Any, ...] = field(
-        default=None, converter=_values("expected_outputs")
-    )
+    inputs: tuple[Any, ...] = field(converter=_inputs)
+    expected_outputs: tuple[Any, ...] = field(default=None, converter=_expected_outputs)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MethodTestCase):
@@ -132,9 +135,7 @@ def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
 
 
 def _describe(values: Sequence[Any]) -> str:
-    parts = [
-        f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in values
-    ]
+    parts = [f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in values]
     return "[" + ", ".join(parts) + "]"
 
 

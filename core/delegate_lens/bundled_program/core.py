@@ -76,9 +76,7 @@ class BundledProgram:
                     f"method_test_suites[{i}] is a {type(suite).__name__}, expected a "
                     "MethodTestSuite"
                 )
-        self.method_test_suites: list[MethodTestSuite] = sorted(
-            suites, key=lambda s: s.method_name
-        )
+        self.method_test_suites: list[MethodTestSuite] = sorted(suites, key=lambda s: s.method_name)
         self.version = int(version)
         if not 0 <= self.version < 2**32:
             raise BundledProgramError(f"version {version} does not fit a uint32")
@@ -181,9 +179,13 @@ def _check_value(spec: Any, value: Any, where: str) -> None:
     kind = value_kind(value)
     if isinstance(spec, TensorValue):
         if kind != "tensor":
-            raise BundledProgramError(f"{where}: expected a tensor {spec.dtype}{list(spec.shape)}, got {kind}")
+            raise BundledProgramError(
+                f"{where}: expected a tensor {spec.dtype}{list(spec.shape)}, got {kind}"
+            )
         if value.dtype.name != spec.dtype:
-            raise BundledProgramError(f"{where}: dtype {value.dtype.name}, the program expects {spec.dtype}")
+            raise BundledProgramError(
+                f"{where}: dtype {value.dtype.name}, the program expects {spec.dtype}"
+            )
         if tuple(value.shape) != spec.shape:
             raise BundledProgramError(
                 f"{where}: shape {list(value.shape)}, the program expects {list(spec.shape)}"

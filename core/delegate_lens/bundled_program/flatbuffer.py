@@ -61,7 +61,9 @@ def _write_value(b: flatbuffers.Builder, value: Any) -> int:
         for s in reversed(sizes_list):
             b.PrependInt32(s)
         sizes = b.EndVector()
-        data = _byte_vector(b, np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tobytes(), 16)
+        data = _byte_vector(
+            b, np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tobytes(), 16
+        )
         dim_order = _byte_vector(b, bytes(range(value.ndim)), 1)
         b.StartObject(4)
         b.PrependInt8Slot(0, SCALAR_TYPES[value.dtype.name], 0)
@@ -102,16 +104,17 @@ def serialize_from_bundled_program_to_flatbuffer(bundled_program: BundledProgram
     """The ``.bpte`` bytes of ``bundled_program`` (the reference's schema and identifier)."""
     program_bytes = bundled_program.program_buffer
     b = flatbuffers.Builder(len(program_bytes) + 1024)
-    program = _byte_vector(b, program_bytes, 32)
+    # objects in the order the reference's builder makes them, so the bytes are the same
     suites = []
     for suite in bundled_program.method_test_suites:
-        cases = _offset_vector(b, [_write_case(b, c) for c in suite.test_cases])
         name = b.CreateString(suite.method_name)
+        cases = _offset_vector(b, [_write_case(b, c) for c in suite.test_cases])
         b.StartObject(2)
         b.PrependUOffsetTRelativeSlot(0, name, 0)
         b.PrependUOffsetTRelativeSlot(1, cases, 0)
         suites.append(b.EndObject())
     suite_vector = _offset_vector(b, suites)
+    program = _byte_vector(b, program_bytes, 32)
     b.StartObject(3)
     b.PrependUint32Slot(0, bundled_program.version, 0)
     b.PrependUOffsetTRelativeSlot(1, suite_vector, 0)
@@ -125,7 +128,7 @@ def serialize_from_bundled_program_to_flatbuffer(bundled_program: BundledProgram
 
 
 class _Table:
-    __slots__ = ("pos", "vtable", "vlen", "tlen", "path")
+    __slots__ = ("path", "pos", "tlen", "vlen", "vtable")
 
     def __init__(self, pos: int, vtable: int, vlen: int, tlen: int, path: str) -> None:
         self.pos, self.vtable, self.vlen, self.tlen, self.path = pos, vtable, vlen, tlen, path
@@ -144,7 +147,9 @@ class _Reader:
     def unpack(self, fmt: str, pos: int, path: str) -> Any:
         size = struct.calcsize(fmt)
         if pos < 0 or pos + size > self.n:
-            raise self.fail(path, f"offset {pos} (+{size} bytes) is outside the {self.n}-byte buffer")
+            raise self.fail(
+                path, f"offset {pos} (+{size} bytes) is outside the {self.n}-byte buffer"
+            )
         return struct.unpack_from(fmt, self.data, pos)[0]
 
     def table(self, pos: int, path: str) -> _Table:
@@ -185,7 +190,9 @@ class _Reader:
         path = f"{t.path}.{name}"
         count = self.unpack("<I", start, path)
         if start + 4 + count * elem > self.n:
-            raise self.fail(path, f"vector of {count} element(s) at offset {start} overruns the buffer")
+            raise self.fail(
+                path, f"vector of {count} element(s) at offset {start} overruns the buffer"
+            )
         return start + 4, count
 
     def tables(self, t: _Table, slot: int, name: str) -> list[_Table]:
@@ -231,7 +238,9 @@ def _read_tensor(r: _Reader, t: _Table) -> np.ndarray[Any, Any]:
     order = r.blob(t, 3, "dim_order")
     dim_order = list(order) if order else list(range(len(sizes)))
     if sorted(dim_order) != list(range(len(sizes))):
-        raise r.fail(f"{t.path}.dim_order", f"{dim_order} is not a permutation of the {len(sizes)} dims")
+        raise r.fail(
+            f"{t.path}.dim_order", f"{dim_order} is not a permutation of the {len(sizes)} dims"
+        )
     flat = np.frombuffer(data, dtype=dtype.newbyteorder("<")).astype(dtype)
     array = flat.reshape([sizes[d] for d in dim_order]).transpose(np.argsort(dim_order))
     out = np.ascontiguousarray(array)
@@ -253,7 +262,9 @@ def _read_value(r: _Reader, t: _Table) -> Any:
         return bool(r.scalar(member, 0, "<B", 0, "bool_val"))
     if tag == TAG_DOUBLE:
         return float(r.scalar(member, 0, "<d", 0.0, "double_val"))
-    raise r.fail(f"{t.path}.val_type", f"unknown value type {tag} (known: 1 Tensor, 2 Int, 3 Bool, 4 Double)")
+    raise r.fail(
+        f"{t.path}.val_type", f"unknown value type {tag} (known: 1 Tensor, 2 Int, 3 Bool, 4 Double)"
+    )
 
 
 def deserialize_from_flatbuffer_to_bundled_program(flatbuffer: bytes) -> BundledProgram:

@@ -42,7 +42,12 @@ def _headers(inspector: Inspector, include_units: bool, metadata: bool) -> list[
     return cols
 
 
-def _rows(inspector: Inspector, metadata: bool) -> Iterator[list[Any]]:
+def _has_bundled(inspector: Inspector) -> bool:
+    """Whether a run used a bundled program's inputs (the table then shows which)."""
+    return any(t.block.bundled_input_index >= 0 for t in inspector.tables)
+
+
+def _rows(inspector: Inspector, metadata: bool, bundled: bool = False) -> Iterator[list[Any]]:
     for table in inspector.tables:
         for j, key in enumerate(table.keys):
             if _HIDDEN_IN_TABLE in key.name:
@@ -53,6 +58,8 @@ def _rows(inspector: Inspector, metadata: bool) -> Iterator[list[Any]]:
             else:
                 stats = [None] * 6
             row = [table.name, key.name, *stats]
+            if bundled:
+                row.insert(1, table.block.bundled_input_index)
             row += [link.op_types, key.identifier is not None, link.delegate_backend_name]
             if metadata:
                 row.append(inspector.row_metadata(table, j)[1])
@@ -78,8 +85,13 @@ def write_table(
 ) -> None:
     """A human-readable table, columns aligned."""
     headers = _headers(inspector, include_units, include_delegate_debug_data)
-    body = [[_fmt(v) for v in row] for row in _rows(inspector, include_delegate_debug_data)]
-    for text in align_columns([headers, *body], right=range(2, 8), rule=True):
+    bundled = _has_bundled(inspector)
+    if bundled:  # an addition: which bundled test case each block's runs used
+        headers.insert(1, "bundled_input_index")
+    rows = _rows(inspector, include_delegate_debug_data, bundled)
+    body = [[_fmt(v) for v in row] for row in rows]
+    first = 3 if bundled else 2
+    for text in align_columns([headers, *body], right=range(first, first + 6), rule=True):
         file.write(text + "\n")
 
 
