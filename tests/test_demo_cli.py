@@ -41,6 +41,7 @@ def test_demo_writes_files_and_prints_steps(
         "debug.bin",
         "etdump.etdp",
         "etrecord.bin",
+        "program.bpte",
         "program.dlp",
     ]
     runs = load(out / "etdump.etdp").run_data

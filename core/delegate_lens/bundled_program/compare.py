@@ -66,15 +66,15 @@ def _errors(
         return 0.0, 0.0, True
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
-    both_nan = np.isnan(a) & np.isnan(e)
+    equal = (a == e) | (np.isnan(a) & np.isnan(e))  # inf == inf, NaN == NaN
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(both_nan, 0.0, np.abs(a - e))
+        diff = np.where(equal, 0.0, np.abs(a - e))
         diff = np.where(np.isnan(diff), np.inf, diff)
-        ok = bool(np.all(diff <= atol + rtol * np.abs(e)))
+        ok = bool(np.all(equal | ((diff <= atol + rtol * np.abs(e)) & np.isfinite(diff))))
         scale = np.abs(e)
-        rel = np.where(
-            diff == 0, 0.0, np.divide(diff, scale, out=np.full_like(diff, np.inf), where=scale > 0)
-        )
+        usable = (scale > 0) & np.isfinite(scale) & np.isfinite(diff)
+        rel = np.divide(diff, scale, out=np.full_like(diff, np.inf), where=usable)
+        rel = np.where(diff == 0, 0.0, rel)
     return float(diff.max()), float(rel.max()), ok
 
 

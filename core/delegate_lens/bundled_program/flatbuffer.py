@@ -298,8 +298,8 @@ def deserialize_from_flatbuffer_to_bundled_program(flatbuffer: bytes) -> Bundled
             raise r.fail(f"{st.path}.method_name", "missing")
         length = r.unpack("<I", name_pos, f"{st.path}.method_name")
         raw = data[name_pos + 4 : name_pos + 4 + length]
-        if len(raw) != length:
-            raise r.fail(f"{st.path}.method_name", "string overruns the buffer")
+        if len(raw) != length or data[name_pos + 4 + length : name_pos + 5 + length] != b"\0":
+            raise r.fail(f"{st.path}.method_name", "string overruns the buffer or lacks its NUL")
         try:
             name = raw.decode("utf-8")
         except UnicodeDecodeError:
