@@ -120,7 +120,7 @@ def test_verify_command_fails_with_exit_1_on_a_perturbed_output(
     [
         (["missing.bpte"], "missing.bpte: cannot read the bundled program"),
         (["trunc.bpte"], "trunc.bpte: bundled program: "),
-        ([str(REFERENCE)], "not a delegate-lens program"),
+        ([str(REFERENCE)], "reference_add.bpte: bundled program: program: starts with"),
         (["ok.bpte", "--debug-buffer", "d.bin"], "--debug-buffer needs --etdump"),
         (["ok.bpte", "--rtol", "-1"], "must be >= 0"),
     ],

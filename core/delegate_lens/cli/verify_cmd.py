@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delegate_lens.errors import UsageError
+from delegate_lens.errors import BundledProgramError, UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -51,7 +51,10 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.bundled_program import BundledProgram
 
     bundled = BundledProgram.load(args.bundled_program)
-    data = bundled.program  # a clear error when the program is not ours
+    try:
+        data = bundled.program  # a clear error when the program is not ours
+    except BundledProgramError as exc:
+        raise BundledProgramError(f"{args.bundled_program}: {exc}") from None
     from delegate_lens.runtime import (
         ETDumpGen,
         Program,
