@@ -35,12 +35,14 @@ def test_demo_writes_files_and_prints_steps(
     )
     assert status == 0
     text = capsys.readouterr().out
+    assert f"delegate-lens verify {out / 'program.bpte'}" in text
     for step in range(1, 7):
         assert f"[{step}/6]" in text
     assert sorted(p.name for p in out.iterdir()) == [
         "debug.bin",
         "etdump.etdp",
         "etrecord.bin",
+        "program.bpte",
         "program.dlp",
         "report.html",
     ]
@@ -49,6 +51,21 @@ def test_demo_writes_files_and_prints_steps(
     assert [r.name for r in runs] == ["Default", "Execute", "Execute", "Execute"]
     assert (out / "debug.bin").stat().st_size > 0
     assert Program.load(out / "program.dlp").method_names == ["forward"]
+    # the bundled program's golden outputs verify; a perturbed one fails with exit 1
+    from delegate_lens.bundled_program import BundledProgram, MethodTestCase, MethodTestSuite
+
+    capsys.readouterr()
+    assert main(["verify", str(out / "program.bpte")]) == 0
+    assert capsys.readouterr().out.endswith("3 of 3 test case(s) passed\n")
+    bundled = BundledProgram.load(out / "program.bpte")
+    case = bundled.test_case("forward", 1)
+    wrong = [case.expected_outputs[0] * 1.001]
+    suite = MethodTestSuite(
+        "forward", [bundled.test_case("forward", 0), MethodTestCase(case.inputs, wrong)]
+    )
+    BundledProgram(bundled.program, [suite]).save(tmp_path / "wrong.bpte")
+    assert main(["verify", str(tmp_path / "wrong.bpte")]) == 1
+    assert "forward[1]" in capsys.readouterr().out
     record = parse_etrecord(out / "etrecord.bin")
     [entry] = [e for e in record.delegate_map["forward"].values()][:1]
     assert entry["name"] == "DemoBackend"

@@ -7,6 +7,7 @@ a plugin), so that the CLI can print them as one line.
 from __future__ import annotations
 
 __all__ = [
+    "BundledProgramError",
     "ConfigError",
     "DelegateLensError",
     "DelegateLensWarning",
@@ -44,6 +45,11 @@ class ETRecordFormatError(DelegateLensError, ValueError):
 
 class ProgramFormatError(DelegateLensError, ValueError):
     """A serialized program buffer is malformed or of an unsupported version."""
+
+
+class BundledProgramError(DelegateLensError, ValueError):
+    """A bundled program (``.bpte``) is malformed or does not match its program (the message
+    names the field, the method or the test case)."""
 
 
 class ConfigError(DelegateLensError, ValueError):

@@ -23,9 +23,14 @@ DEMO_FILES = {
     "etrecord": "etrecord.bin",
     "etdump": "etdump.etdp",
     "debug_buffer": "debug.bin",
+    "bundled_program": "program.bpte",
 }
 """What the demo writes into its output folder (``program.dlp`` is delegate-lens's program
-format, not an ExecuTorch ``.pte``)."""
+format, not an ExecuTorch ``.pte``; ``program.bpte`` bundles it with test cases for
+``delegate-lens verify``)."""
+
+BUNDLED_TEST_CASES = 3
+"""Test cases in the demo's ``program.bpte``: the example inputs and inputs of seeds 1, 2."""
 
 
 @attrs.frozen
@@ -99,6 +104,11 @@ def run_demo(
         f"[3/6] program     {paths['program']} ({paths['program'].stat().st_size:,} bytes, "
         f"{n_instructions} instructions, {len(manager.program.delegates)} delegate blob(s))"
     )
+    bundle_demo_program(manager, model, module).save(paths["bundled_program"])
+    echo(
+        f"      bundled     {paths['bundled_program']} ({BUNDLED_TEST_CASES} test cases; "
+        f"check them with: delegate-lens verify {paths['bundled_program']})"
+    )
     manager.get_etrecord().save(paths["etrecord"])
     echo(f"[4/6] etrecord    {paths['etrecord']} ({paths['etrecord'].stat().st_size:,} bytes)")
 
@@ -137,6 +147,36 @@ def run_demo(
         n_instructions,
         time.perf_counter() - t0,
     )
+
+
+def bundle_demo_program(manager: Any, model: str, module: Any) -> Any:
+    """A :class:`~delegate_lens.bundled_program.BundledProgram` of ``manager``'s program
+    with :data:`BUNDLED_TEST_CASES` test cases of ``forward``.
+
+    The expected outputs are golden outputs: what the lowered program gives in the
+    simulated runtime now (a later change to a backend or a kernel that alters them is
+    what ``delegate-lens verify`` catches). Eager ``module`` agrees with them to about 1e-6
+    (kernels fused in another order round differently), checked here with a loose bound.
+    """
+    import torch
+
+    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.bundled_program import BundledProgram, MethodTestCase, MethodTestSuite
+    from delegate_lens.errors import RuntimeBackendError
+    from delegate_lens.runtime import Program
+
+    method = Program(manager.program).load_method("forward")
+    cases = []
+    with torch.no_grad():
+        for seed in range(BUNDLED_TEST_CASES):
+            inputs = list(make_model(model, seed=seed)[1])
+            golden = method.execute(inputs)
+            eager = module(*inputs)
+            eager = list(eager) if isinstance(eager, tuple | list) else [eager]
+            if not all(torch.allclose(g, e, rtol=1e-3, atol=1e-5) for g, e in zip(golden, eager)):
+                raise RuntimeBackendError(f"demo {model}: the lowered program disagrees with eager")
+            cases.append(MethodTestCase(inputs, golden))
+    return BundledProgram(manager, [MethodTestSuite("forward", cases)])
 
 
 def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO | None) -> None:

@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "collect",
     "query",
     "compare",
+    "verify",
 )
 
 EXIT_USAGE = 2

@@ -1,7 +1,9 @@
 """`delegate-lens demo`: the whole pipeline on an embedded model, no files needed.
 
 export -> lower to the demo backend -> program + ETRecord -> N traced runs ->
-``OUT/{program.dlp, etrecord.bin, etdump.etdp, debug.bin}`` -> the Inspector's table.
+``OUT/{program.dlp, program.bpte, etrecord.bin, etdump.etdp, debug.bin}`` -> the
+Inspector's table (``program.bpte`` bundles the program with test cases for
+``delegate-lens verify``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ def register(subparsers: Any) -> None:
         help="run the whole pipeline on a small embedded model with the demo backend",
         description=(
             "Export a small model, lower it to the demo backend (DemoBackend), write the "
-            "program and its ETRecord, run it N times with ETDump tracing and print the "
+            "program, its ETRecord and a bundled program with test cases (program.bpte, "
+            "for delegate-lens verify), run it N times with ETDump tracing and print the "
             "Inspector's table of the runs."
         ),
     )

@@ -185,7 +185,7 @@ def _table_cells(inspector: Any) -> tuple[list[str], list[list[str]]]:
 def _print_rich_table(console: Any, cells: tuple[list[str], list[list[str]]]) -> None:
     """The ``table`` format on a terminal: the same table with colour (rich)."""
     from delegate_lens.cli.terminal import write_rich_table
-    from delegate_lens.inspector.tabular import TABLE_RIGHT
+    from delegate_lens.inspector.tabular import stat_columns
 
     headers, body = cells
     # the terminal view names the column "delegated" and marks its rows "yes"
@@ -194,6 +194,6 @@ def _print_rich_table(console: Any, cells: tuple[list[str], list[list[str]]]) ->
         console,
         headers,
         body,
-        right=TABLE_RIGHT,
+        right=stat_columns(headers),
         delegated=[row[column] in ("True", "yes") for row in body],
     )

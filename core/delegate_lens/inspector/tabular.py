@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TABLE_RIGHT",
+    "stat_columns",
     "table_cells",
     "terminal_width",
     "to_dataframe",
@@ -63,7 +64,15 @@ def _delegate_row_name(name: str, backend: str | None, identifier: int | str) ->
     )
 
 
-def _rows(inspector: Inspector, metadata: bool, named: bool = False) -> Iterator[list[Any]]:
+def _has_bundled(inspector: Inspector) -> bool:
+    """Whether a run used a bundled program's inputs (the table then shows which)."""
+    return any(t.block.bundled_input_index >= 0 for t in inspector.tables)
+
+
+def _rows(
+    inspector: Inspector, metadata: bool, named: bool = False, bundled: bool = False
+) -> Iterator[list[Any]]:
+    """The table's rows; with ``bundled`` each ends with its block's bundled input index."""
     from delegate_lens.inspector.rows import table_rows
 
     tables = inspector.tables
@@ -78,6 +87,8 @@ def _rows(inspector: Inspector, metadata: bool, named: bool = False) -> Iterator
         row += [list(r.op_types), r.is_delegated_op, r.delegate_backend_name]
         if metadata:
             row.append(inspector.row_metadata(tables[r.block_index], r.row)[1])
+        if bundled:
+            row.append(tables[r.block_index].block.bundled_input_index)
         yield row
 
 
@@ -128,7 +139,8 @@ def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[l
 
 
 TABLE_RIGHT = range(2, 8)
-"""Columns of the printed table that are right-aligned (the statistics)."""
+"""Columns of the printed table that are right-aligned (the statistics), when no run used
+bundled inputs; :func:`stat_columns` gives them for any header."""
 
 
 def table_cells(
@@ -148,8 +160,12 @@ def table_cells(
     if width is not None and not include_delegate_debug_data:
         include_delegate_debug_data = bool((inspector.file_columns.metadata_length >= 0).any())
     headers = _headers(inspector, include_units, include_delegate_debug_data)
-    rows_in = _rows(inspector, include_delegate_debug_data, named=width is not None)
+    bundled = _has_bundled(inspector)
+    rows_in = _rows(inspector, include_delegate_debug_data, named=width is not None, bundled=bundled)
     body = [[_fmt(v) for v in row] for row in rows_in]
+    # an addition: which bundled test case each block's runs used, placed after the block
+    # once the other columns are fitted (their positions are fixed above)
+    bundled_cells = [row.pop() for row in body] if bundled else []
     rows = [headers, *body]
     if width is not None:  # the terminal view: short headers, no "False" and "[]" noise
         rows[0] = [_SHORT_HEADERS.get(h, h) for h in headers]
@@ -161,7 +177,17 @@ def table_cells(
     if width is not None and body:
         squeezable = [1, 8] + ([11] if include_delegate_debug_data else [])
         rows = _fit(rows, width, squeezable)
+    if bundled:
+        rows[0].insert(1, "bundled_input_index")
+        for row, cell in zip(rows[1:], bundled_cells):
+            row.insert(1, cell)
     return rows[0], rows[1:]
+
+
+def stat_columns(headers: Sequence[str]) -> range:
+    """Positions of the statistics columns (right-aligned) in a table's ``headers``."""
+    first = 3 if len(headers) > 1 and headers[1] == "bundled_input_index" else 2
+    return range(first, first + 6)
 
 
 def write_table(
@@ -174,7 +200,7 @@ def write_table(
 ) -> None:
     """A human-readable table, columns aligned (see :func:`table_cells` for ``width``)."""
     headers, body = table_cells(inspector, include_units, include_delegate_debug_data, width=width)
-    for text in align_columns([headers, *body], right=TABLE_RIGHT, rule=True):
+    for text in align_columns([headers, *body], right=stat_columns(headers), rule=True):
         file.write(text + "\n")
 
 

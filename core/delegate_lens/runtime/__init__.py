@@ -23,6 +23,8 @@ _LAZY: dict[str, str] = {
     "event_tracer_end_profiling_delegate": "delegate_lens.runtime.event_tracer",
     "event_tracer_log_profiling_delegate": "delegate_lens.runtime.event_tracer",
     "event_tracer_log_output_delegate": "delegate_lens.runtime.event_tracer",
+    "load_bundled_input": "delegate_lens.runtime.bundled",
+    "verify_method_outputs": "delegate_lens.runtime.bundled",
 }
 
 __all__ = sorted(_LAZY)

@@ -195,6 +195,7 @@ class ETDumpGen(EventTracer):
         """Delegate events of the last build whose structured metadata could not be encoded
         (stored with empty metadata; see :meth:`get_etdump_data`)."""
         self._blocks: list[tuple[str, list[tuple[Any, ...]]]] = []
+        self._block_bundled_index: list[int] = []
         self._events: list[tuple[Any, ...]] | None = None
         self._encoders_checked: set[str | None] = set()
 
@@ -203,6 +204,7 @@ class ETDumpGen(EventTracer):
     def create_event_block(self, name: str) -> None:
         events: list[tuple[Any, ...]] = []
         self._blocks.append((name, events))
+        self._block_bundled_index.append(self.bundled_input_index)
         self._events = events
 
     def _current(self) -> list[tuple[Any, ...]]:
@@ -414,8 +416,8 @@ class ETDumpGen(EventTracer):
 
         failures: list[str] = []
         runs = [
-            RunData.from_columns(name, -1, [], _columns(events, EventColumns, failures))
-            for name, events in self._blocks
+            RunData.from_columns(name, bundled, [], _columns(events, EventColumns, failures))
+            for (name, events), bundled in zip(self._blocks, self._block_bundled_index)
         ]
         self.unencoded_metadata = len(failures)
         if failures:

@@ -90,10 +90,16 @@ class EventTracer:
         self.instruction_id = -1
         self.delegate_backend_id: str | None = None
         """Backend id of the delegate call running now (set by the runtime)."""
+        self.bundled_input_index = -1
+        """Index of the bundled test case whose inputs the next runs use (-1: none)."""
 
     # -- executor side
     def create_event_block(self, name: str) -> None:
         """Start a new block (``RunData``) of events."""
+
+    def set_bundled_input_index(self, bundled_input_index: int) -> None:
+        """Blocks created from now on ran the inputs of this bundled test case (-1: none)."""
+        self.bundled_input_index = int(bundled_input_index)
 
     def set_chain_debug_handle(self, chain_index: int, instruction_id: int) -> None:
         """Tell the tracer which instruction runs now; delegate events get these ids."""

@@ -131,6 +131,10 @@ class Method:
         self.data = data
         self.name = data.name
         self.event_tracer = event_tracer
+        self.outputs: list[Any] = []
+        """The outputs of the last :meth:`execute`."""
+        self._loaded_inputs: list[Any] | None = None
+        self._bundled_input_index = -1
         values = data.values
         runtime = set(data.inputs)
         for inst in data.instructions:
@@ -265,8 +269,37 @@ class Method:
 
     # ------------------------------------------------------------------ execution
 
-    def execute(self, inputs: Sequence[Any]) -> list[Any]:
-        """Run the method on ``inputs`` (tensors, arrays or scalars); returns the outputs."""
+    def set_inputs(self, inputs: Sequence[Any], bundled_input_index: int = -1) -> None:
+        """Keep ``inputs`` for the next :meth:`execute` called without inputs (as the C++
+        ``Method::set_input``); ``bundled_input_index`` names the bundled test case they
+        came from, which the event tracer records in each run's block (-1: none)."""
+        self._check_inputs(inputs)
+        self._loaded_inputs = list(inputs)
+        self._bundled_input_index = int(bundled_input_index)
+
+    def execute(self, inputs: Sequence[Any] | None = None) -> list[Any]:
+        """Run the method on ``inputs`` (tensors, arrays or scalars); returns the outputs.
+
+        Without ``inputs``, runs on those given to :meth:`set_inputs` (or loaded from a
+        bundled program by ``load_bundled_input``). The outputs are also kept in
+        :attr:`outputs`.
+        """
+        bundled = -1
+        if inputs is None:
+            loaded = self._loaded_inputs
+            if loaded is None:
+                raise RuntimeBackendError(
+                    f"method {self.name!r}: no inputs given and none set (call set_inputs "
+                    "or load_bundled_input first)"
+                )
+            inputs, bundled = loaded, self._bundled_input_index
+        self._check_inputs(inputs)
+        if self.event_tracer is not None:
+            self.event_tracer.bundled_input_index = bundled
+        self.outputs = self._execute(inputs)
+        return self.outputs
+
+    def _check_inputs(self, inputs: Sequence[Any]) -> None:
         if not isinstance(inputs, Sequence) or isinstance(inputs, str | bytes):
             raise RuntimeBackendError(
                 f"method {self.name!r} takes a list or tuple of inputs, got "
@@ -276,6 +309,8 @@ class Method:
             raise RuntimeBackendError(
                 f"method {self.name!r} takes {len(self._input_ids)} inputs, got {len(inputs)}"
             )
+
+    def _execute(self, inputs: Sequence[Any]) -> list[Any]:
         vals = self._base.copy()
         for vid, value in zip(self._input_ids, inputs):
             vals[vid] = _to_runtime(value)
