@@ -161,7 +161,9 @@ def table_cells(
         include_delegate_debug_data = bool((inspector.file_columns.metadata_length >= 0).any())
     headers = _headers(inspector, include_units, include_delegate_debug_data)
     bundled = _has_bundled(inspector)
-    rows_in = _rows(inspector, include_delegate_debug_data, named=width is not None, bundled=bundled)
+    rows_in = _rows(
+        inspector, include_delegate_debug_data, named=width is not None, bundled=bundled
+    )
     body = [[_fmt(v) for v in row] for row in rows_in]
     # an addition: which bundled test case each block's runs used, placed after the block
     # once the other columns are fitted (their positions are fixed above)
