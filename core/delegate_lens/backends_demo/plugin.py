@@ -60,3 +60,12 @@ def dl_parse_delegate_metadata(
     from delegate_lens.backends_demo.metadata import parse
 
     return parse(metadatas)
+
+
+@hookimpl
+def dl_testing_profile(backend_id: str) -> Any | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.testing import profile
+
+    return profile()
