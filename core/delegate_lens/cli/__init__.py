@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from delegate_lens.errors import DelegateLensError
 
-_COMMAND_MODULES = ("demo", "inspect", "etdump", "etrecord", "plugins")
+_COMMAND_MODULES = ("demo", "inspect", "etdump", "etrecord", "plugins", "check_backend")
 
 EXIT_USAGE = 2
 

@@ -360,6 +360,7 @@ def check_backend(
     atol: float = 1e-5,
     seed: int = 0,
     ops: Sequence[str] | None = None,
+    fail_fast: bool = False,
 ) -> ConformanceReport:
     """Check ``backend_id``'s debug story on the given models and ``max_examples`` generated ones.
 
@@ -370,6 +371,8 @@ def check_backend(
     :param rtol, atol: tolerance of ``outputs-match-eager``.
     :param seed: the hypothesis seed (the same seed generates the same models).
     :param ops: the ops to generate from (default: the backend's profile).
+    :param fail_fast: stop generating after the first model with a finding (every rule is
+        still checked on that model).
     :returns: a :class:`ConformanceReport`; a failed check is a finding, not an exception.
     """
     from hypothesis import HealthCheck, Phase, given, settings
@@ -421,16 +424,18 @@ def check_backend(
         @given(strategy, st.sampled_from(profile.compile_specs))
         def explore(model: Any, specs: tuple[Any, ...]) -> None:
             nonlocal checked
+            if fail_fast and findings:
+                return  # found: let hypothesis run out cheaply (raising would replay it)
             example[0] += 1
             checked += 1
-            keep(
-                check_model(
-                    backend_id, model, model.example_inputs, compile_specs=specs,
-                    seed=seed, example=example[0], **kwargs,
-                )
+            new = check_model(
+                backend_id, model, model.example_inputs, compile_specs=specs,
+                seed=seed, example=example[0], **kwargs,
             )
+            keep(new)
 
-        explore()
+        if not (fail_fast and findings):
+            explore()
     skipped = ("delegated-nodes-covered",) if profile.opaque else ()
     return ConformanceReport(
         backend_id, tuple(RULES), checked, findings, time.perf_counter() - t0, skipped
