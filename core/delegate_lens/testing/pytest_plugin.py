@@ -36,6 +36,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    plugins: list[str] = config.getoption("--delegate-lens-plugin")
+    if plugins:  # before any test, so fixtures see them too
+        from delegate_lens.pluginmanager import apply_plugin_options
+
+        apply_plugin_options(plugins)
+
+
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
@@ -95,11 +103,6 @@ def _report(config: pytest.Config, backend: str) -> Any:
     if backend not in reports:
         from delegate_lens.testing import check_backend
 
-        plugins: list[str] = config.getoption("--delegate-lens-plugin")
-        if plugins:
-            from delegate_lens.pluginmanager import apply_plugin_options
-
-            apply_plugin_options(plugins)
         kwargs: dict[str, Any] = {"seed": config.getoption("--delegate-lens-seed")}
         max_examples = config.getoption("--delegate-lens-max-examples")
         if max_examples is not None:

@@ -264,8 +264,8 @@ def debug_handles(
 def identifiers(kind: str = "any") -> st.SearchStrategy[int | str]:
     """Delegate debug identifiers: ``"int"`` (0..int32 max), ``"str"`` (non-empty) or ``"any"``."""
     ints = st.integers(0, INT_IDENTIFIER_MAX)
-    strs = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
-                   max_size=12)
+    # printable Latin text (a plain code-point range: no Unicode tables to build)
+    strs = st.text(st.characters(min_codepoint=33, max_codepoint=0x24F), min_size=1, max_size=12)
     if kind == "int":
         return ints
     if kind == "str":
