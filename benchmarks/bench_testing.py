@@ -26,8 +26,9 @@ def examples_per_second(strategy: Any, examples: int) -> float:
 
     count = [0]
 
-    @settings(max_examples=examples, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     @given(strategy)
     def draw(value: Any) -> None:
         count[0] += 1
@@ -57,8 +58,10 @@ def main() -> None:
     }
     for name, make in cases.items():
         rates = [examples_per_second(make(), args.examples) for _ in range(args.repeat)]
-        print(f"{name:44} median {statistics.median(rates):8.0f} examples/s "
-              f"({args.examples} examples x {args.repeat})")
+        print(
+            f"{name:44} median {statistics.median(rates):8.0f} examples/s "
+            f"({args.examples} examples x {args.repeat})"
+        )
     if args.skip_conformance:
         return
     from delegate_lens.testing import check_backend
@@ -68,9 +71,11 @@ def main() -> None:
         report = check_backend("DemoBackend")
         assert report.ok, report.to_table()
         times.append(report.seconds)
-    print(f"check_backend('DemoBackend') ({report.models_checked} models, "
-          f"{len(report.rules)} rules): median {statistics.median(times):.1f} s "
-          f"(runs: {', '.join(f'{t:.1f}' for t in times)})")
+    print(
+        f"check_backend('DemoBackend') ({report.models_checked} models, "
+        f"{len(report.rules)} rules): median {statistics.median(times):.1f} s "
+        f"(runs: {', '.join(f'{t:.1f}' for t in times)})"
+    )
 
 
 if __name__ == "__main__":

@@ -86,8 +86,8 @@ def dl_runtime_backend(backend_id: str) -> Any | None:
             tracer = context.event_tracer
             if tracer is not None and flaw in ("orphan-identifier", "end-before-start"):
                 t = tracer.clock()
-                name, ddi = ("ghost_kernel", None) if flaw == "orphan-identifier" else (
-                    handle.summary_ids
+                name, ddi = (
+                    ("ghost_kernel", None) if flaw == "orphan-identifier" else (handle.summary_ids)
                 )
                 end = t if flaw == "orphan-identifier" else t - 1000
                 event_tracer_log_profiling_delegate(

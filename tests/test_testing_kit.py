@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import broken_backends
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import broken_backends
 from delegate_lens.mapping import INT_IDENTIFIER_MAX
 from delegate_lens.testing import strategies as dls
 
@@ -113,13 +113,19 @@ def test_generated_models_print_as_code_that_rebuilds_them(model: Any) -> None:
     assert torch.equal(x, model.example_inputs[0])
     with torch.no_grad():
         got, want = namespace["model"](x), model(x)
-    for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    for a, b in zip(
+        got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)
+    ):
         assert torch.equal(a, b)
     assert "GeneratedModel(ops=" in repr(model)
 
 
 @settings(max_examples=10, deadline=None)
-@given(dls.graphs(["linear", "relu", "add"]).flatmap(lambda g: st.tuples(st.just(g), dls.partitions(g))))
+@given(
+    dls.graphs(["linear", "relu", "add"]).flatmap(
+        lambda g: st.tuples(st.just(g), dls.partitions(g))
+    )
+)
 def test_partitions_are_contiguous_runs(case: Any) -> None:
     graph, owner = case
     names = [n.name for n in dls._op_nodes(graph)]
@@ -179,13 +185,24 @@ def test_check_backend_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> Non
 
     try:
         status = main(
-            ["-p", "broken_backends", "check-backend", "Broken/wrong-output", "--max-examples",
-             "1", "--format", "json"]
+            [
+                "-p",
+                "broken_backends",
+                "check-backend",
+                "Broken/wrong-output",
+                "--max-examples",
+                "1",
+                "--format",
+                "json",
+            ]
         )
         out = json.loads(capsys.readouterr().out)
         assert status == 1
         assert out["rules"]["outputs-match-eager"] == "failed" and not out["ok"]
-        for argv in (["check-backend", "NoSuchBackend"], ["check-backend", "X", "--max-examples", "-1"]):
+        for argv in (
+            ["check-backend", "NoSuchBackend"],
+            ["check-backend", "X", "--max-examples", "-1"],
+        ):
             with pytest.raises(SystemExit) as info:
                 main(argv)
             assert info.value.code == 2
@@ -196,10 +213,18 @@ def test_check_backend_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
 
 
@@ -220,8 +245,11 @@ def test_pytest_plugin_one_test_per_rule(tmp_path: Path) -> None:
         "    assert len(run.etdump.run_data) == 3\n"
     )
     done = _pytest(
-        tmp_path, "--delegate-lens-backend=Broken/wrong-output",
-        "--delegate-lens-plugin=broken_backends", "--delegate-lens-max-examples=1", "-rA",
+        tmp_path,
+        "--delegate-lens-backend=Broken/wrong-output",
+        "--delegate-lens-plugin=broken_backends",
+        "--delegate-lens-max-examples=1",
+        "-rA",
     )
     assert done.returncode == 1, done.stdout
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]

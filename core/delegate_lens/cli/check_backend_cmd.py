@@ -30,12 +30,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("backend", metavar="NAME", help="the backend id, e.g. DemoBackend")
     parser.add_argument(
-        "--max-examples", type=_count, default=None, metavar="N",
+        "--max-examples",
+        type=_count,
+        default=None,
+        metavar="N",
         help="models hypothesis generates (default: 20)",
     )
     parser.add_argument("--seed", type=_count, default=0, help="hypothesis seed (default: 0)")
     parser.add_argument(
-        "--format", choices=("table", "json"), default="table",
+        "--format",
+        choices=("table", "json"),
+        default="table",
         help="output format (default: table)",
     )
     parser.set_defaults(func=_run)

@@ -190,7 +190,9 @@ def _check_outputs(
             torch.testing.assert_close(torch.as_tensor(a), b, rtol=rtol, atol=atol)
         except AssertionError as exc:
             detail = " ".join(str(exc).split())[:160]
-            case.add("outputs-match-eager", f"output {i} differs from eager: {detail}", f"output {i}")
+            case.add(
+                "outputs-match-eager", f"output {i} differs from eager: {detail}", f"output {i}"
+            )
 
 
 def _delegate_events(etdump: Any) -> Iterable[tuple[int, int, Any, int | str]]:
@@ -264,8 +266,9 @@ def _check_metadata(case: _Case, recorder: Recorder, etdump: Any, backend_id: st
 
     def parse(raw: bytes) -> tuple[Any, str | None]:
         try:
-            return call_hook("dl_parse_delegate_metadata", backend_id=backend_id,
-                             metadatas=[raw]), None
+            return call_hook(
+                "dl_parse_delegate_metadata", backend_id=backend_id, metadatas=[raw]
+            ), None
         except Exception as exc:
             return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
@@ -312,12 +315,19 @@ def _check_etrecord(case: _Case, path: Path, manager: Any) -> None:
         case.add("etrecord-round-trip", f"cannot be read back: {exc}", str(path.name))
         return
     if record.debug_handle_map != manager.debug_handle_map:
-        case.add("etrecord-round-trip", "debug_handle_map differs after reading", "debug_handle_map")
+        case.add(
+            "etrecord-round-trip", "debug_handle_map differs after reading", "debug_handle_map"
+        )
     for method, entries in manager.delegate_map.items():
-        want = {i: {"name": e["name"], "delegate_map": e["delegate_map"]} for i, e in entries.items()}
+        want = {
+            i: {"name": e["name"], "delegate_map": e["delegate_map"]} for i, e in entries.items()
+        }
         if (record.delegate_map or {}).get(method) != want:
-            case.add("etrecord-round-trip", f"delegate_map of {method} differs after reading",
-                     f"method {method}")
+            case.add(
+                "etrecord-round-trip",
+                f"delegate_map of {method} differs after reading",
+                f"method {method}",
+            )
 
 
 def _check_links(
@@ -404,7 +414,9 @@ def check_backend(
     kwargs: dict[str, Any] = {"profile": profile, "runs": runs, "rtol": rtol, "atol": atol}
     for given_model in models or ():
         module, inputs = (
-            given_model if isinstance(given_model, tuple) else (given_model, given_model.example_inputs)
+            given_model
+            if isinstance(given_model, tuple)
+            else (given_model, given_model.example_inputs)
         )
         for specs in profile.compile_specs:
             keep(check_model(backend_id, module, inputs, compile_specs=specs, **kwargs))
@@ -429,8 +441,13 @@ def check_backend(
             example[0] += 1
             checked += 1
             new = check_model(
-                backend_id, model, model.example_inputs, compile_specs=specs,
-                seed=seed, example=example[0], **kwargs,
+                backend_id,
+                model,
+                model.example_inputs,
+                compile_specs=specs,
+                seed=seed,
+                example=example[0],
+                **kwargs,
             )
             keep(new)
 

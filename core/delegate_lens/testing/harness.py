@@ -58,7 +58,11 @@ class TracedRun:
 
 
 def run_traced(
-    program: Any, inputs: Sequence[Any], *, runs: int = 1, method: str = "forward",
+    program: Any,
+    inputs: Sequence[Any],
+    *,
+    runs: int = 1,
+    method: str = "forward",
     debug_buffer_size: int = 1 << 20,
 ) -> TracedRun:
     """Run ``program`` (a ProgramManager or program bytes) ``runs`` times with ETDump tracing."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -12,6 +12,14 @@ __all__ = ["DEFAULT_OPS", "BackendProfile", "backend_profile"]
 
 DEFAULT_OPS: tuple[str, ...] = ("linear", "linear_relu", "relu", "sigmoid", "add", "mul")
 """Ops generated for a backend that declares none."""
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _spec_sets(value: Iterable[Iterable[Any]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(specs) for specs in value) or ((),)
 
 
 @frozen
@@ -28,11 +36,9 @@ class BackendProfile:
     """
 
     ops: tuple[str, ...] = field(
-        default=DEFAULT_OPS, converter=tuple, validator=deep_iterable(instance_of(str))
+        default=DEFAULT_OPS, converter=_names, validator=deep_iterable(instance_of(str))
     )
-    compile_specs: tuple[tuple[Any, ...], ...] = field(
-        default=((),), converter=lambda v: tuple(tuple(s) for s in v) or ((),)
-    )
+    compile_specs: tuple[tuple[Any, ...], ...] = field(default=((),), converter=_spec_sets)
     opaque: bool = field(default=False, validator=instance_of(bool))
     metadata: Callable[[], Any] | None = field(default=None, validator=optional(is_callable()))
 

@@ -20,15 +20,24 @@ _REPORT_KEY = pytest.StashKey[Any]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("delegate-lens", "delegate-lens backend conformance")
     group.addoption(
-        _OPTION, action="append", default=[], metavar="NAME",
+        _OPTION,
+        action="append",
+        default=[],
+        metavar="NAME",
         help="run delegate-lens's conformance suite on backend NAME (one test per rule)",
     )
     group.addoption(
-        "--delegate-lens-max-examples", type=int, default=None, metavar="N",
+        "--delegate-lens-max-examples",
+        type=int,
+        default=None,
+        metavar="N",
         help="models generated per backend (default: check_backend's)",
     )
     group.addoption(
-        "--delegate-lens-plugin", action="append", default=[], metavar="MODULE",
+        "--delegate-lens-plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
         help="load a delegate-lens plugin module first (as delegate-lens -p MODULE)",
     )
     group.addoption(
@@ -55,8 +64,9 @@ def pytest_collection_modifyitems(
     for backend in backends:
         collector = _Conformance.from_parent(session, name=f"delegate-lens[{backend}]")
         items.extend(
-            _RuleItem.from_parent(collector, name=f"test_conformance[{backend}-{rule}]",
-                                  backend=backend, rule=rule)
+            _RuleItem.from_parent(
+                collector, name=f"test_conformance[{backend}-{rule}]", backend=backend, rule=rule
+            )
             for rule in RULES
         )
 
@@ -133,8 +143,9 @@ def dl_lower(request: pytest.FixtureRequest) -> Callable[..., Any]:
     ``backend`` defaults to the ``--delegate-lens-backend`` given."""
     from delegate_lens.testing.harness import lower
 
-    def run(model: Any, inputs: Any = None, *, backend: str | None = None,
-            compile_specs: Any = ()) -> Any:
+    def run(
+        model: Any, inputs: Any = None, *, backend: str | None = None, compile_specs: Any = ()
+    ) -> Any:
         name = backend or _backend_of(request)
         if name is None:
             raise pytest.UsageError("dl_lower: pass backend= or run with --delegate-lens-backend")

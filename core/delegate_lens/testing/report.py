@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from attrs import asdict, field, frozen
@@ -45,6 +46,10 @@ class Finding:
         return f"{self.rule}: {self.message}{where} (model {self.model}, seed {self.seed})"
 
 
+def _findings(value: Iterable[Finding]) -> tuple[Finding, ...]:
+    return tuple(value)
+
+
 @frozen
 class ConformanceReport:
     """What :func:`~delegate_lens.testing.check_backend` found; ``ok`` when nothing."""
@@ -52,7 +57,7 @@ class ConformanceReport:
     backend_id: str
     rules: tuple[str, ...]
     models_checked: int
-    findings: tuple[Finding, ...] = field(converter=tuple)
+    findings: tuple[Finding, ...] = field(converter=_findings)
     seconds: float = 0.0
     skipped: tuple[str, ...] = ()  # rules not applicable (e.g. opaque backends)
 

@@ -19,6 +19,7 @@ torch is imported only when a model is drawn.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ from delegate_lens.mapping import INT_IDENTIFIER_MAX
 __all__ = [
     "BINARY_OPS",
     "OPS",
-    "GeneratedModel",
+    "GeneratedModel",  # noqa: F822 (made on first use by __getattr__)
     "debug_handles",
     "delegate_mappings",
     "etdump_runs",
@@ -74,8 +75,11 @@ def _source(
     ops: Sequence[tuple[str, tuple[int, ...]]], outputs: Sequence[int], width: int
 ) -> tuple[str, str]:
     """``(__init__ body, forward source)`` of a generated model."""
-    init = [f"self.m{i} = torch.nn.{_MODULES[name].format(w=width)}" for i, (name, _) in
-            enumerate(ops) if name in _MODULES]
+    init = [
+        f"self.m{i} = torch.nn.{_MODULES[name].format(w=width)}"
+        for i, (name, _) in enumerate(ops)
+        if name in _MODULES
+    ]
     lines = ["def forward(self, v0):"]
     for i, (name, args) in enumerate(ops):
         a = f"v{args[0]}"
@@ -101,8 +105,11 @@ def _model_class() -> type:
             super().__init__()
             unknown = sorted({name for name, _ in ops} - set(OPS))
             if unknown or not ops:
-                raise ValueError(f"GeneratedModel: unknown ops {unknown}" if unknown else
-                                 "GeneratedModel needs at least one op")
+                raise ValueError(
+                    f"GeneratedModel: unknown ops {unknown}"
+                    if unknown
+                    else "GeneratedModel needs at least one op"
+                )
             self.op_list = [(str(name), tuple(int(a) for a in args)) for name, args in ops]
             self.outputs = list(outputs) if outputs else [len(ops)]
             self.width, self.batch, self.seed = width, batch, seed
@@ -239,7 +246,7 @@ def partitions(
     cuts = sorted(c for c in draw(cut_points, label="cuts") if c < len(nodes))
     bounds = [0, *cuts, len(nodes)]
     owner: dict[str, str] = {}
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         if not draw(st.booleans(), label=f"run {k} delegated"):
             continue
         tag = draw(st.sampled_from(list(tags)), label="tag") if tags else f"tag{k}"
@@ -289,9 +296,7 @@ def delegate_mappings(
     ``identifiers_kind`` is ``"int"``, ``"str"`` or ``"any"`` (one map mixes both).
     """
     entry = st.tuples(identifiers(identifiers_kind), debug_handles(handles))
-    return st.lists(entry, min_size=min_size, max_size=max_size, unique_by=lambda e: e[0]).map(
-        dict
-    )
+    return st.lists(entry, min_size=min_size, max_size=max_size, unique_by=lambda e: e[0]).map(dict)
 
 
 def metadata(backend_id: str) -> st.SearchStrategy[Any]:
@@ -351,11 +356,29 @@ def etdump_runs(
                         if isinstance(ident, int)
                         else {"delegate_debug_id_str": ident}
                     )
-                    events.append(Event(profile_event=ProfileEvent(
-                        chain_index=0, instruction_id=iid, start_time=s, end_time=e, **kwargs)))
+                    events.append(
+                        Event(
+                            profile_event=ProfileEvent(
+                                chain_index=0,
+                                instruction_id=iid,
+                                start_time=s,
+                                end_time=e,
+                                **kwargs,
+                            )
+                        )
+                    )
             clock += draw(st.integers(0, 50))
             name = "DELEGATE_CALL" if delegated else "OPERATOR_CALL"
-            events.append(Event(profile_event=ProfileEvent(
-                name=name, chain_index=0, instruction_id=iid, start_time=start, end_time=clock)))
+            events.append(
+                Event(
+                    profile_event=ProfileEvent(
+                        name=name,
+                        chain_index=0,
+                        instruction_id=iid,
+                        start_time=start,
+                        end_time=clock,
+                    )
+                )
+            )
         runs.append(RunData(name="Execute", events=events))
     return ETDump(run_data=runs)
