@@ -257,3 +257,14 @@ def test_pytest_plugin_one_test_per_rule(tmp_path: Path) -> None:
     assert "test_conformance[Broken/wrong-output-outputs-match-eager]" in failed[0]
     assert "1 failed, 9 passed" in done.stdout  # 8 other rules + test_own
     assert "class Model" in done.stdout  # the model printed as code
+
+
+def test_delegate_times_understand_wrap_around() -> None:
+    from delegate_lens.testing.conformance import _nested, _wrapped_end
+
+    top = 2**32 - 10
+    assert _wrapped_end(top, 5) == 2**32 + 5  # a 32-bit counter wrapped: not backwards
+    assert _wrapped_end(1000, 10) is None  # plainly backwards
+    assert _nested(top + 2, 3, top, 20)  # event and call across the wrap
+    assert not _nested(top - 5, 3, top, 20)  # starts before its call
+    assert _nested(100, 200, 50, 250) and not _nested(100, 300, 50, 250)

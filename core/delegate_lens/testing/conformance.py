@@ -216,6 +216,17 @@ def _wrapped_end(start: int, end: int) -> int | None:
     return None
 
 
+def _nested(start: int, end: int, call_start: int, call_end: int) -> bool:
+    """``[start, end]`` lies inside ``[call_start, call_end]``, on a counter that may wrap
+    (32-bit when every value fits, else 64-bit): offsets are taken from the call's start."""
+    width = _WRAP[0] if max(start, end, call_start, call_end) < _WRAP[0] else _WRAP[1]
+
+    def offset(t: int) -> int:
+        return (t - call_start) % width
+
+    return offset(start) <= offset(end) <= offset(call_end)
+
+
 def _check_events(
     case: _Case, etdump: Any, dmap: Mapping[int, Any], backend_id: str
 ) -> set[tuple[int, int | str]]:
@@ -232,12 +243,9 @@ def _check_events(
                 where,
             )
         start, end = pe.start_time, pe.end_time
-        if end < start:
-            unwrapped = _wrapped_end(start, end)
-            if unwrapped is None:
-                case.add("delegate-event-times", f"ends ({end}) before it starts ({start})", where)
-                continue
-            end = unwrapped
+        if end < start and _wrapped_end(start, end) is None:
+            case.add("delegate-event-times", f"ends ({end}) before it starts ({start})", where)
+            continue
         run_events = etdump.run_data[r].events
         call = next(
             (
@@ -251,7 +259,7 @@ def _check_events(
         )
         if call is None:
             case.add("delegate-event-times", "no DELEGATE_CALL of its instruction follows", where)
-        elif not (call.start_time <= start and end <= call.end_time) and end <= 2**64:
+        elif not _nested(start, end, call.start_time, call.end_time):
             case.add(
                 "delegate-event-times",
                 f"[{start}, {end}] is not inside its DELEGATE_CALL "
