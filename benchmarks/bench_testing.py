@@ -48,7 +48,10 @@ def main() -> None:
     from delegate_lens.testing import strategies as dls
 
     print(describe_machine())
+    from hypothesis import strategies as st
+
     cases: dict[str, Callable[[], Any]] = {
+        "st.integers() (hypothesis's own floor)": lambda: st.integers(),
         "debug_handles()": lambda: dls.debug_handles(),
         "delegate_mappings(int)": lambda: dls.delegate_mappings(identifiers_kind="int"),
         "delegate_mappings(str)": lambda: dls.delegate_mappings(identifiers_kind="str"),
