@@ -117,7 +117,7 @@ def test_builtins_and_specs_are_registered() -> None:
         assert describe_plugin(module) == f"{module!r} (built-in)"
     specs = {name for name in dir(hookspecs) if name.startswith("dl_")}
     assert specs == {name for name in specs if getattr(pm.hook, name).has_spec()}
-    assert len(specs) == 8
+    assert len(specs) == 9  # + dl_testing_profile (issue 10)
 
 
 def test_singleton_and_reset() -> None:
