@@ -231,4 +231,20 @@ def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -
 
     firstresult: the first non-``None`` result wins. A plugin that raises is reported in a
     warning naming it, and the value is compared as logged.
+# --------------------------------------------------------------------------- testing
+
+
+@hookspec(firstresult=True)
+def dl_testing_profile(backend_id: str) -> Any | None:
+    """Declare what the conformance suite (``delegate_lens.testing``) may test a backend with.
+
+    Called by :func:`delegate_lens.testing.check_backend`, ``delegate-lens check-backend``
+    and the pytest plugin, once per run, before any model is generated.
+
+    :param backend_id: the backend under test.
+    :returns: a :class:`delegate_lens.testing.BackendProfile` (supported ops, compile-spec
+        sets, whether delegate calls are opaque, a metadata strategy), or ``None`` when
+        ``backend_id`` is not this plugin's (the defaults then apply).
+
+    firstresult: the first non-``None`` result wins.
     """

@@ -71,3 +71,12 @@ def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -
     from delegate_lens.backends_demo.numerics import dequantize
 
     return dequantize(value)  # int8 mode logs [values, scale]; other values stay as logged
+
+
+@hookimpl
+def dl_testing_profile(backend_id: str) -> Any | None:
+    if backend_id != BACKEND_ID:
+        return None
+    from delegate_lens.backends_demo.testing import profile
+
+    return profile()

@@ -31,6 +31,7 @@ _COMMAND_MODULES = (
     "query",
     "compare",
     "verify",
+    "check_backend",
 )
 
 EXIT_USAGE = 2

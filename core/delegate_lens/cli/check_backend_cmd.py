@@ -1,0 +1,56 @@
+"""``delegate-lens check-backend NAME``: the conformance suite of ``delegate_lens.testing``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+EXIT_FINDINGS = 1
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check-backend",
+        help="run the conformance suite on a backend (exit 1 on any finding)",
+        description=(
+            "Lower generated models through a backend's plugins, run them traced, read back "
+            "ETDump + ETRecord and check every rule of the debug contract. Exit 0 when all "
+            "pass, 1 on any finding, 2 on bad input. Load an uninstalled backend with -p MODULE."
+        ),
+    )
+    parser.add_argument("backend", metavar="NAME", help="the backend id, e.g. DemoBackend")
+    parser.add_argument(
+        "--max-examples",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="models hypothesis generates (default: 20)",
+    )
+    parser.add_argument("--seed", type=_count, default=0, help="hypothesis seed (default: 0)")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="output format (default: table)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.testing import check_backend
+    from delegate_lens.testing.conformance import DEFAULT_MAX_EXAMPLES
+
+    examples = DEFAULT_MAX_EXAMPLES if args.max_examples is None else args.max_examples
+    report = check_backend(args.backend, max_examples=examples, seed=args.seed)
+    print(report.to_json() if args.format == "json" else report.to_table())
+    return 0 if report.ok else EXIT_FINDINGS

@@ -1,0 +1,62 @@
+"""A test kit for backend authors: strategies, a conformance suite and a pytest plugin.
+
+* :mod:`delegate_lens.testing.strategies` — hypothesis strategies (debug handles, Debug
+  Handle Maps, random models and partitions, ETDump runs, metadata);
+* :func:`check_backend` — lower models through a backend's plugins, run them traced, read
+  back ETDump + ETRecord and check every rule of :data:`RULES`; returns a
+  :class:`ConformanceReport`;
+* :class:`BackendProfile` — what a backend declares through ``dl_testing_profile``;
+* :mod:`delegate_lens.testing.pytest_plugin` — ``pytest --delegate-lens-backend=NAME``.
+
+Importing this package is cheap: torch and hypothesis load on first use of what needs them
+(install the ``testing`` extra for hypothesis). Guide: ``docs/testing-backends.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "RULES",
+    "BackendProfile",
+    "ConformanceReport",
+    "Finding",
+    "check_backend",
+    "check_model",
+    "strategies",
+]
+
+_LAZY = {
+    "RULES": "delegate_lens.testing.report",
+    "ConformanceReport": "delegate_lens.testing.report",
+    "Finding": "delegate_lens.testing.report",
+    "BackendProfile": "delegate_lens.testing.profile",
+    "check_backend": "delegate_lens.testing.conformance",
+    "check_model": "delegate_lens.testing.conformance",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "strategies":
+        _need_hypothesis()
+        return importlib.import_module("delegate_lens.testing.strategies")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'delegate_lens.testing' has no attribute {name!r}")
+    if name.startswith("check_"):
+        _need_hypothesis()
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def _need_hypothesis() -> None:
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        from delegate_lens.errors import MissingExtraError
+
+        raise MissingExtraError(
+            "delegate_lens.testing needs hypothesis: pip install 'delegate-lens[testing]'"
+        ) from None

@@ -1,0 +1,63 @@
+"""What a backend declares about itself to the conformance suite (hook ``dl_testing_profile``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from attrs import field, frozen
+from attrs.validators import deep_iterable, instance_of, is_callable, optional
+
+__all__ = ["DEFAULT_OPS", "BackendProfile", "backend_profile"]
+
+DEFAULT_OPS: tuple[str, ...] = ("linear", "linear_relu", "relu", "sigmoid", "add", "mul")
+"""Ops generated for a backend that declares none."""
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _spec_sets(value: Iterable[Iterable[Any]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(specs) for specs in value) or ((),)
+
+
+@frozen
+class BackendProfile:
+    """A backend's answer to ``dl_testing_profile``.
+
+    :ivar ops: the ops of :data:`delegate_lens.testing.strategies.OPS` it supports; generated
+        models are built from them.
+    :ivar compile_specs: the compile-spec sets to test it with (each example uses one).
+    :ivar opaque: its delegate calls log no per-operator identifiers (the rule
+        ``delegated-nodes-covered`` is then skipped).
+    :ivar metadata: a callable returning a hypothesis strategy of the structured metadata
+        values it logs, or ``None``.
+    """
+
+    ops: tuple[str, ...] = field(
+        default=DEFAULT_OPS, converter=_names, validator=deep_iterable(instance_of(str))
+    )
+    compile_specs: tuple[tuple[Any, ...], ...] = field(default=((),), converter=_spec_sets)
+    opaque: bool = field(default=False, validator=instance_of(bool))
+    metadata: Callable[[], Any] | None = field(default=None, validator=optional(is_callable()))
+
+
+def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:
+    """The profile ``backend_id`` declares, or the defaults when no plugin answers."""
+    from delegate_lens.errors import PluginError
+    from delegate_lens.pluginmanager import call_hook
+
+    result = call_hook("dl_testing_profile", pm=pm, backend_id=backend_id)
+    if result is None:
+        return BackendProfile()
+    if not isinstance(result, BackendProfile):
+        raise PluginError(
+            f"dl_testing_profile({backend_id!r}) returned {type(result).__name__}, "
+            "not a delegate_lens.testing.BackendProfile"
+        )
+    return result
+
+
+def _specs(specs: Sequence[Any]) -> str:
+    return ", ".join(f"{getattr(s, 'key', s)}={getattr(s, 'value', b'')!r}" for s in specs) or "-"
