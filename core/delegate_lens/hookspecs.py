@@ -231,6 +231,9 @@ def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -
 
     firstresult: the first non-``None`` result wins. A plugin that raises is reported in a
     warning naming it, and the value is compared as logged.
+    """
+
+
 # --------------------------------------------------------------------------- testing
 
 
