@@ -118,7 +118,9 @@ def test_builtins_and_specs_are_registered() -> None:
         assert describe_plugin(name) == f"{name!r} (built-in)"
     specs = {name for name in dir(hookspecs) if name.startswith("dl_")}
     assert specs == {name for name in specs if getattr(pm.hook, name).has_spec()}
-    assert len(specs) == 11  # 8 + dl_numerical_comparators, dl_intermediate_output, dl_testing_profile
+    assert (
+        len(specs) == 11
+    )  # 8 + dl_numerical_comparators, dl_intermediate_output, dl_testing_profile
 
 
 def test_singleton_and_reset() -> None:

@@ -104,7 +104,9 @@ def run_demo(
         f"[3/6] program     {paths['program']} ({paths['program'].stat().st_size:,} bytes, "
         f"{n_instructions} instructions, {len(manager.program.delegates)} delegate blob(s))"
     )
-    bundle_demo_program(manager, model, module).save(paths["bundled_program"])
+    bundle_demo_program(manager, model, module, exact=precision == "exact").save(
+        paths["bundled_program"]
+    )
     echo(
         f"      bundled     {paths['bundled_program']} ({BUNDLED_TEST_CASES} test cases; "
         f"check them with: delegate-lens verify {paths['bundled_program']})"
@@ -149,14 +151,16 @@ def run_demo(
     )
 
 
-def bundle_demo_program(manager: Any, model: str, module: Any) -> Any:
+def bundle_demo_program(manager: Any, model: str, module: Any, *, exact: bool = True) -> Any:
     """A :class:`~delegate_lens.bundled_program.BundledProgram` of ``manager``'s program
     with :data:`BUNDLED_TEST_CASES` test cases of ``forward``.
 
     The expected outputs are golden outputs: what the lowered program gives in the
     simulated runtime now (a later change to a backend or a kernel that alters them is
     what ``delegate-lens verify`` catches). Eager ``module`` agrees with them to about 1e-6
-    (kernels fused in another order round differently), checked here with a loose bound.
+    (kernels fused in another order round differently), checked here with a loose bound
+    unless the backend computes in lower precision (``exact=False``: its ``precision``
+    compile spec), where the gap from eager is the point.
     """
     import torch
 
@@ -173,7 +177,9 @@ def bundle_demo_program(manager: Any, model: str, module: Any) -> Any:
             golden = method.execute(inputs)
             eager = module(*inputs)
             eager = list(eager) if isinstance(eager, tuple | list) else [eager]
-            if not all(torch.allclose(g, e, rtol=1e-3, atol=1e-5) for g, e in zip(golden, eager)):
+            if exact and not all(
+                torch.allclose(g, e, rtol=1e-3, atol=1e-5) for g, e in zip(golden, eager)
+            ):
                 raise RuntimeBackendError(f"demo {model}: the lowered program disagrees with eager")
             cases.append(MethodTestCase(inputs, golden))
     return BundledProgram(manager, [MethodTestSuite("forward", cases)])

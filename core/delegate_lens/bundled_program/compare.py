@@ -13,15 +13,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
-from attrs import frozen
 
 from delegate_lens.bundled_program.config import value_kind
 
 __all__ = ["OutputComparison", "compare_outputs"]
 
 
-@frozen
+@attrs.frozen
 class OutputComparison:
     """How one run's outputs compare with a test case's expected outputs.
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeAlias
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import field, frozen
 
 from delegate_lens.errors import BundledProgramError
 
@@ -93,7 +93,7 @@ def _expected_outputs(values: Any) -> tuple[Any, ...]:
     return _convert(values, "expected_outputs")
 
 
-@frozen(eq=False)
+@attrs.frozen(eq=False)
 class MethodTestCase:
     """One run of a method: its ``inputs`` and, optionally, its ``expected_outputs``.
 
@@ -103,8 +103,8 @@ class MethodTestCase:
         them, flattened); ``None`` bundles inputs only.
     """
 
-    inputs: tuple[Any, ...] = field(converter=_inputs)
-    expected_outputs: tuple[Any, ...] = field(default=None, converter=_expected_outputs)
+    inputs: tuple[Any, ...] = attrs.field(converter=_inputs)
+    expected_outputs: tuple[Any, ...] = attrs.field(default=None, converter=_expected_outputs)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MethodTestCase):
@@ -154,9 +154,9 @@ def _check_name(_inst: Any, _attr: Any, value: Any) -> None:
         raise BundledProgramError(f"method_name must be a non-empty str, got {value!r}")
 
 
-@frozen
+@attrs.frozen
 class MethodTestSuite:
     """The test cases of one method of the program, by the method's name."""
 
-    method_name: str = field(validator=_check_name)
-    test_cases: tuple[MethodTestCase, ...] = field(converter=_cases)
+    method_name: str = attrs.field(validator=_check_name)
+    test_cases: tuple[MethodTestCase, ...] = attrs.field(converter=_cases)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
-from attrs import frozen
+import attrs
 
 from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
 from delegate_lens.inspector.tables import BlockTable
@@ -25,7 +25,7 @@ from delegate_lens.inspector.tables import BlockTable
 __all__ = ["BlockPair", "RowRef", "match_blocks", "match_rows"]
 
 
-@frozen
+@attrs.frozen
 class RowRef:
     """A row of one side: table and row index."""
 
@@ -33,7 +33,7 @@ class RowRef:
     row: int
 
 
-@frozen
+@attrs.frozen
 class BlockPair:
     """Two tables with the same block name and occurrence (one may be missing)."""
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import define, field, frozen, validators
 
 __all__ = [
     "FASTER",
@@ -38,7 +38,7 @@ identifier; operator instruction + debug handles; name and occurrence (last reso
 FloatArray = npt.NDArray[np.float64]
 
 
-@frozen
+@attrs.frozen
 class RowIdentity:
     """Who a row is: what the ETDump and the ETRecord say about it."""
 
@@ -71,7 +71,7 @@ def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class RowComparison:
     """One row matched on both sides, with its samples, statistics and verdict.
 
@@ -81,7 +81,7 @@ class RowComparison:
     """
 
     identity: RowIdentity
-    match: str = field(validator=validators.in_(MATCH_KINDS))
+    match: str = attrs.field(validator=attrs.validators.in_(MATCH_KINDS))
     base_samples: FloatArray
     new_samples: FloatArray
     base_median: float
@@ -92,7 +92,7 @@ class RowComparison:
     ratio_ci: tuple[float, float]
     p_value: float | None
     significant: bool
-    verdict: str = field(validator=validators.in_(VERDICTS))
+    verdict: str = attrs.field(validator=attrs.validators.in_(VERDICTS))
 
     def asdict(self, samples: bool = False) -> dict[str, Any]:
         out = self.identity.asdict()
@@ -116,12 +116,12 @@ class RowComparison:
         return out
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class OneSidedRow:
     """A row found in only one of the two ETDumps (``side`` is ``"base"`` or ``"new"``)."""
 
     identity: RowIdentity
-    side: str = field(validator=validators.in_(("base", "new")))
+    side: str = attrs.field(validator=attrs.validators.in_(("base", "new")))
     samples: FloatArray
     median: float
 
@@ -133,7 +133,7 @@ class OneSidedRow:
         return out
 
 
-@frozen
+@attrs.frozen
 class BlockSummary:
     """Total time of a block (median of ``Method::execute``, else the sum of its top-level
     rows' medians) and the part spent in delegate calls, on each side (None: absent)."""
@@ -175,7 +175,7 @@ class BlockSummary:
         }
 
 
-@frozen
+@attrs.frozen
 class BackendSummary:
     """Time in one delegate backend's calls (sum of the calls' medians over every block)
     and its share of all blocks' total time, on each side."""
@@ -205,7 +205,7 @@ class BackendSummary:
         }
 
 
-@define(eq=False)
+@attrs.define(eq=False)
 class CompareResult:
     """Everything :func:`~delegate_lens.compare.compare` found."""
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+import attrs
 import numpy as np
 import numpy.typing as npt
-from attrs import frozen
 
 from delegate_lens.errors import MissingExtraError
 
@@ -30,7 +30,7 @@ TESTS = ("median-ci", "mannwhitney")
 (SciPy, the ``stats`` extra)."""
 
 
-@frozen
+@attrs.frozen
 class RowStats:
     """Per-row statistics of one block pair (arrays of length ``rows``)."""
 

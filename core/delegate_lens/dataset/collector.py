@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from attrs import field, frozen
+import attrs
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, find_sources, read_labels
@@ -28,7 +28,7 @@ DEFAULT_BATCH_BYTES = 64 << 20
 MAX_BATCH_FILES = 2000
 
 
-@frozen
+@attrs.frozen
 class FileResult:
     """What happened to one ETDump: ``status`` is collected, skipped (already in the
     dataset, or a duplicate) or failed (``error`` says why)."""
@@ -42,11 +42,11 @@ class FileResult:
     part: str | None = None
 
 
-@frozen
+@attrs.frozen
 class CollectReport:
     """Every file's :class:`FileResult`, in input order."""
 
-    results: list[FileResult] = field(factory=list)
+    results: list[FileResult] = attrs.field(factory=list)
 
     def _with(self, status: str) -> list[FileResult]:
         return [r for r in self.results if r.status == status]

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from attrs import field, frozen
+import attrs
 
 from delegate_lens.errors import UsageError
 
@@ -24,7 +24,7 @@ ETDUMP_SUFFIXES = (".etdp", ".etdump")
 _GLOB_CHARS = frozenset("*?[")
 
 
-@frozen
+@attrs.frozen
 class Source:
     """One ETDump to collect."""
 
@@ -32,7 +32,8 @@ class Source:
     size: int
     etrecord: str | None = None
     labels_file: str | None = None
-    labels: Mapping[str, str] = field(factory=dict)  # from the command line; win over the file
+    # from the command line; win over the file
+    labels: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def parse_labels(items: Iterable[str]) -> dict[str, str]:

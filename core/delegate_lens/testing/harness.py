@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from attrs import frozen
+import attrs
 
 from delegate_lens.errors import UsageError
 
@@ -42,7 +42,7 @@ def lower(
     return edge.to_program()
 
 
-@frozen
+@attrs.frozen
 class TracedRun:
     """Outputs of the last execution, and the ETDump of all of them."""
 

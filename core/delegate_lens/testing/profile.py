@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from attrs import field, frozen
+import attrs
 from attrs.validators import deep_iterable, instance_of, is_callable, optional
 
 __all__ = ["DEFAULT_OPS", "BackendProfile", "backend_profile"]
@@ -22,7 +22,7 @@ def _spec_sets(value: Iterable[Iterable[Any]]) -> tuple[tuple[Any, ...], ...]:
     return tuple(tuple(specs) for specs in value) or ((),)
 
 
-@frozen
+@attrs.frozen
 class BackendProfile:
     """A backend's answer to ``dl_testing_profile``.
 
@@ -35,12 +35,14 @@ class BackendProfile:
         values it logs, or ``None``.
     """
 
-    ops: tuple[str, ...] = field(
+    ops: tuple[str, ...] = attrs.field(
         default=DEFAULT_OPS, converter=_names, validator=deep_iterable(instance_of(str))
     )
-    compile_specs: tuple[tuple[Any, ...], ...] = field(default=((),), converter=_spec_sets)
-    opaque: bool = field(default=False, validator=instance_of(bool))
-    metadata: Callable[[], Any] | None = field(default=None, validator=optional(is_callable()))
+    compile_specs: tuple[tuple[Any, ...], ...] = attrs.field(default=((),), converter=_spec_sets)
+    opaque: bool = attrs.field(default=False, validator=instance_of(bool))
+    metadata: Callable[[], Any] | None = attrs.field(
+        default=None, validator=optional(is_callable())
+    )
 
 
 def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:

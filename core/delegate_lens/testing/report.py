@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from attrs import asdict, field, frozen
+import attrs
 
 from delegate_lens.texttable import align_columns
 
@@ -29,7 +29,7 @@ RULES: dict[str, str] = {
 """Each rule of the contract, by name, with what it checks."""
 
 
-@frozen
+@attrs.frozen
 class Finding:
     """One broken rule on one model: what, where, and how to reproduce it."""
 
@@ -50,14 +50,14 @@ def _findings(value: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(value)
 
 
-@frozen
+@attrs.frozen
 class ConformanceReport:
     """What :func:`~delegate_lens.testing.check_backend` found; ``ok`` when nothing."""
 
     backend_id: str
     rules: tuple[str, ...]
     models_checked: int
-    findings: tuple[Finding, ...] = field(converter=_findings)
+    findings: tuple[Finding, ...] = attrs.field(converter=_findings)
     seconds: float = 0.0
     skipped: tuple[str, ...] = ()  # rules not applicable (e.g. opaque backends)
 
@@ -86,7 +86,7 @@ class ConformanceReport:
                 )
                 for rule in self.rules
             },
-            "findings": [asdict(f) for f in self.findings],
+            "findings": [attrs.asdict(f) for f in self.findings],
         }
 
     def to_json(self) -> str:

@@ -13,6 +13,7 @@ A row covering several nodes (a fused kernel) shows its whole time on each of th
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -82,15 +83,33 @@ def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, float | N
 
 def numeric_gaps(inspector: Any) -> dict[str, float] | None:
     """``{node name: largest numeric gap}`` from ``inspector.calculate_numeric_gap()``, or
-    None when the Inspector has no such method or holds no debug data.
+    None when the Inspector holds no debug data or the reference outputs were not captured.
 
-    Accepts the reference's table (a DataFrame or rows with ``aot_ops`` — node names — and
-    ``gap`` — one number or one per output).
+    An exporter stays torch-free and quick: the gaps come from the reference outputs cached
+    beside the ETRecord (``<etrecord>.numerics.npz``, written by ``delegate-lens numerics
+    --cache`` or ``calculate_numeric_gap(cache=True)``); without that cache there is no
+    ``numeric_gap`` overlay. Accepts the reference's table (a DataFrame or rows with
+    ``aot_ops`` — node names — and ``gap`` — one number or one per output).
     """
+    from pathlib import Path
+
+    from delegate_lens.errors import DelegateLensError, DelegateLensWarning
+    from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX
+
     method = getattr(inspector, "calculate_numeric_gap", None)
-    if method is None or not any(table.debug_data for table in inspector.tables):
+    record = inspector.etrecord
+    if method is None or record is None or not any(t.debug_data for t in inspector.tables):
         return None
-    result = method()
+    cache = Path(str(getattr(record, "origin", "<memory>")) + CACHE_SUFFIX)
+    if not cache.is_file():
+        return None
+    try:
+        result = method(aot_outputs=cache)
+    except DelegateLensError as exc:  # a stale or foreign cache, outputs that disagree, ...
+        warnings.warn(
+            f"model-explorer: no numeric_gap overlay: {exc}", DelegateLensWarning, stacklevel=2
+        )
+        return None
     rows: Iterable[Mapping[str, Any]] = (
         result.to_dict("records") if hasattr(result, "to_dict") else result
     )
