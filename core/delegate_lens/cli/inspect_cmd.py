@@ -18,6 +18,22 @@ from typing import IO, Any
 from delegate_lens.errors import DelegateLensError, PluginError, UsageError
 
 
+def add_time_scale_arguments(parser: Any) -> None:
+    """``--source-time-scale`` and ``--target-time-scale``, as every Inspector command takes."""
+    parser.add_argument(
+        "--source-time-scale",
+        default="ns",
+        metavar="UNIT",
+        help="unit of the runtime's clock: ns, us, ms, s or cycles (default ns)",
+    )
+    parser.add_argument(
+        "--target-time-scale",
+        default="ms",
+        metavar="UNIT",
+        help="unit of the reported times (default ms)",
+    )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "inspect",
@@ -40,18 +56,7 @@ def register(subparsers: Any) -> None:
         help="output format: table (default), json, tsv, csv, chrome-trace, or one a plugin adds",
     )
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
-    parser.add_argument(
-        "--source-time-scale",
-        default="ns",
-        metavar="UNIT",
-        help="unit of the runtime's clock: ns, us, ms, s or cycles (default ns)",
-    )
-    parser.add_argument(
-        "--target-time-scale",
-        default="ms",
-        metavar="UNIT",
-        help="unit of the reported times (default ms)",
-    )
+    add_time_scale_arguments(parser)
     parser.add_argument(
         "--by",
         choices=("event", "op-type"),

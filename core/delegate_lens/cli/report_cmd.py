@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from delegate_lens.cli.inspect_cmd import add_time_scale_arguments
 from delegate_lens.errors import UsageError
 
 
@@ -39,18 +40,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="also offer run N (index in the ETDump) in the timeline; repeatable",
     )
-    parser.add_argument(
-        "--source-time-scale",
-        default="ns",
-        metavar="UNIT",
-        help="unit of the runtime's clock: ns, us, ms, s or cycles (default ns)",
-    )
-    parser.add_argument(
-        "--target-time-scale",
-        default="ms",
-        metavar="UNIT",
-        help="unit of the reported times (default ms)",
-    )
+    add_time_scale_arguments(parser)
     parser.set_defaults(func=_run)
 
 
