@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import attrs
 import numpy as np
 from machine import describe as describe_machine
 
@@ -40,17 +41,6 @@ BIG = Path("/work/shared/vectors/gpt_portable_big/etdump.etdp")
 if not BIG.exists():
     BIG = REPO.parent / "shared" / "vectors" / "gpt_portable_big" / "etdump.etdp"
 CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-collect"
-_FIELDS = (
-    "name",
-    "chain_index",
-    "instruction_id",
-    "delegate_debug_id_int",
-    "delegate_debug_id_str",
-    "metadata_offset",
-    "metadata_length",
-    "allocator_id",
-    "allocation_size",
-)
 
 
 def uptime() -> str:
@@ -63,14 +53,11 @@ def vary(data: bytes, shift: int) -> bytes:
     runs = []
     for run in etdump.run_data:
         c = run.columns
-        moved = c.build(
-            np.array(c.kind),
-            strings=c.strings,
-            blob=bytes(c.blob),
-            debug_entries=dict(c.debug_entries.items()),
+        moved = attrs.evolve(
+            c,
             start_time=c.start_time + np.uint64(shift),
             end_time=c.end_time + np.uint64(shift),
-            **{name: np.array(getattr(c, name)) for name in _FIELDS},
+            file_span=None,  # no longer a view of the file it was read from
         )
         runs.append(RunData.from_columns(run.name, run.bundled_input_index, run.allocators, moved))
     return dumps(ETDump(version=etdump.version, run_data=runs))

@@ -10,6 +10,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -31,29 +32,12 @@ def vary(data: bytes, shift: int) -> bytes:
     etdump = loads(data)
     runs = []
     for run in etdump.run_data:
-        cols = run.columns
-        arrays = {
-            name: np.array(getattr(cols, name))
-            for name in (
-                "name",
-                "chain_index",
-                "instruction_id",
-                "delegate_debug_id_int",
-                "delegate_debug_id_str",
-                "metadata_offset",
-                "metadata_length",
-                "allocator_id",
-                "allocation_size",
-            )
-        }
-        moved = cols.build(
-            np.array(cols.kind),
-            strings=cols.strings,
-            blob=bytes(cols.blob),
-            debug_entries=dict(cols.debug_entries.items()),
-            start_time=cols.start_time + np.uint64(shift),
-            end_time=cols.end_time + np.uint64(shift),
-            **arrays,
+        c = run.columns
+        moved = attrs.evolve(
+            c,
+            start_time=c.start_time + np.uint64(shift),
+            end_time=c.end_time + np.uint64(shift),
+            file_span=None,  # no longer a view of the file it was read from
         )
         runs.append(RunData.from_columns(run.name, run.bundled_input_index, run.allocators, moved))
     return dumps(ETDump(version=etdump.version, run_data=runs))
