@@ -13,43 +13,13 @@ pytestmark = [pytest.mark.torch]
 
 
 def test_each_method_s_runs_link_to_that_method() -> None:
-    import torch
+    from two_methods import traced_encoder_decoder
 
-    import delegate_lens as dl
     from delegate_lens.inspector import Inspector
-    from delegate_lens.runtime import ETDumpGen, Program
 
-    class Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.proj = torch.nn.Linear(8, 4)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.relu(self.proj(x))
-
-    class Decoder(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.tan(x) * 2.0
-
-    x = torch.randn(2, 8)
-    y = torch.randn(2, 4)
-    programs = {
-        "forward": torch.export.export(Encoder(), (x,)),
-        "decode": torch.export.export(Decoder(), (y,)),
-    }
-    edge = dl.to_edge(programs, generate_etrecord=True)
-    manager = edge.to_program()
+    manager, tracer = traced_encoder_decoder(runs=3)
     record = manager.get_etrecord()
     assert set(record.methods) == {"forward", "decode"}
-
-    program = Program.load(manager.buffer)
-    tracer = ETDumpGen()
-    forward = program.load_method("forward", event_tracer=tracer)
-    decode = program.load_method("decode", event_tracer=tracer)
-    with torch.no_grad():
-        for _ in range(3):
-            forward.execute([x])
-            decode.execute([y])
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

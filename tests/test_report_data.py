@@ -345,37 +345,9 @@ def test_demo_fusion_and_decomposition_are_visible(
 
 @pytest.mark.torch
 def test_two_methods_give_two_graphs_each_with_its_own_runs() -> None:
-    import torch
+    from two_methods import traced_encoder_decoder
 
-    import delegate_lens as dl
-    from delegate_lens.runtime import ETDumpGen, Program
-
-    class Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.proj = torch.nn.Linear(8, 4)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.relu(self.proj(x))
-
-    class Decoder(torch.nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.tan(x) * 2.0
-
-    x, y = torch.randn(2, 8), torch.randn(2, 4)
-    programs = {
-        "forward": torch.export.export(Encoder(), (x,)),
-        "decode": torch.export.export(Decoder(), (y,)),
-    }
-    manager = dl.to_edge(programs, generate_etrecord=True).to_program()
-    program = Program.load(manager.buffer)
-    tracer = ETDumpGen()
-    forward = program.load_method("forward", event_tracer=tracer)
-    decode = program.load_method("decode", event_tracer=tracer)
-    with torch.no_grad():
-        for _ in range(3):
-            forward.execute([x])
-            decode.execute([y])
+    manager, tracer = traced_encoder_decoder(runs=3)
     inspector = Inspector(etdump_data=tracer.get_etdump_data(), etrecord=manager.get_etrecord())
     data = build_report_data(inspector)
     graphs = {g["method"]: g for g in data["graphs"]}
