@@ -152,7 +152,8 @@ def test_random_models_on_the_demo_backend(ops: list[tuple[str, int]], identifie
     tracer = ETDumpGen()
     (out,) = Program.load(manager.buffer).load_method(event_tracer=tracer).execute([x])
     with torch.no_grad():
-        torch.testing.assert_close(out, module(x), rtol=1e-5, atol=1e-5)
+        # NaN only where eager gives NaN too (exp of exp overflows, sin(inf) is NaN)
+        torch.testing.assert_close(out, module(x), rtol=1e-5, atol=1e-5, equal_nan=True)
     dmap = manager.delegate_map.get("forward", {})
     cols = loads(tracer.get_etdump_data()).run_data[1].columns
     logged = 0
