@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import Any
 
 import attrs
+import numpy as np
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, find_sources, read_labels
@@ -95,69 +96,183 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
+_ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
+_GROUP_BYTES = 16 << 20  # smaller files are decoded together, this many bytes at a time
+
+
+@attrs.frozen
+class _Pending:
+    """A file read and hashed, waiting to be decoded."""
+
+    index: int  # in the batch
+    source: Source
+    data: bytes
+    file_hash: str
+    labels: dict[str, str]
+
+
+def _message(path: str, exc: BaseException) -> str:
+    text = str(exc).strip()
+    message = text.splitlines()[0] if text else type(exc).__name__
+    return message if path in message else f"{path}: {message}"
+
+
+def _groups(pending: Sequence[_Pending]) -> Iterator[list[_Pending]]:
+    """Files to decode together: each big file alone, small ones up to ``_GROUP_BYTES``."""
+    group: list[_Pending] = []
+    size = 0
+    for item in pending:
+        if len(item.data) >= _ALONE_BYTES:
+            yield [item]
+            continue
+        if group and size + len(item.data) > _GROUP_BYTES:
+            yield group
+            group, size = [], 0
+        group.append(item)
+        size += len(item.data)
+    if group:
+        yield group
+
+
+def _rows_per_file(table: Any, files: int) -> list[int]:
+    """Rows of each file in a table from ``files_table`` (its ``source`` codes)."""
+    source = table.column("source").combine_chunks()
+    return np.bincount(source.indices.to_numpy(), minlength=files).tolist()  # type: ignore[no-any-return]
+
+
+def _decode_group(
+    group: list[_Pending], label_names: Sequence[str]
+) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
+    """Tables of ``group`` (all files in one, when all decode), or per file on failure:
+    ``(files, table)`` for what was collected, ``(file, error)`` for a bad file."""
+    from delegate_lens.dataset.rows import FileLabels, files_columns, files_table
+
+    def table(items: list[_Pending]) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fc, run_file = files_columns([item.data for item in items])
+            files = [FileLabels(i.source.path, i.file_hash, i.labels) for i in items]
+            return files_table(fc, run_file, files, label_names=label_names)
+
+    try:
+        yield group, table(group)
+        return
+    except Exception as exc:  # a bad file is reported and skipped, never fatal
+        if len(group) == 1:
+            yield group[0], exc
+            return
+    for item in group:  # one file at a time, to tell the bad from the good
+        try:
+            yield [item], table([item])
+        except Exception as exc:
+            yield item, exc
+
+
 def collect_batch(
     location: str, sources: Sequence[Source], known: Collection[str] = frozenset()
 ) -> list[FileResult]:
     """Collect ``sources`` into one new part of the dataset at ``location`` (what each
-    worker runs); files whose hash is in ``known`` are skipped."""
-    from delegate_lens.dataset.rows import events_table, file_columns, with_labels
+    worker runs); files whose hash is in ``known`` are skipped.
+
+    Files without an ETRecord are decoded together, many small files in one vectorized
+    pass (:func:`~delegate_lens.etdump.reader.decode_many`); a file with an ETRecord goes
+    through the Inspector for its links. A file repeated within the batch is skipped, or
+    fails as its first copy did.
+    """
+    from delegate_lens.dataset.rows import events_table, file_columns
     from delegate_lens.inspector.api import _load_etrecord
 
     pa = require("pyarrow", "collect")
-    store = DatasetStore(location)
-    results: list[FileResult] = []
-    tables: list[Any] = []
-    files: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    records: dict[str, Any] = {}
-    pending: list[int] = []
-    batch_labels: list[dict[str, str]] = []
-    for source in sources:
+    results: list[FileResult | None] = [None] * len(sources)
+    first_of: dict[str, int] = {}  # hash -> index of its first copy in the batch
+    copies: list[tuple[int, str, int]] = []  # (index, hash, size) of later copies
+    plain: list[_Pending] = []
+    linked: list[_Pending] = []
+    for i, source in enumerate(sources):
         file_hash = None
         try:
             data = _read(source.path)
             file_hash = content_hash(data)
-            if file_hash in known or file_hash in seen:
-                results.append(FileResult(source.path, "skipped", len(data), 0, file_hash))
+            if file_hash in known:
+                results[i] = FileResult(source.path, "skipped", len(data), 0, file_hash)
+                continue
+            if file_hash in first_of:
+                copies.append((i, file_hash, len(data)))
                 continue
             labels = read_labels(source.labels_file) if source.labels_file else {}
             labels.update(source.labels)
-            record = None
-            if source.etrecord is not None:
-                if source.etrecord not in records:
-                    records[source.etrecord] = _load_etrecord(source.etrecord)
-                record = records[source.etrecord]
+        except Exception as exc:  # a bad file is reported and skipped, never fatal
+            results[i] = FileResult(
+                source.path, "failed", 0, 0, file_hash, _message(source.path, exc)
+            )
+            continue
+        first_of[file_hash] = i
+        item = _Pending(i, source, data, file_hash, labels)
+        (plain if source.etrecord is None else linked).append(item)
+
+    names = sorted({name for item in (*plain, *linked) for name in item.labels})
+    tables: list[tuple[list[_Pending], Any]] = []
+    collected: list[_Pending] = []
+    failed: dict[int, str] = {}
+    for group in _groups(plain):
+        for done, outcome in _decode_group(group, names):
+            if isinstance(done, list):
+                tables.append((done, outcome))
+                collected.extend(done)
+            else:
+                failed[done.index] = _message(done.source.path, outcome)
+    records: dict[str, Any] = {}
+    for item in linked:
+        try:
+            etrecord = item.source.etrecord
+            assert etrecord is not None
+            if etrecord not in records:
+                records[etrecord] = _load_etrecord(etrecord)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fc, inspector = file_columns(data, record)
-                table = events_table(
-                    fc, source=source.path, file_hash=file_hash, labels=labels, inspector=inspector
+                fc, inspector = file_columns(item.data, records[etrecord])
+                linked_table = events_table(
+                    fc,
+                    source=item.source.path,
+                    file_hash=item.file_hash,
+                    labels=item.labels,
+                    inspector=inspector,
+                    label_names=names,
                 )
-        except Exception as exc:  # a bad file is reported and skipped, never fatal
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if source.path not in message:
-                message = f"{source.path}: {message}"
-            results.append(FileResult(source.path, "failed", 0, 0, file_hash, message))
-            continue
-        seen.add(file_hash)
-        batch_labels.append(labels)
-        tables.append(table)
-        files.append({"hash": file_hash, "source": source.path, "rows": table.num_rows})
-        pending.append(len(results))
-        results.append(FileResult(source.path, "collected", len(data), table.num_rows, file_hash))
+            tables.append(([item], linked_table))
+            collected.append(item)
+        except Exception as exc:  # a bad file (or ETRecord) is reported and skipped
+            failed[item.index] = _message(item.source.path, exc)
+
+    rows: dict[int, int] = {}
+    for done, table in tables:
+        for item, count in zip(done, _rows_per_file(table, len(done))):
+            rows[item.index] = count
+    part = None
     if tables:
-        names = sorted({name for labels in batch_labels for name in labels})
-        if any(sorted(labels) != names for labels in batch_labels):  # unify the structs
-            tables = [
-                with_labels(table.drop_columns(["labels"]) if labels else table, labels, names)
-                for table, labels in zip(tables, batch_labels)
-            ]
+        files = [
+            {"hash": item.file_hash, "source": item.source.path, "rows": rows[item.index]}
+            for item in sorted(collected, key=lambda item: item.index)
+        ]
+        store = DatasetStore(location)
         store.create()
-        part = store.write_part(pa.concat_tables(tables), files)
-        for i in pending:
-            r = results[i]
-            results[i] = FileResult(r.source, r.status, r.nbytes, r.rows, r.file_hash, None, part)
-    return results
+        part = store.write_part(pa.concat_tables([table for _, table in tables]), files)
+    pending = {item.index: item for item in (*plain, *linked)}
+    for i, item in pending.items():
+        if i in failed:
+            results[i] = FileResult(item.source.path, "failed", 0, 0, item.file_hash, failed[i])
+        else:
+            results[i] = FileResult(
+                item.source.path, "collected", len(item.data), rows[i], item.file_hash, None, part
+            )
+    for i, file_hash, size in copies:  # a repeated file: as its first copy went
+        first = first_of[file_hash]
+        if first in failed:
+            message = failed[first].replace(sources[first].path, sources[i].path, 1)
+            results[i] = FileResult(sources[i].path, "failed", 0, 0, file_hash, message)
+        else:
+            results[i] = FileResult(sources[i].path, "skipped", size, 0, file_hash)
+    return [r for r in results if r is not None]
 
 
 def make_batches(
@@ -192,6 +307,20 @@ def _run_serial(
         yield collect_batch(location, batch, known)
 
 
+def _start_method() -> str:
+    """How worker processes start: ``fork`` on Linux while this process runs no other
+    Python thread (instant: the workers share the collector's imports; numpy's and
+    Arrow's native pools re-create themselves after a fork), else ``forkserver`` (one
+    server imports the collector, ~0.4 s, and workers fork from it), else ``spawn``."""
+    import multiprocessing
+    import threading
+
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform == "linux" and "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 def _run_processes(workers: int) -> Runner:
     def run(
         location: str, batches: list[list[Source]], known: frozenset[str]
@@ -199,13 +328,19 @@ def _run_processes(workers: int) -> Runner:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        # forkserver: workers fork from a server that imported the collector once (spawn
-        # would import numpy and pyarrow again in every worker; fork would copy the
-        # driver's threads)
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        method = _start_method()
+        context = multiprocessing.get_context(method)
+        if method == "forkserver":
+            context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns of fork in any process with native threads; ours are
+            # numpy's and Arrow's, which are fork-safe, and no Python thread runs
+            warnings.filterwarnings(
+                "ignore", "This process .* is multi-threaded", DeprecationWarning
+            )
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
             futures = [pool.submit(collect_batch, location, batch, known) for batch in batches]
+        with pool:
             for future in as_completed(futures):
                 yield future.result()
 

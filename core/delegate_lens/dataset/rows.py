@@ -1,4 +1,4 @@
-"""One ETDump's profile events as an Arrow table, straight from the codec's numpy columns.
+"""ETDumps' profile events as an Arrow table, straight from the codec's numpy columns.
 
 No Python object is made per event: string columns are dictionary arrays over the file's
 string table, links (op types, debug handles, backend, module path) are gathered with one
@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
 from delegate_lens.etdump.columns import EventKind
-from delegate_lens.inspector.build import FileColumns, concat_runs
+from delegate_lens.etdump.reader import decode_columns, decode_many
+from delegate_lens.inspector.build import FileColumns, decoded_file_columns
 
-__all__ = ["events_table"]
+__all__ = ["FileLabels", "events_table", "file_columns", "files_columns", "files_table"]
 
 
 def _text(pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None]) -> Any:
@@ -30,26 +32,23 @@ def _text(pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None]) ->
     return pa.DictionaryArray.from_arrays(indices, values)
 
 
-def _constant_text(pa: Any, value: str, n: int) -> Any:
-    return pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(n, np.int32)), pa.array([value], type=pa.string())
-    )
-
-
-def with_labels(table: Any, labels: Mapping[str, str], names: Sequence[str]) -> Any:
-    """``table`` with the struct column ``labels`` (fields ``names``; a name missing from
-    ``labels`` is NULL), as the third column; ``table`` itself when ``names`` is empty."""
-    if not names:
-        return table
-    pa = require("pyarrow", "collect")
-    n = table.num_rows
-    names = sorted(names)
-    fields = [
-        _constant_text(pa, labels[name], n) if name in labels else _text(pa, np.full(n, -1), [])
-        for name in names
-    ]
-    column = pa.StructArray.from_arrays(fields, names=names)
-    return table.add_column(2, pa.field("labels", column.type), column)
+def _labels_column(
+    pa: Any,
+    labels: Sequence[Mapping[str, str]],
+    names: Sequence[str],
+    file_of_event: npt.NDArray[np.int64],
+) -> Any:
+    """The struct column ``labels`` (fields ``names``, sorted; a name missing from a file's
+    labels is NULL), each field a dictionary array over the values the files use."""
+    fields = []
+    for name in names:
+        values: dict[str, int] = {}
+        per_file = np.array(
+            [values.setdefault(mine[name], len(values)) if name in mine else -1 for mine in labels],
+            dtype=np.int64,
+        )
+        fields.append(_text(pa, per_file[file_of_event], list(values)))
+    return pa.StructArray.from_arrays(fields, names=list(names))
 
 
 def _links(
@@ -100,6 +99,15 @@ def _links(
     }
 
 
+@attrs.frozen
+class FileLabels:
+    """What ``collect`` records of one file besides its events."""
+
+    source: str
+    file_hash: str
+    labels: Mapping[str, str] = attrs.field(factory=dict)
+
+
 def events_table(
     fc: FileColumns,
     *,
@@ -107,26 +115,33 @@ def events_table(
     file_hash: str,
     labels: Mapping[str, str],
     inspector: Any = None,
+    label_names: Sequence[str] | None = None,
 ) -> Any:
     """The ``pyarrow.Table`` of the profile events of one file (``fc`` from
-    :func:`~delegate_lens.inspector.build.concat_runs`, or the Inspector's
-    ``file_columns`` when ``inspector`` links them to an ETRecord)."""
-    pa = require("pyarrow", "collect")
-    profile = np.flatnonzero(fc.kind == EventKind.PROFILE)
-    n = len(profile)
-    strings = fc.strings
-    run = fc.run[profile]
+    :func:`file_columns`, or the Inspector's ``file_columns`` when ``inspector`` links them
+    to an ETRecord). ``label_names`` (default: ``labels``'s) are the label fields."""
+    return files_table(
+        fc,
+        np.zeros(len(fc.run_names), dtype=np.int64),
+        [FileLabels(source, file_hash, labels)],
+        inspector=inspector,
+        label_names=label_names,
+    )
+
+
+def _identifiers(
+    fc: FileColumns, profile: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], list[str | None]]:
+    """Per profile event, the code of its delegate identifier as text (-1: none), and the
+    dictionary of those codes: the string table, then int identifiers not already in it."""
     did_int = fc.did_int[profile]
-    did_str = fc.did_str[profile].astype(np.int64)
-    name = fc.name[profile].astype(np.int64)
+    identifier = fc.did_str[profile].astype(np.int64)
+    dictionary: list[str | None] = list(fc.strings)
     has_int = did_int != -1
-    if has_int.any():
-        int_ids, int_codes = np.unique(did_int[has_int], return_inverse=True)
-    else:
-        int_ids = int_codes = np.zeros(0, dtype=np.int64)
-    # int identifiers as text, reusing the string table's code when the text is there
-    dictionary: list[str | None] = list(strings)
-    index = {text: code for code, text in enumerate(strings)}
+    if not has_int.any():
+        return identifier, dictionary
+    int_ids, int_codes = np.unique(did_int[has_int], return_inverse=True)
+    index = {text: code for code, text in enumerate(fc.strings)}
     id_codes = np.empty(len(int_ids), dtype=np.int64)
     for k, value in enumerate(int_ids.tolist()):
         text = str(value)
@@ -135,9 +150,29 @@ def events_table(
             code = index[text] = len(dictionary)
             dictionary.append(text)
         id_codes[k] = code
-    identifier = did_str.copy()
     identifier[has_int] = id_codes[int_codes.reshape(-1)]
-    event_name = np.where(identifier >= 0, identifier, name)
+    return identifier, dictionary
+
+
+def files_table(
+    fc: FileColumns,
+    run_file: npt.NDArray[np.int64],
+    files: Sequence[FileLabels],
+    *,
+    inspector: Any = None,
+    label_names: Sequence[str] | None = None,
+) -> Any:
+    """The ``pyarrow.Table`` of the profile events of several files decoded together
+    (:func:`files_columns`): run ``r`` of ``fc`` is a run of ``files[run_file[r]]``
+    (``run_file`` sorted). ``label_names`` (default: every name in ``files``' labels) are
+    the label fields; without any, the table has no ``labels`` column."""
+    pa = require("pyarrow", "collect")
+    profile = np.flatnonzero(fc.kind == EventKind.PROFILE)
+    run = fc.run[profile]
+    file_of_event = run_file[run]
+    first_run = np.searchsorted(run_file, np.arange(len(files), dtype=np.int64))
+    identifier, dictionary = _identifiers(fc, profile)
+    event_name = np.where(identifier >= 0, identifier, fc.name[profile].astype(np.int64))
     start = fc.start_time[profile].view(np.int64)
     end = fc.end_time[profile].view(np.int64)
     iid = fc.instruction_id[profile]
@@ -148,9 +183,9 @@ def events_table(
         dtype=np.int64,
     )
     columns = {
-        "source": _constant_text(pa, source, n),
-        "file_hash": _constant_text(pa, file_hash, n),
-        "run": pa.array(run.astype(np.int32)),
+        "source": _text(pa, file_of_event, [f.source for f in files]),
+        "file_hash": _text(pa, file_of_event, [f.file_hash for f in files]),
+        "run": pa.array((run - first_run[file_of_event]).astype(np.int32)),
         "block": _text(pa, block_of_run[run], list(block_names)),
         "event_index": pa.array((profile - fc.run_start[run]).astype(np.int32)),
         "event_name": _text(pa, event_name, dictionary),
@@ -166,15 +201,26 @@ def events_table(
     arrays = [columns[f.name] for f in plain]
     arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, plain)]
     table = pa.Table.from_arrays(arrays, schema=plain)
-    return with_labels(table, labels, list(labels))
+    if label_names is None:
+        label_names = sorted({name for f in files for name in f.labels})
+    if not label_names:
+        return table
+    column = _labels_column(pa, [f.labels for f in files], sorted(label_names), file_of_event)
+    return table.add_column(2, pa.field("labels", column.type), column)
+
+
+def files_columns(datas: Sequence[bytes]) -> tuple[FileColumns, npt.NDArray[np.int64]]:
+    """Decode several ETDumps together (one vectorized pass for all): their columns, and
+    the file of each run. A bad file raises for all (decode them one by one to find it)."""
+    decoded = decode_many(datas)
+    return decoded_file_columns(decoded), decoded.run_file
 
 
 def file_columns(data: bytes, etrecord: Any = None) -> tuple[FileColumns, Any]:
     """Decode ``data``; with an ETRecord, through the Inspector (for its links)."""
     if etrecord is None:
-        from delegate_lens.etdump import loads
+        return decoded_file_columns(decode_columns(data)), None
 
-        return concat_runs(loads(data)), None
     from delegate_lens.inspector import Inspector
 
     inspector = Inspector(etdump_data=data, etrecord=etrecord)

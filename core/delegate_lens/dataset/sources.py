@@ -11,8 +11,8 @@ from __future__ import annotations
 import glob
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 import attrs
 
@@ -67,31 +67,63 @@ def read_labels(path: str) -> dict[str, str]:
     return labels
 
 
-def _first_existing(*candidates: Path) -> str | None:
-    for candidate in candidates:
-        if candidate.is_file():
-            return str(candidate)
-    return None
+class _Folders:
+    """The file names of each folder, listed once (sidecar lookups are then set lookups,
+    not a ``stat`` per candidate per ETDump)."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, frozenset[str]] = {}
+
+    def names(self, folder: str) -> frozenset[str]:
+        names = self._names.get(folder)
+        if names is None:
+            try:
+                names = frozenset(os.listdir(folder or "."))
+            except OSError:
+                names = frozenset()
+            self._names[folder] = names
+        return names
+
+    def first_existing(self, folder: str, *candidates: str) -> str | None:
+        names = self.names(folder)
+        for name in candidates:
+            if name in names:
+                path = os.path.join(folder, name)
+                if os.path.isfile(path):
+                    return path
+        return None
 
 
-def _expand(pattern: str) -> list[Path]:
+def _sort_key(path: str) -> list[str]:
+    return path.split(os.sep)  # folder by folder, as pathlib orders paths
+
+
+def _walk(folder: str, folders: _Folders) -> list[str]:
+    """Every ETDump under ``folder`` (symlinked folders are not followed), sorted."""
+    found = []
+    for root, _dirs, files in os.walk(folder):
+        folders._names.setdefault(root, frozenset(files))
+        found.extend(os.path.join(root, f) for f in files if f.endswith(ETDUMP_SUFFIXES))
+    return sorted(found, key=_sort_key)
+
+
+def _expand(pattern: str, folders: _Folders) -> list[str]:
     if _GLOB_CHARS & set(pattern):
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
             raise UsageError(f"{pattern}: no file matches")
-        found: list[Path] = []
+        found: list[str] = []
         for match in matches:
-            found.extend(_expand(match) if os.path.isdir(match) else [Path(match)])
+            found.extend(_expand(match, folders) if os.path.isdir(match) else [match])
         return found
-    path = Path(pattern)
-    if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.suffix in ETDUMP_SUFFIXES and p.is_file())
+    if os.path.isdir(pattern):
+        found = _walk(pattern, folders)
         if not found:
             raise UsageError(f"{pattern}: no ETDump (*.etdp, *.etdump) in this folder")
         return found
-    if not path.exists():
+    if not os.path.exists(pattern):
         raise UsageError(f"{pattern}: no such file or folder")
-    return [path]
+    return [pattern]
 
 
 def find_sources(
@@ -104,25 +136,27 @@ def find_sources(
     if etrecord is not None and not os.path.isfile(etrecord):
         raise UsageError(f"--etrecord {etrecord}: no such file")
     sources: list[Source] = []
-    seen: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
+    folders = _Folders()
     for pattern in paths:
-        for path in _expand(pattern):
-            resolved = path.resolve()
-            if resolved in seen:
+        for path in _expand(os.fspath(pattern), folders):
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
+                continue  # e.g. a folder named like an ETDump
+            identity = (info.st_dev, info.st_ino)  # the same file by any path, once
+            if identity in seen:
                 continue
-            seen.add(resolved)
-            stem = path.name.rsplit(".", 1)[0]
-            folder = path.parent
-            record = etrecord or _first_existing(
-                folder / f"{stem}.etrecord",
-                folder / f"{stem}.etrecord.bin",
-                folder / "etrecord.bin",
+            seen.add(identity)
+            folder, name = os.path.split(path)
+            stem = name.rsplit(".", 1)[0]
+            record = etrecord or folders.first_existing(
+                folder, f"{stem}.etrecord", f"{stem}.etrecord.bin", "etrecord.bin"
             )
-            labels_file = _first_existing(folder / f"{stem}.labels.json", folder / "labels.json")
+            labels_file = folders.first_existing(folder, f"{stem}.labels.json", "labels.json")
             sources.append(
                 Source(
-                    path=str(path),
-                    size=path.stat().st_size,
+                    path=os.path.normpath(path),
+                    size=info.st_size,
                     etrecord=record,
                     labels_file=labels_file,
                     labels=dict(labels or {}),

@@ -4,6 +4,10 @@ Every position is an absolute byte offset in the input (size prefix included) he
 int64 array; every read is checked against the buffer before numpy touches it, so a lying
 offset or length becomes an :class:`ETDumpFormatError` naming the byte offset, never an
 IndexError or a huge allocation.
+
+A buffer may hold several files end to end (``segments``, see :class:`Buffer`): then every
+read is also checked to stay inside the file it started from, so one decode serves many
+small files and a lying offset still cannot reach a neighbour.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from delegate_lens.errors import ETDumpFormatError
 __all__ = ["Buffer", "Tables", "spans"]
 
 I64 = npt.NDArray[np.int64]
+_BLOCK_SHIFT = 4
+_BLOCK = 1 << _BLOCK_SHIFT  # segments aligned to this many bytes get a lookup table
 
 
 def spans(starts: I64, counts: I64, step: int = 1) -> I64:
@@ -31,13 +37,54 @@ def spans(starts: I64, counts: I64, step: int = 1) -> I64:
 
 
 class Buffer:
-    """A byte buffer with vectorized, checked little-endian reads at arrays of positions."""
+    """A byte buffer with vectorized, checked little-endian reads at arrays of positions.
 
-    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+    ``segments`` (starts, ends), sorted, with a gap of at least 8 bytes after each end,
+    makes the buffer several files: a position belongs to the last segment starting at or
+    before it, and every read must end within that segment (the decoder follows offsets
+    only forward, checking each target against its source's segment, so every position it
+    reaches stays in the file it came from).
+    """
+
+    def __init__(
+        self,
+        data: bytes | bytearray | memoryview,
+        segments: tuple[I64, I64] | None = None,
+    ) -> None:
         self.data = data
         self.u8 = np.frombuffer(data, dtype=np.uint8)
         self.n = len(self.u8)
         self._views: dict[tuple[str, int], npt.NDArray[Any]] = {}
+        self._starts: I64 | None = None
+        self._ends: I64 | None = None
+        self._block_start: I64 | None = None
+        self._block_end: I64 | None = None
+        if segments is not None and len(segments[0]) > 1:
+            self._starts, self._ends = starts, ends = segments
+            if not (starts & (_BLOCK - 1)).any() and int(starts[0]) == 0:
+                # segments start on block boundaries: a position's segment bounds are one
+                # lookup by its block (a binary search otherwise); one spare block at the end
+                blocks = np.diff(np.append(starts, (self.n // _BLOCK + 1) * _BLOCK)) // _BLOCK
+                self._block_start = np.repeat(starts, blocks)
+                self._block_end = np.repeat(ends, blocks)
+
+    def segment_bounds(self, pos: I64) -> tuple[I64 | int, I64 | int]:
+        """(start, end) of the file holding each of ``pos`` (the whole buffer when one);
+        ``pos`` must lie in ``0 ..= n``."""
+        if self._starts is None or self._ends is None:
+            return 0, self.n
+        if self._block_start is not None and self._block_end is not None:
+            block = pos >> _BLOCK_SHIFT
+            return self._block_start[block], self._block_end[block]
+        seg = np.searchsorted(self._starts, pos, side="right") - 1
+        np.maximum(seg, 0, out=seg)
+        return self._starts[seg], self._ends[seg]
+
+    def segment_end(self, pos: I64) -> I64 | int:
+        """End of the file holding each of ``pos`` (see :meth:`segment_bounds`)."""
+        if self._block_end is not None:
+            return self._block_end[pos >> _BLOCK_SHIFT]
+        return self.segment_bounds(pos)[1]
 
     # --- checks ---------------------------------------------------------------------------
 
@@ -55,6 +102,11 @@ class Buffer:
         if int(pos.min()) < 0 or int(end.max()) > self.n:
             bad = int(np.flatnonzero((pos < 0) | (end > self.n))[0])
             raise self.fail(f"{what} lies outside the buffer ({self.n} bytes)", int(pos[bad]))
+        if self._starts is not None:
+            limit = self.segment_end(pos)
+            if (end > limit).any():
+                bad = int(np.argmax(end > limit))
+                raise self.fail(f"{what} lies outside its file", int(pos[bad]))
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -102,6 +154,11 @@ class Buffer:
         if len(target) and int(target.max()) >= self.n:
             bad = int(np.argmax(target >= self.n))
             raise self.fail(f"{what} points past the end of the buffer", int(pos[bad]))
+        if self._starts is not None and len(target):
+            limit = self.segment_end(pos)
+            if (target >= limit).any():
+                bad = int(np.argmax(target >= limit))
+                raise self.fail(f"{what} points past the end of its file", int(pos[bad]))
         return target
 
     def vectors(self, pos: I64, elem_size: int, what: str) -> tuple[I64, I64]:
@@ -164,7 +221,8 @@ class Tables:
         self.what = what
         soffset = buf.read_checked(pos, np.int32, what).astype(np.int64)
         vt = pos - soffset
-        outside = (vt < 0) | (vt + 4 > buf.n)
+        lo, hi = buf.segment_bounds(pos)
+        outside = (vt < lo) | (vt + 4 > hi)
         if len(vt) and outside.any():
             # name the table (its soffset is what points outside), never a negative position
             bad = int(np.argmax(outside))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,21 +20,18 @@ import numpy.typing as npt
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS
-from delegate_lens.etdump.columns import EventColumns, EventKind, FileSpan
-from delegate_lens.etdump.model import (
-    Allocator,
-    ETDump,
-    RunData,
-    Value,
-)
+from delegate_lens.etdump.columns import EventKind
+from delegate_lens.etdump.decoded import DecodedColumns
+from delegate_lens.etdump.model import Allocator, ETDump
 from delegate_lens.etdump.strings import StringTable
-from delegate_lens.etdump.values import DebugEntries, decode_values
+from delegate_lens.etdump.values import decode_values
 
-__all__ = ["FILE_IDENTIFIER", "load", "loads"]
+__all__ = ["FILE_IDENTIFIER", "decode_columns", "decode_many", "load", "loads"]
 
 FILE_IDENTIFIER = b"ED00"
 _EVENT_CHUNK = 1 << 15
 I64 = npt.NDArray[np.int64]
+_T = TypeVar("_T")
 
 
 def load(path: str | os.PathLike[str]) -> ETDump:
@@ -48,20 +45,65 @@ def load(path: str | os.PathLike[str]) -> ETDump:
         raise ETDumpFormatError(f"{os.fspath(path)}: {exc}") from None
 
 
-def loads(data: bytes | bytearray | memoryview) -> ETDump:
-    """Decode an ETDump buffer (size-prefixed or not, identifier ``ED00`` required)."""
+def _as_bytes(data: bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
     if isinstance(data, memoryview):
-        data = data.cast("B") if data.format != "B" or data.ndim != 1 else data
-    buf = Buffer(data)
-    root = _root_position(buf)
+        return data.cast("B") if data.format != "B" or data.ndim != 1 else data
+    return data
+
+
+def _guarded(decode: Callable[[], _T]) -> _T:
     try:
-        return _Decoder(buf).decode(root)
+        return decode()
     except ETDumpFormatError:
         raise
     except (IndexError, ValueError, OverflowError, MemoryError, struct.error) as exc:
         # Defensive: every read is checked first; anything that still slips through is
         # reported as a format error rather than leaking an implementation error.
         raise ETDumpFormatError(f"malformed ETDump ({exc.__class__.__name__}: {exc})") from None
+
+
+def loads(data: bytes | bytearray | memoryview) -> ETDump:
+    """Decode an ETDump buffer (size-prefixed or not, identifier ``ED00`` required)."""
+    return decode_columns(data).etdump(0)
+
+
+def decode_columns(data: bytes | bytearray | memoryview) -> DecodedColumns:
+    """Decode an ETDump buffer into file-wide columns, without making run objects
+    (:meth:`DecodedColumns.etdump` makes them); checks as :func:`loads`."""
+    buf = Buffer(_as_bytes(data))
+    root = _root_position(buf)
+    return _guarded(lambda: _Decoder(buf).columns(np.array([root], dtype=np.int64)))
+
+
+_GAP = 16  # bytes between files decoded together (>= 8, and keeps 8-byte alignment)
+
+
+def decode_many(datas: Sequence[bytes | bytearray | memoryview]) -> DecodedColumns:
+    """Decode several ETDump buffers together, as one: file ``k`` of the result
+    (``run_file == k``) is ``datas[k]``.
+
+    Many small files cost about as much as one file of their total size, where decoding
+    them one by one pays numpy's per-call overhead per file. Each file is checked as by
+    :func:`loads`, and no offset may leave the file it starts in. The first bad file
+    raises :class:`ETDumpFormatError` for the whole call (its offsets are positions in
+    the joined buffer): decode files one by one to learn which is bad.
+    """
+    if len(datas) == 1:
+        return decode_columns(datas[0])
+    pieces: list[bytes | bytearray | memoryview] = []
+    roots = np.zeros(len(datas), dtype=np.int64)
+    starts = np.zeros(len(datas), dtype=np.int64)
+    ends = np.zeros(len(datas), dtype=np.int64)
+    at = 0
+    for k, data in enumerate(datas):
+        data = _as_bytes(data)
+        root = _root_position(Buffer(data))
+        starts[k], ends[k], roots[k] = at, at + len(data), at + root
+        pad = -(len(data) + _GAP) % _GAP + _GAP
+        pieces.extend((data, bytes(pad)))
+        at += len(data) + pad
+    buf = Buffer(b"".join(pieces), segments=(starts, ends))
+    return _guarded(lambda: _Decoder(buf).columns(roots))
 
 
 def _root_position(buf: Buffer) -> int:
@@ -113,24 +155,29 @@ def _describe_foreign(head: bytes) -> str | None:
     return None
 
 
-def _one(arr: npt.NDArray[Any]) -> int:
-    return int(arr[0])
-
-
 class _Decoder:
     def __init__(self, buf: Buffer) -> None:
         self.buf = buf
         self.strings = StringTable(buf)
 
     def decode(self, root: int) -> ETDump:
+        return self.columns(np.array([root], dtype=np.int64)).etdump(0)
+
+    def columns(self, roots: I64) -> DecodedColumns:
+        """Every run of the ETDumps whose root tables are at ``roots``, as one set of columns."""
         buf = self.buf
-        top = buf.tables(np.array([root], dtype=np.int64), "ETDump")
-        version = _one(top.scalar(0, np.uint32, 0, "version"))
-        run_vec = _one(top.offset(1, "run_data"))
-        if run_vec < 0:
-            return ETDump(version=version, run_data=[])
-        start, count = buf.vectors(np.array([run_vec], dtype=np.int64), 4, "run_data")
-        run_pos = buf.uoffset_targets(buf.expand(start, count, 4), "run_data entry")
+        top = buf.tables(roots, "ETDump")
+        versions = top.scalar(0, np.uint32, 0, "version")
+        run_vec = top.offset(1, "run_data")
+        has_runs = run_vec >= 0
+        run_start = np.zeros(len(roots), dtype=np.int64)
+        run_count = np.zeros(len(roots), dtype=np.int64)
+        if has_runs.any():
+            s, c = buf.vectors(run_vec[has_runs], 4, "run_data")
+            run_start[has_runs] = s
+            run_count[has_runs] = c
+        run_pos = buf.uoffset_targets(buf.expand(run_start, run_count, 4), "run_data entry")
+        run_file = np.repeat(np.arange(len(roots), dtype=np.int64), run_count)
         runs = buf.tables(run_pos, "RunData")
         names = self.strings.intern(runs.offset(0, "name"), "RunData.name")
         bundled = runs.scalar(1, np.int32, -1, "bundled_input_index")
@@ -145,42 +192,25 @@ class _Decoder:
             ev_count[has_events] = c
         event_pos = buf.uoffset_targets(buf.expand(ev_start, ev_count, 4), "events entry")
         cols = self._events(event_pos)
-        bounds = np.concatenate([[0], np.cumsum(ev_count)])
-        # debug entries: every Value of the file decoded together, then split per run
-        entry_events = np.concatenate(self._entry_events) if self._entry_events else None
-        values = None
-        cuts = np.zeros(len(bounds), dtype=np.int64)
-        if entry_events is not None:
+        bounds = np.concatenate([[0], np.cumsum(ev_count)]).astype(np.int64)
+        # debug entries: every Value of the buffer decoded together
+        entry_events = values = None
+        if self._entry_events:
+            entry_events = np.concatenate(self._entry_events)
             values = decode_values(buf, np.concatenate(self._entry_pos))
-            cuts = np.searchsorted(entry_events, bounds)
-        no_entries: Mapping[int, Value] = MappingProxyType({})  # shared, so read-only
-        wide = MappingProxyType(cols)  # the file-wide columns, exposed once (FileSpan)
-        run_data = []
-        for r in range(len(runs)):
-            lo, hi = int(bounds[r]), int(bounds[r + 1])
-            columns = EventColumns.trusted(
-                {k: v[lo:hi] for k, v in cols.items()},
-                self.strings.strings,
-                buf.data,
-                no_entries
-                if values is None or cuts[r] == cuts[r + 1]
-                else DebugEntries(
-                    entry_events[cuts[r] : cuts[r + 1]] - lo,  # type: ignore[index]
-                    np.arange(cuts[r], cuts[r + 1], dtype=np.int64),
-                    values,
-                ),
-                FileSpan(wide, bounds, r),
-            )
-            name_code = int(names[r])
-            run_data.append(
-                RunData._trusted(
-                    None if name_code < 0 else self.strings.strings[name_code],
-                    int(bundled[r]),
-                    allocators[r],
-                    columns,
-                )
-            )
-        return ETDump(version=version, run_data=run_data)
+        return DecodedColumns(
+            columns=MappingProxyType(cols),
+            bounds=bounds,
+            run_file=run_file,
+            run_name=names,
+            run_bundled=bundled,
+            run_allocators=allocators,
+            versions=versions,
+            strings=self.strings.strings,
+            blob=buf.data,
+            entry_events=entry_events,
+            values=values,
+        )
 
     def _allocators(self, vec_pos: I64) -> list[list[Allocator]]:
         out: list[list[Allocator]] = [[] for _ in range(len(vec_pos))]

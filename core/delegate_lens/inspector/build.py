@@ -26,8 +26,9 @@ import numpy.typing as npt
 
 from delegate_lens.etdump import DebugEntries, ETDump
 from delegate_lens.etdump.columns import EventColumns, EventKind, file_wide_columns
+from delegate_lens.etdump.decoded import DecodedColumns, RunColumns
 
-__all__ = ["Block", "FileColumns", "build_blocks", "concat_runs"]
+__all__ = ["Block", "FileColumns", "build_blocks", "concat_runs", "decoded_file_columns"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -48,7 +49,7 @@ class FileColumns:
     end_time: npt.NDArray[np.uint64]
     metadata_length: IntArray  # -1 absent
     strings: list[str]
-    run_columns: list[EventColumns]
+    run_columns: Sequence[EventColumns]
     run_names: list[str | None]
     run_bundled: list[int]
     is_output: npt.NDArray[np.bool_]
@@ -174,6 +175,46 @@ def concat_runs(etdump: ETDump) -> FileColumns:
         run_columns=cols,
         run_names=[run.name for run in runs],
         run_bundled=[run.bundled_input_index for run in runs],
+        is_output=is_output,
+    )
+
+
+def decoded_file_columns(decoded: DecodedColumns) -> FileColumns:
+    """The :class:`FileColumns` of every run of ``decoded`` (from
+    :func:`~delegate_lens.etdump.reader.decode_columns` or ``decode_many``): the same as
+    :func:`concat_runs` of its ETDump, without making an object per run (run columns are
+    made when asked for). For a batch of files, ``run`` indexes all their runs in order;
+    ``decoded.run_file`` tells each run's file."""
+    wide = decoded.columns
+    strings = decoded.strings
+    bounds = decoded.bounds
+    lengths = np.diff(bounds)
+    empty = [code for code, text in enumerate(strings) if text == ""]
+
+    def codes(attr: str) -> IntArray:
+        raw = wide[attr]
+        if not empty:
+            return raw  # type: ignore[no-any-return]
+        return np.where(np.isin(raw, empty), -1, raw)  # "" counts as absent
+
+    is_output = np.zeros(decoded.n_events, dtype=bool)
+    is_output[decoded.output_events()] = True
+    return FileColumns(
+        run=np.repeat(np.arange(decoded.n_runs, dtype=np.int64), lengths),
+        run_start=bounds[:-1].copy(),
+        kind=wide["kind"],
+        name=codes("name"),
+        chain_index=wide["chain_index"],
+        instruction_id=wide["instruction_id"],
+        did_int=wide["delegate_debug_id_int"],
+        did_str=codes("delegate_debug_id_str"),
+        start_time=wide["start_time"],
+        end_time=wide["end_time"],
+        metadata_length=wide["metadata_length"],
+        strings=strings,
+        run_columns=RunColumns(decoded),
+        run_names=decoded.run_names(),
+        run_bundled=decoded.run_bundled.tolist(),
         is_output=is_output,
     )
 
