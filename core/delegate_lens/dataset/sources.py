@@ -100,7 +100,7 @@ def _sort_key(path: str) -> list[str]:
 
 def _walk(folder: str, folders: _Folders) -> list[str]:
     """Every ETDump under ``folder`` (symlinked folders are not followed), sorted."""
-    found = []
+    found: list[str] = []
     for root, _dirs, files in os.walk(folder):
         folders._names.setdefault(root, frozenset(files))
         found.extend(os.path.join(root, f) for f in files if f.endswith(ETDUMP_SUFFIXES))

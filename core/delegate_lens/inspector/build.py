@@ -194,7 +194,7 @@ def decoded_file_columns(decoded: DecodedColumns) -> FileColumns:
     def codes(attr: str) -> IntArray:
         raw = wide[attr]
         if not empty:
-            return raw  # type: ignore[no-any-return]
+            return raw
         return np.where(np.isin(raw, empty), -1, raw)  # "" counts as absent
 
     is_output = np.zeros(decoded.n_events, dtype=bool)
