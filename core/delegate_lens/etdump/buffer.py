@@ -80,6 +80,20 @@ class Buffer:
         np.maximum(seg, 0, out=seg)
         return self._starts[seg], self._ends[seg]
 
+    def over_budget(self, pos: I64, sizes: I64) -> int:
+        """Index of an item of a file whose ``sizes`` add up to more than the file holds
+        (-1: none). Distinct items of a valid file do not overlap, so this bounds the
+        work a crafted file can ask for (items pointing many times at one region)."""
+        if not len(pos):
+            return -1
+        if self._starts is None or self._ends is None:
+            return 0 if int(sizes.sum()) > self.n else -1
+        seg = np.searchsorted(self._starts, pos, side="right") - 1
+        np.maximum(seg, 0, out=seg)
+        totals = np.bincount(seg, weights=sizes, minlength=len(self._starts))
+        over = totals > (self._ends - self._starts)
+        return int(np.argmax(over[seg])) if over.any() else -1
+
     def segment_end(self, pos: I64) -> I64 | int:
         """End of the file holding each of ``pos`` (see :meth:`segment_bounds`)."""
         if self._block_end is not None:
@@ -169,8 +183,9 @@ class Buffer:
 
     def expand(self, starts: I64, lengths: I64, elem_size: int) -> I64:
         """Positions of every element of several vectors, concatenated in order."""
-        if int(lengths.sum()) > self.n:  # cannot happen after vectors(); bounds allocations
-            raise self.fail("vector lengths exceed the buffer", int(starts[0]))
+        bad = self.over_budget(starts, lengths)  # bounds allocations
+        if bad >= 0:
+            raise self.fail("vector lengths exceed the buffer", int(starts[bad]))
         return spans(starts, lengths, elem_size)
 
     def tables(self, pos: I64, what: str) -> Tables:

@@ -98,10 +98,12 @@ class StringTable:
         is rejected here instead of being decoded over and over.
         """
         distinct, first_row, inverse = np.unique(pos[rows], return_index=True, return_inverse=True)
-        total = int(length[rows][first_row].sum())
-        if total > self.buf.n:
+        claimed = length[rows][first_row]
+        bad = self.buf.over_budget(distinct, claimed)
+        if bad >= 0:
             raise self.buf.fail(
-                f"strings overlap: {len(distinct)} strings claim {total} bytes", int(distinct[0])
+                f"strings overlap: {len(distinct)} strings claim {int(claimed.sum())} bytes",
+                int(distinct[bad]),
             )
         decoded = np.array(
             [

@@ -223,10 +223,12 @@ def _distinct_vectors(buf: Buffer, pos: I64, elem: int, what: str) -> tuple[I64,
     distinct, inverse = np.unique(pos, return_inverse=True)
     inverse = inverse.reshape(-1)
     start, count = buf.vectors(distinct, elem, what)
-    total = int((4 + count * elem).sum())
-    if total > buf.n:
+    claimed = 4 + count * elem
+    bad = buf.over_budget(distinct, claimed)
+    if bad >= 0:
         raise buf.fail(
-            f"{what}: vectors overlap ({total} bytes in a {buf.n}-byte buffer)", int(distinct[0])
+            f"{what}: vectors overlap ({int(claimed.sum())} bytes in a {buf.n}-byte buffer)",
+            int(distinct[bad]),
         )
     flat_start = np.cumsum(count) - count
     return start, count, flat_start[inverse], count[inverse]

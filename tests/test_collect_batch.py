@@ -1,0 +1,132 @@
+"""collect's batch path: many small ETDumps without an ETRecord decoded together. Rows and
+labels per file match the codec, one bad file fails alone, a repeated file is skipped, and
+the sidecars are found as before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_dataset import vary
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("duckdb")
+
+from delegate_lens.dataset import collect, query
+from delegate_lens.dataset.collector import collect_batch
+from delegate_lens.dataset.sources import find_sources
+from delegate_lens.etdump import EventKind, load
+
+
+def _profile(path: Path) -> tuple[int, list[int]]:
+    """(profile events, their durations in file order) by the codec, one file at a time."""
+    durations: list[int] = []
+    for run in load(path).run_data:
+        c = run.columns
+        keep = c.kind == EventKind.PROFILE
+        durations.extend(
+            (c.end_time[keep].astype(np.int64) - c.start_time[keep].view(np.int64)).tolist()
+        )
+    return len(durations), durations
+
+
+@pytest.fixture
+def small_fleet(tmp_path: Path, vectors_dir: Path) -> Path:
+    """30 small dumps over three devices' folders (labels.json each, one file with its own
+    labels sidecar), no ETRecords; one file is garbage, one is a copy of another."""
+    base = (vectors_dir / "mlp_xnnpack" / "etdump.etdp").read_bytes()
+    root = tmp_path / "fleet"
+    for i in range(30):
+        device = f"dev{i % 3}"
+        folder = root / device
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "labels.json").write_text(json.dumps({"device": device, "rev": i % 3 % 2}))
+        (folder / f"run{i:02d}.etdp").write_bytes(vary(base, i) if i else base)
+    (root / "dev1" / "run07.labels.json").write_text(json.dumps({"device": "special", "slot": 7}))
+    data = bytearray((root / "dev2" / "run11.etdp").read_bytes())
+    data[40:60] = b"\xff" * 20  # a broken file among good ones
+    (root / "dev2" / "run11.etdp").write_bytes(bytes(data))
+    (root / "dev0" / "copy.etdp").write_bytes((root / "dev1" / "run04.etdp").read_bytes())
+    return root
+
+
+def test_batch_rows_labels_and_failures(small_fleet: Path, tmp_path: Path) -> None:
+    report = collect([str(small_fleet)], str(tmp_path / "ds"))
+    bad = str(small_fleet / "dev2" / "run11.etdp")
+    assert [r.source for r in report.failed] == [bad]
+    assert bad in report.failed[0].error
+    # the copy in dev0 comes first (sorted), so the original in dev1 is the one skipped
+    assert [r.source for r in report.skipped] == [str(small_fleet / "dev1" / "run04.etdp")]
+    assert len(report.collected) == 29
+    rows = query(
+        str(tmp_path / "ds"),
+        "select source, labels.device as device, labels.rev as rev, labels.slot as slot, "
+        "count(*) as n, list(duration order by run, event_index) as d from events group by all",
+    ).to_pylist()
+    by_source = {row["source"]: row for row in rows}
+    assert set(by_source) == {r.source for r in report.collected}
+    for r in report.collected:
+        path = Path(r.source)
+        count, durations = _profile(path)
+        row = by_source[r.source]
+        assert (row["n"], row["d"], r.rows) == (count, durations, count)
+        if path.name == "run07.etdp":
+            # its own sidecar replaces the folder's labels.json (no merge)
+            assert (row["device"], row["slot"], row["rev"]) == ("special", "7", None)
+        else:
+            assert (row["device"], row["slot"]) == (path.parent.name, None)
+            assert row["rev"] == str(int(path.parent.name[3:]) % 2)
+
+
+def test_batch_equals_one_file_at_a_time(small_fleet: Path, tmp_path: Path) -> None:
+    sources = [s for s in find_sources([str(small_fleet)]) if "run11" not in s.path]
+    together = collect_batch(str(tmp_path / "a"), sources)
+    alone = [r for s in sources for r in collect_batch(str(tmp_path / "b"), [s])]
+    # one at a time, each file is new to its own batch; together, the later copy is skipped
+    expected = [
+        (r.source, "skipped", 0)
+        if r.source.endswith("run04.etdp")
+        else (r.source, r.status, r.rows)
+        for r in alone
+    ]
+    assert [(r.source, r.status, r.rows) for r in together] == expected
+    sql = (
+        "select * exclude (labels) from events where source not like '%run04.etdp' "
+        "order by source, run, event_index"
+    )
+    assert query(str(tmp_path / "a"), sql).equals(query(str(tmp_path / "b"), sql))
+
+
+def test_every_file_bad_leaves_no_part(tmp_path: Path) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"x{i}.etdp").write_bytes(bytes([i]) * 64)
+    report = collect([str(folder)], str(tmp_path / "ds"))
+    assert len(report.failed) == 3 and not report.collected
+    assert not list((tmp_path / "ds").glob("part-*.parquet"))
+
+
+def test_sidecars_and_order(tmp_path: Path, vectors_dir: Path) -> None:
+    for sub in ("b", "a/z", "a"):
+        (tmp_path / "in" / sub).mkdir(parents=True, exist_ok=True)
+    data = (vectors_dir / "mlp_xnnpack" / "etdump.etdp").read_bytes()
+    (tmp_path / "in" / "b" / "1.etdp").write_bytes(data)
+    (tmp_path / "in" / "a" / "z" / "2.etdump").write_bytes(data)
+    (tmp_path / "in" / "a" / "3.etdp").write_bytes(data)
+    (tmp_path / "in" / "a" / "3.etrecord").write_bytes(b"")
+    (tmp_path / "in" / "a" / "z" / "etrecord.bin").write_bytes(b"")
+    (tmp_path / "in" / "a" / "notes.txt").write_text("not an ETDump")
+    found = find_sources([str(tmp_path / "in"), str(tmp_path / "in" / "a" / "3.etdp")])
+    assert [Path(s.path).relative_to(tmp_path / "in").as_posix() for s in found] == [
+        "a/3.etdp",
+        "a/z/2.etdump",
+        "b/1.etdp",
+    ]
+    assert [s.etrecord and Path(s.etrecord).name for s in found] == [
+        "3.etrecord",
+        "etrecord.bin",
+        None,
+    ]
