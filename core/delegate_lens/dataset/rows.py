@@ -26,10 +26,16 @@ __all__ = ["FileLabels", "events_table", "file_columns", "files_columns", "files
 def _text(pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None]) -> Any:
     """A dictionary array (null where ``codes`` < 0)."""
     codes = codes.astype(np.int32, copy=False)
-    mask = codes < 0
-    indices = pa.array(np.where(mask, 0, codes), type=pa.int32(), mask=mask if mask.any() else None)
     values = pa.array(list(dictionary) or [""], type=pa.string())
+    if not len(codes) or int(codes.min()) >= 0:
+        return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), values)
+    mask = codes < 0
+    indices = pa.array(np.where(mask, 0, codes), type=pa.int32(), mask=mask)
     return pa.DictionaryArray.from_arrays(indices, values)
+
+
+def _null_text(pa: Any, n: int) -> Any:
+    return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([""], pa.string()))
 
 
 def _labels_column(
@@ -56,24 +62,24 @@ def _links(
 ) -> dict[str, Any]:
     """op_types, debug_handles, delegate_backend, module_path of each profile event."""
     n = len(profile)
-    link_of = np.full(len(fc), -1, dtype=np.int64)
     links: list[Any] = []
     if inspector is not None:
+        link_of = np.full(len(fc), -1, dtype=np.int64)
         for table in inspector.tables:
             rows = np.flatnonzero(table.block.has_perf)
             events = table.block.events[:, rows]  # (runs, rows)
             link_of[events] = len(links) + rows[None, :]
             links.extend(table.links)
-    picked = link_of[profile]
-    mask = picked < 0
-    take = pa.array(np.where(mask, 0, picked), mask=mask if mask.any() else None)
     if not links:
         return {
             "op_types": pa.nulls(n, pa.list_(pa.string())),
             "debug_handles": pa.nulls(n, pa.list_(pa.int32())),
-            "delegate_backend": _text(pa, np.full(n, -1), []),
-            "module_path": _text(pa, np.full(n, -1), []),
+            "delegate_backend": _null_text(pa, n),
+            "module_path": _null_text(pa, n),
         }
+    picked = link_of[profile]
+    mask = picked < 0
+    take = pa.array(np.where(mask, 0, picked), mask=mask if mask.any() else None)
 
     def handles(link: Any) -> list[int] | None:
         h = link.debug_handles
@@ -167,33 +173,52 @@ def files_table(
     (``run_file`` sorted). ``label_names`` (default: every name in ``files``' labels) are
     the label fields; without any, the table has no ``labels`` column."""
     pa = require("pyarrow", "collect")
-    profile = np.flatnonzero(fc.kind == EventKind.PROFILE)
-    run = fc.run[profile]
-    file_of_event = run_file[run]
-    first_run = np.searchsorted(run_file, np.arange(len(files), dtype=np.int64))
+    is_profile = fc.kind == EventKind.PROFILE
+    if is_profile.all():  # the usual case: no gathers, views of the columns
+
+        def pick(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return column
+
+        profile = np.arange(len(fc), dtype=np.int64)
+    else:
+        profile = np.flatnonzero(is_profile)
+
+        def pick(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return column[profile]
+
+    run = pick(fc.run)
+    if len(files) == 1:
+        file_of_event = np.zeros(len(profile), dtype=np.int32)
+        run_in_file = run
+    else:
+        file_of_event = run_file[run].astype(np.int32)
+        first_run = np.searchsorted(run_file, np.arange(len(files), dtype=np.int64))
+        run_in_file = run - first_run[file_of_event]
     identifier, dictionary = _identifiers(fc, profile)
-    event_name = np.where(identifier >= 0, identifier, fc.name[profile].astype(np.int64))
-    start = fc.start_time[profile].view(np.int64)
-    end = fc.end_time[profile].view(np.int64)
-    iid = fc.instruction_id[profile]
+    delegated = identifier >= 0
+    name = pick(fc.name)
+    event_name = np.where(delegated, identifier, name) if delegated.any() else name
+    start = pick(fc.start_time).view(np.int64)
+    end = pick(fc.end_time).view(np.int64)
+    iid = pick(fc.instruction_id)
     no_iid = iid == -1
     block_names: dict[str, int] = {}
     block_of_run = np.array(
         [block_names.setdefault(name or "", len(block_names)) for name in fc.run_names],
-        dtype=np.int64,
+        dtype=np.int32,
     )
     columns = {
         "source": _text(pa, file_of_event, [f.source for f in files]),
         "file_hash": _text(pa, file_of_event, [f.file_hash for f in files]),
-        "run": pa.array((run - first_run[file_of_event]).astype(np.int32)),
+        "run": pa.array(run_in_file.astype(np.int32)),
         "block": _text(pa, block_of_run[run], list(block_names)),
         "event_index": pa.array((profile - fc.run_start[run]).astype(np.int32)),
         "event_name": _text(pa, event_name, dictionary),
         "instruction_id": pa.array(iid, mask=no_iid if no_iid.any() else None),
-        "chain_index": pa.array(fc.chain_index[profile].astype(np.int64, copy=False)),
+        "chain_index": pa.array(pick(fc.chain_index).astype(np.int64, copy=False)),
         "start_time": pa.array(start),
         "duration": pa.array(end - start),
-        "is_delegated": pa.array(identifier >= 0),
+        "is_delegated": pa.array(delegated),
         "delegate_identifier": _text(pa, identifier, dictionary),
         **_links(pa, inspector, fc, profile),
     }
