@@ -234,14 +234,14 @@ def files_table(
     return table.add_column(2, pa.field("labels", column.type), column)
 
 
-def files_columns(datas: Sequence[bytes]) -> tuple[FileColumns, npt.NDArray[np.int64]]:
+def files_columns(datas: Sequence[bytes | memoryview]) -> tuple[FileColumns, npt.NDArray[np.int64]]:
     """Decode several ETDumps together (one vectorized pass for all): their columns, and
     the file of each run. A bad file raises for all (decode them one by one to find it)."""
     decoded = decode_many(datas)
     return decoded_file_columns(decoded), decoded.run_file
 
 
-def file_columns(data: bytes, etrecord: Any = None) -> tuple[FileColumns, Any]:
+def file_columns(data: bytes | memoryview, etrecord: Any = None) -> tuple[FileColumns, Any]:
     """Decode ``data``; with an ETRecord, through the Inspector (for its links)."""
     if etrecord is None:
         return decoded_file_columns(decode_columns(data)), None
