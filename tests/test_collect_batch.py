@@ -130,3 +130,17 @@ def test_sidecars_and_order(tmp_path: Path, vectors_dir: Path) -> None:
         "etrecord.bin",
         None,
     ]
+
+
+def test_parts_keep_statistics_for_pruning(small_fleet: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    collect([str(small_fleet)], str(tmp_path / "ds"), labels={"build": "b1"})
+    (part,) = (tmp_path / "ds").glob("part-*.parquet")
+    group = pq.ParquetFile(part).metadata.row_group(0)
+    stats = {
+        group.column(i).path_in_schema: group.column(i).statistics for i in range(group.num_columns)
+    }
+    for name in ("source", "file_hash", "run", "labels.device", "labels.build"):
+        assert stats[name] is not None and stats[name].has_min_max, name
+    assert stats["labels.build"].min == stats["labels.build"].max == "b1"

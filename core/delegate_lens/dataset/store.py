@@ -42,8 +42,10 @@ def _write_options(table: Any) -> dict[str, Any]:
     # min/max statistics only where readers prune with them (which files, labels, runs);
     # those of the per-event columns cost a tenth of the write and rarely prune anything
     with_statistics = [
-        f.name for f in table.schema if f.name in ("source", "file_hash", "labels", "run", "block")
+        f.name for f in table.schema if f.name in ("source", "file_hash", "run", "block")
     ]
+    if "labels" in table.schema.names:  # a struct: its leaves are named labels.<name>
+        with_statistics += [f"labels.{field.name}" for field in table.schema.field("labels").type]
     return {
         "compression": "zstd",
         "use_dictionary": dictionary,
