@@ -101,7 +101,7 @@ def collect_batch(
     """Collect ``sources`` into one new part of the dataset at ``location`` (what each
     worker runs); files whose hash is in ``known`` are skipped."""
     from delegate_lens.dataset.rows import events_table, file_columns, with_labels
-    from delegate_lens.inspector.api import _load_etrecord
+    from delegate_lens.etrecord import load_etrecord
 
     pa = require("pyarrow", "collect")
     store = DatasetStore(location)
@@ -125,7 +125,7 @@ def collect_batch(
             record = None
             if source.etrecord is not None:
                 if source.etrecord not in records:
-                    records[source.etrecord] = _load_etrecord(source.etrecord)
+                    records[source.etrecord] = load_etrecord(source.etrecord)
                 record = records[source.etrecord]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
