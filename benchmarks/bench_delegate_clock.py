@@ -8,8 +8,10 @@ ETRecord's delegate map), and times ``Inspector(...)`` (median over ``--repeat``
   set); the built-in fallback applies the source/target factor, one call per row;
 * ``installed plugins``: whatever entry points are installed (``cycle_clock`` asks its
   configuration once per row and declines);
-* ``array plugin``: a plugin implementing ``dl_delegate_time_scale_array`` for ``BenchNPU``
-  (one call per row, vectorized).
+* ``per-tick plugin``: a 500 MHz clock for ``BenchNPU`` on ``dl_delegate_time_scale``
+  (one call per tick);
+* ``array plugin``: the same clock on ``dl_delegate_time_scale_array`` (one call per row,
+  vectorized; same samples).
 
 Usage: python benchmarks/bench_delegate_clock.py [--runs 1000] [--events 200] [--repeat 7]
 """
@@ -83,6 +85,13 @@ def make_etrecord(events: int) -> Any:
     return ETRecord.from_entries(entries)
 
 
+class TickClock:
+    """The same clock, one tick at a time (the per-tick hook)."""
+
+    def dl_delegate_time_scale(self, backend_id: str, ticks: int) -> float | None:
+        return ticks * 2.0 if backend_id == "BenchNPU" else None
+
+
 class ArrayClock:
     """A 500 MHz clock for BenchNPU, a whole row at a time."""
 
@@ -129,12 +138,17 @@ def main() -> None:
     median, samples = measure(data, record, args.repeat)
     assert samples == reference, "installed plugins changed the samples"
     print(f"  installed plugins   {median:.3f} s")
-    hook = getattr(get_plugin_manager().hook, "dl_delegate_time_scale_array", None)
-    if hook is None:
+    pm = get_plugin_manager()
+    pm.register(TickClock(), name="bench_tick_clock")
+    median, converted = measure(data, record, max(1, args.repeat // 2))
+    print(f"  per-tick plugin     {median:.3f} s  (median of {max(1, args.repeat // 2)})")
+    pm.unregister(name="bench_tick_clock")
+    if getattr(pm.hook, "dl_delegate_time_scale_array", None) is None:
         print("  array plugin        - (no dl_delegate_time_scale_array hook)")
         return
-    get_plugin_manager().register(ArrayClock(), name="bench_array_clock")
-    median, _ = measure(data, record, args.repeat)
+    pm.register(ArrayClock(), name="bench_array_clock")
+    median, samples = measure(data, record, args.repeat)
+    assert samples == converted, "the array plugin's samples differ from the per-tick one's"
     print(f"  array plugin        {median:.3f} s")
 
 
