@@ -7,7 +7,8 @@ Building the manager (:func:`get_plugin_manager`) does, in this order:
    by its module name or its last component, e.g. ``no:mapping_validator``);
 3. register the built-in plugins (:data:`delegate_lens.builtins.BUILTIN_PLUGINS`), each
    under its module name or its alias in :data:`~delegate_lens.builtins.BUILTIN_NAMES`
-   (the demo backend: ``demo_backend``);
+   (the demo backend: ``demo_backend``); a module defining ``make_plugin(pm)`` is
+   registered as the object that returns (e.g. ``tick_clock``, which calls another hook);
 4. load every entry point of group ``delegate_lens`` (sorted by name), each registered
    under the entry point's name — unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` is set
    (to anything but ``""``/``0``/``false``/``no``); built-ins stay;
