@@ -292,6 +292,15 @@ def test_an_array_plugin_with_the_wrong_length_is_named() -> None:
     with pytest.raises(PluginError, match=r"plugin 'short' \(registered\) returned 1 value"):
         linked()
 
+    class Words:
+        @hookimpl
+        def dl_delegate_time_scale_array(self, ticks: npt.NDArray[np.uint64]) -> Any:
+            return ["fast"] * len(ticks)
+
+    get_plugin_manager().register(Words(), name="words")
+    with pytest.raises(PluginError, match=r"plugin 'words' \(registered\) returned list \['fast'"):
+        linked()
+
 
 def test_call_hook_or_skip() -> None:
     from delegate_lens.config import ConfigError

@@ -100,13 +100,17 @@ class DelegateRows:
                 f"{backend!r} (dl_delegate_time_scale_array, dl_delegate_time_scale) and "
                 "the built-in time_scale_fallback is blocked or failed"
             )
-        converted = np.asarray(values, dtype=np.float64)
-        if converted.shape != ticks.shape:
+        try:
+            converted = np.asarray(values, dtype=np.float64)
+            got = f"{converted.size} value(s)"
+        except (TypeError, ValueError):
+            converted, got = None, f"{type(values).__name__} {values!r:.60}"
+        if converted is None or converted.shape != ticks.shape:
             who = _answering_plugin(backend, key.name, ticks)
             raise PluginError(
-                f"{who} returned {converted.size} value(s) in dl_delegate_time_scale_array "
-                f"for the {len(ticks)} ticks of {row} (backend {backend!r}); one float per "
-                "tick expected"
+                f"{who} returned {got} in dl_delegate_time_scale_array for the "
+                f"{len(ticks)} ticks of {row} (backend {backend!r}); one number per tick "
+                "expected"
             )
         converted = converted / self.factor
         n = len(start)
