@@ -16,6 +16,7 @@ FLAWS = {
     "handle-outside": "handles-in-partition",  # a map entry names a handle of no partition node
     "orphan-identifier": "no-orphan-events",  # the runtime logs an identifier not in the map
     "unreadable-metadata": "metadata-round-trip",  # metadata its own parser rejects
+    "unparsed-metadata": "metadata-round-trip",  # no parser (only the built-in fallback)
     "end-before-start": "delegate-event-times",  # an event ending before it starts
     "wrong-output": "outputs-match-eager",  # outputs off by one
     "missing-fused-node": "delegated-nodes-covered",  # the fused relu is in no entry
@@ -113,7 +114,7 @@ def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
 
 @hookimpl
 def dl_parse_delegate_metadata(backend_id: str, metadatas: Sequence[bytes]) -> Any | None:
-    if _flaw(backend_id) is None:
+    if _flaw(backend_id) in (None, "unparsed-metadata"):
         return None
     from delegate_lens.backends_demo.metadata import parse
 

@@ -170,6 +170,7 @@ def test_each_broken_backend_breaks_exactly_its_rule(broken: Any, flaw: str) -> 
         "handle-outside": "handle 1",
         "orphan-identifier": "'ghost_kernel'",
         "unreadable-metadata": "metadata {'kernel'",
+        "unparsed-metadata": "metadata {'kernel'",
         "end-before-start": "identifier",
         "wrong-output": "output 0",
         "missing-fused-node": "node relu",

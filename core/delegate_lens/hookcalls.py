@@ -7,6 +7,10 @@
 * :func:`call_hook_or_warn` — where a fallback exists: warn (:class:`PluginWarning`) and
   return ``None``.
 * :func:`call_each` — every implementation one by one: ``[(plugin name, result)]``.
+* :func:`call_hook_or_skip` — for a *firstresult* hook with a built-in fallback plugin
+  (the Inspector's metadata parsing and clocks): a plugin that raises is reported
+  (:class:`PluginWarning`, naming it and what it was working on) and the hook is asked
+  again without it, so the next plugin answers, in the end the built-in fallback.
 
 All three are also importable from :mod:`delegate_lens.pluginmanager` (where the module
 docstring describes them), and take the plugin manager as ``pm`` (default: the process's).
@@ -24,7 +28,7 @@ import pluggy
 
 from delegate_lens.errors import DelegateLensError, PluginError, PluginWarning, UsageError
 
-__all__ = ["call_each", "call_hook", "call_hook_or_warn"]
+__all__ = ["call_each", "call_hook", "call_hook_or_skip", "call_hook_or_warn"]
 
 
 def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
@@ -143,6 +147,48 @@ def call_hook_or_warn(
         message = _failure_message(manager, caller, hook_name, exc)
         warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
         return None
+
+
+def call_hook_or_skip(
+    hook_name: str,
+    /,
+    *,
+    pm: pluggy.PluginManager | None = None,
+    where: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Call a *firstresult* hook; a plugin that raises is skipped and the next one answers.
+
+    Each failure is reported with ``warnings.warn(message, PluginWarning)``, the message
+    naming the plugin, the hook and ``where`` (e.g. ``"row '7' of block 0"``); the hook is
+    then called again without that plugin (the plugins of a built-in fallback, asked last,
+    thus still answer). ``None`` when every plugin declined, or when the failing plugin
+    cannot be told (the warning then names the candidates). A
+    :class:`~delegate_lens.config.ConfigError` (bad user configuration) propagates.
+    """
+    from delegate_lens.config import ConfigError
+
+    manager = _manager(pm)
+    caller = _caller(manager, hook_name)
+    skipped: list[object] = []
+    while True:
+        try:
+            return caller(**kwargs)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            culprit = _culprit(caller, exc)
+            message = _failure_message(manager, caller, hook_name, exc, culprit)
+            if where:
+                head, _, tail = message.partition(f" failed in {hook_name}: ")
+                message = f"{head} failed in {hook_name} on {where}: {tail}"
+            plugin = None if culprit is None else manager.get_plugin(culprit)
+            if plugin is None:
+                warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
+                return None
+            warnings.warn(f"{message}; the next plugin answers", PluginWarning, stacklevel=2)
+            skipped.append(plugin)
+            caller = manager.subset_hook_caller(hook_name, skipped)
 
 
 def call_each(

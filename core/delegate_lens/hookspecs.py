@@ -11,7 +11,7 @@ Hooks are grouped by the stage of the pipeline that calls them:
 * ahead of time: :func:`dl_partitioner`, :func:`dl_preprocess`, :func:`dl_delegate_mapping`;
 * runtime: :func:`dl_runtime_backend`, :func:`dl_encode_delegate_metadata`;
 * Inspector: :func:`dl_parse_delegate_metadata`, :func:`dl_delegate_time_scale`,
-  :func:`dl_exporters`.
+  :func:`dl_delegate_time_scale_array`, :func:`dl_exporters`.
 
 Implementations may accept fewer arguments than a spec lists (pluggy passes only the ones
 they name), never more.
@@ -26,9 +26,13 @@ example for every hook: ``docs/plugins.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 PROJECT_NAME = "delegate_lens"
 """The pluggy project name; also the entry-point group plugins register under."""
@@ -151,8 +155,11 @@ def dl_parse_delegate_metadata(
         ``delegate_debug_metadatas``, or ``None`` when this plugin does not parse
         ``backend_id``'s metadata.
 
-    firstresult: the first non-``None`` result wins. A plugin that raises is reported in a
-    warning naming it, and the raw bytes are kept.
+    firstresult: the first non-``None`` result wins. The built-in plugin
+    ``metadata_fallback`` answers last (``trylast``) with ``metadatas`` itself (the raw
+    bytes kept), so a result that ``is metadatas`` means no plugin parsed them; with it
+    blocked, an unparsed row's ``delegate_debug_metadatas`` is ``None``. A plugin that
+    raises is reported in a warning naming it and the row, and the next plugin answers.
     """
 
 
@@ -160,8 +167,11 @@ def dl_parse_delegate_metadata(
 def dl_delegate_time_scale(backend_id: str, event_name: str, ticks: int) -> float | None:
     """Convert a delegate clock value into the Inspector's source time scale.
 
-    Called by the Inspector for the start and end time of every delegate-logged event
-    when no ``delegate_time_scale_converter`` callable was given to it.
+    Called for the start and end time of every sample of a delegate-logged Inspector row,
+    tick by tick, by the built-in plugin ``tick_clock`` (which answers
+    :func:`dl_delegate_time_scale_array` for the Inspector when no plugin of that array
+    hook did; blocking ``tick_clock`` turns this hook off). Prefer the array hook in a new
+    plugin: it is called once per row.
 
     :param backend_id: the backend that logged the event.
     :param event_name: the event's name (its delegate debug identifier as text).
@@ -169,8 +179,9 @@ def dl_delegate_time_scale(backend_id: str, event_name: str, ticks: int) -> floa
     :returns: the same instant in the Inspector's ``source_time_scale``, or ``None`` when
         this plugin does not know the clock of ``backend_id``.
 
-    firstresult: the first non-``None`` result wins; without one, the
-    source/target time-scale factor applies as for any event.
+    firstresult: the first non-``None`` result wins; when a tick gets none, the next
+    :func:`dl_delegate_time_scale_array` plugin converts the row (in the end the built-in
+    ``time_scale_fallback``: the source/target time-scale factor, as for any event).
     """
 
 
@@ -250,4 +261,36 @@ def dl_testing_profile(backend_id: str) -> Any | None:
         ``backend_id`` is not this plugin's (the defaults then apply).
 
     firstresult: the first non-``None`` result wins.
+    """
+
+
+# --------------------------------------------------------------------------- inspector (arrays)
+
+
+@hookspec(firstresult=True)
+def dl_delegate_time_scale_array(
+    backend_id: str, event_name: str, ticks: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.float64] | None:
+    """Convert all the logged clock values of one delegate row at once (vectorized).
+
+    Called by the Inspector once per delegate-logged row whose backend is known (from the
+    ETRecord's delegate map), when no ``delegate_time_scale_converter`` callable was given
+    to it. The array form of :func:`dl_delegate_time_scale`: implement this one for speed
+    (one call per row instead of one per tick).
+
+    :param backend_id: the backend that logged the row (its ``delegate_backend_name``).
+    :param event_name: the row's name (its delegate debug identifier as text).
+    :param ticks: a 1-D ``numpy.uint64`` array of the raw start and end values as logged
+        (the starts of every sample, then the ends); do not modify it.
+    :returns: a float array of the same length, the same instants in the Inspector's
+        ``source_time_scale`` (the Inspector then divides by the source/target factor),
+        or ``None`` when this plugin does not know the clock of ``backend_id``.
+
+    firstresult: the first non-``None`` result wins. Built-in plugins answer last
+    (``trylast``): ``tick_clock`` asks the per-tick :func:`dl_delegate_time_scale`
+    plugins tick by tick, then ``time_scale_fallback`` keeps the ticks as they are (the
+    source/target factor alone applies). With ``time_scale_fallback`` blocked, a row no
+    plugin converts is an :class:`delegate_lens.errors.InspectorError` naming it. A plugin
+    that raises is reported in a warning naming it and the row, and the next plugin
+    answers.
     """

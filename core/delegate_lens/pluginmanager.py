@@ -7,7 +7,8 @@ Building the manager (:func:`get_plugin_manager`) does, in this order:
    by its module name or its last component, e.g. ``no:mapping_validator``);
 3. register the built-in plugins (:data:`delegate_lens.builtins.BUILTIN_PLUGINS`), each
    under its module name or its alias in :data:`~delegate_lens.builtins.BUILTIN_NAMES`
-   (the demo backend: ``demo_backend``);
+   (the demo backend: ``demo_backend``); a module defining ``make_plugin(pm)`` is
+   registered as the object that returns (e.g. ``tick_clock``, which calls another hook);
 4. load every entry point of group ``delegate_lens`` (sorted by name), each registered
    under the entry point's name — unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` is set
    (to anything but ``""``/``0``/``false``/``no``); built-ins stay;
@@ -82,6 +83,7 @@ __all__ = [
     "build_plugin_manager",
     "call_each",
     "call_hook",
+    "call_hook_or_skip",
     "call_hook_or_warn",
     "describe_plugin",
     "get_plugin_manager",
@@ -242,7 +244,9 @@ def build_plugin_manager(
         if pm.is_blocked(name):
             continue
         module = importlib.import_module(module_name)
-        _register(pm, module, name, PluginSource("built-in", value=module_name))
+        make_plugin = getattr(module, "make_plugin", None)  # a built-in object for this pm
+        plugin = module if make_plugin is None else make_plugin(pm)
+        _register(pm, plugin, name, PluginSource("built-in", value=module_name))
     entry_points = {ep.name: ep for ep in _entry_points()}
     known = {*names.values(), *short_names, *entry_points, *modules}
     pm.unknown_blocked = tuple(dict.fromkeys(name for name in blocked if name not in known))
@@ -443,4 +447,9 @@ def has_implementations(hook_name: str, pm: pluggy.PluginManager | None = None) 
 
 # Calling hooks safely is the job of delegate_lens.hookcalls; its names stay importable
 # from here (the public import path).
-from delegate_lens.hookcalls import call_each, call_hook, call_hook_or_warn  # noqa: E402
+from delegate_lens.hookcalls import (  # noqa: E402
+    call_each,
+    call_hook,
+    call_hook_or_skip,
+    call_hook_or_warn,
+)

@@ -186,9 +186,9 @@ def capture_intermediate_outputs(
     :param disable_debug_handle_validation: use the ATen program even when some edge
         handles have no ATen node (best effort, as the reference's flag of that name).
     """
-    from delegate_lens.inspector.api import _load_etrecord
+    from delegate_lens.etrecord import load_etrecord
 
-    record = _load_etrecord(etrecord)
+    record = load_etrecord(etrecord)
     if record is None:
         raise InspectorError("capturing reference outputs needs an ETRecord")
     if inputs is None:

@@ -5,6 +5,15 @@ The plugin host (:mod:`delegate_lens.pluginmanager`) imports every module of
 through entry points (so installed plugins are asked first by *firstresult* hooks). A
 built-in can be blocked like any plugin, by its module name or its last component, e.g.
 ``delegate-lens -p no:exporters ...`` (same as ``-p no:delegate_lens.builtins.exporters``).
+A module defining ``make_plugin(pm)`` is registered as the object that function returns
+for the manager being built (for a built-in that calls other hooks, e.g. ``tick_clock``).
+
+The Inspector's fallbacks are built-ins asked last (``trylast``), so any installed plugin
+wins over them: ``metadata_fallback`` keeps a delegate row's raw metadata bytes when no
+``dl_parse_delegate_metadata`` plugin parses them, ``tick_clock`` answers
+``dl_delegate_time_scale_array`` with the per-tick ``dl_delegate_time_scale`` plugins, and
+``time_scale_fallback`` applies the source/target time-scale factor to a delegate clock no
+plugin converts.
 """
 
 from __future__ import annotations
@@ -13,6 +22,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "delegate_lens.builtins.mapping_validator",
     "delegate_lens.builtins.exporters",
     "delegate_lens.builtins.comparators",
+    "delegate_lens.builtins.metadata_fallback",
+    "delegate_lens.builtins.tick_clock",  # before time_scale_fallback: asked before it
+    "delegate_lens.builtins.time_scale_fallback",
     "delegate_lens.backends_demo.plugin",
 )
 """Modules registered as built-in plugins, in registration order."""

@@ -188,7 +188,7 @@ def collect_batch(
     fails as its first copy did.
     """
     from delegate_lens.dataset.rows import events_table, file_columns
-    from delegate_lens.inspector.api import _load_etrecord
+    from delegate_lens.etrecord import load_etrecord
 
     pa = require("pyarrow", "collect")
     results: list[FileResult | None] = [None] * len(sources)
@@ -235,7 +235,7 @@ def collect_batch(
             etrecord = item.source.etrecord
             assert etrecord is not None
             if etrecord not in records:
-                records[etrecord] = _load_etrecord(etrecord)
+                records[etrecord] = load_etrecord(etrecord)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fc, inspector = file_columns(item.data, records[etrecord])

@@ -42,7 +42,7 @@ def _labels_column(
     pa: Any,
     labels: Sequence[Mapping[str, str]],
     names: Sequence[str],
-    file_of_event: npt.NDArray[np.int64],
+    file_of_event: npt.NDArray[np.integer[Any]],
 ) -> Any:
     """The struct column ``labels`` (fields ``names``, sorted; a name missing from a file's
     labels is NULL), each field a dictionary array over the values the files use."""

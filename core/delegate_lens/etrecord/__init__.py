@@ -29,6 +29,7 @@ from delegate_lens.etrecord.entries import (
     REPRESENTATIVE_INPUTS,
 )
 from delegate_lens.etrecord.graph import GraphInfo, GraphNode, ModuleFrame, op_type_of
+from delegate_lens.etrecord.loading import load_etrecord
 from delegate_lens.etrecord.maps import DelegateEntry, Handles, dumps_json
 from delegate_lens.etrecord.record import ETRecord, parse_etrecord
 
@@ -51,6 +52,7 @@ __all__ = [
     "ModuleFrame",
     "dumps_json",
     "generate_etrecord",
+    "load_etrecord",
     "op_type_of",
     "parse_etrecord",
 ]

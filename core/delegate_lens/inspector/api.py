@@ -5,26 +5,18 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import attrs
-import numpy as np
-import numpy.typing as npt
-
 from delegate_lens.errors import UsageError
+from delegate_lens.etrecord.loading import load_etrecord
 from delegate_lens.inspector.build import FileColumns, build_blocks, concat_runs
-from delegate_lens.inspector.debugdata import DebugBuffer
-from delegate_lens.inspector.linking import (
-    FRAMEWORK_EVENTS,
-    NO_LINK,
-    InspectorWarning,
-    Linker,
-    RowKey,
-)
+from delegate_lens.inspector.debugdata import DebugBuffer, debug_problems_message
+from delegate_lens.inspector.delegate_rows import DelegateRows, MetadataParser, TimeScaleConverter
+from delegate_lens.inspector.linking import FRAMEWORK_EVENTS, InspectorWarning, Linker
 from delegate_lens.inspector.model import Event, EventBlock, LazyEvents, PerfData
-from delegate_lens.inspector.tables import BlockTable, compute_samples, row_keys
+from delegate_lens.inspector.tablebuild import build_table
+from delegate_lens.inspector.tables import BlockTable
 from delegate_lens.inspector.timescale import TimeScale, scale_factor
 
 if TYPE_CHECKING:
@@ -33,18 +25,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Inspector"]
 
-MetadataParser = Callable[[list[bytes]], Any]
-TimeScaleConverter = Callable[[Any, Any], Any]
 PathLike = str | os.PathLike[str]
 
 
 def _warn(message: str) -> None:
     warnings.warn(message, InspectorWarning, stacklevel=3)
-
-
-def _callable_name(obj: object) -> str:
-    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    return str(name) if name else type(obj).__name__
 
 
 class Inspector:
@@ -58,10 +43,12 @@ class Inspector:
     :param debug_buffer_path: the debug buffer that debug events' tensors point into.
     :param delegate_metadata_parser: ``f(list of bytes) -> list[str] | dict`` parsing the
         metadata of delegate-logged rows; without it, ``dl_parse_delegate_metadata``
-        plugins are asked by backend name.
+        plugins are asked by backend name (the built-in ``metadata_fallback`` last: the
+        raw bytes kept).
     :param delegate_time_scale_converter: ``f(event name, ticks) -> time in the target
-        scale`` for delegate-logged events; without it, ``dl_delegate_time_scale`` plugins,
-        else the source/target factor.
+        scale`` for delegate-logged events; without it, ``dl_delegate_time_scale_array``
+        and ``dl_delegate_time_scale`` plugins, the built-in ``time_scale_fallback`` last
+        (the source/target factor). See :mod:`delegate_lens.inspector.delegate_rows`.
     :param enable_module_hierarchy: accepted for compatibility; module hierarchies are
         always reported.
     """
@@ -91,11 +78,12 @@ class Inspector:
             delegate_time_scale_converter
         ):
             raise UsageError("delegate_time_scale_converter must be callable")
-        self._metadata_parser = delegate_metadata_parser
-        self._time_converter = delegate_time_scale_converter
+        self._delegate_rows = DelegateRows(
+            self._factor, delegate_metadata_parser, delegate_time_scale_converter
+        )
         self.enable_module_hierarchy = enable_module_hierarchy
         self.etdump_path = None if etdump_path is None else Path(etdump_path)
-        self._etrecord = _load_etrecord(etrecord)
+        self._etrecord = load_etrecord(etrecord)
 
         if etdump_path is not None:
             dump = etdump_codec.load(etdump_path)
@@ -116,131 +104,21 @@ class Inspector:
         self._grouping = grouping
         self._linker = Linker(self._etrecord) if self._etrecord is not None else None
         self._tables: list[BlockTable] = [
-            self._make_table(i, block) for i, block in enumerate(grouping.blocks)
+            build_table(
+                i, block, self._fc, grouping, self._linker, self._delegate_rows, self._debug_buffer
+            )
+            for i, block in enumerate(grouping.blocks)
         ]
-        self._report_debug_problems()
+        problems = debug_problems_message(self._debug_buffer)
+        if problems is not None:
+            _warn(problems)
         self._metadata_cache: dict[tuple[int, int], tuple[list[bytes], Any]] = {}
         self._blocks: list[EventBlock] | None = None
-
-    # ------------------------------------------------------------------ building
-
-    def _make_table(self, index: int, block: Any) -> BlockTable:
-        fc = self._fc
-        keys = row_keys(fc, block)
-        label = f"block {index} ({block.name!r}, {len(block.runs)} run(s))"
-        method: str | None = None
-        links = [NO_LINK] * len(keys)
-        if self._linker is not None:
-            choice = self._linker.choose(label, keys)
-            method = choice.method
-            links = [
-                self._linker.link(
-                    None if key.instruction_id in choice.unlinked else choice.link_with, key
-                )
-                for key in keys
-            ]
-            if choice.link_with is not None and method is None:
-                links = [attrs.evolve(link, method=None) for link in links]
-
-        def delegate_times(
-            row: int, key: RowKey, start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64]
-        ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-            return self._delegate_times(links[row].delegate_backend_name, key, start, end)
-
-        converted_start: dict[int, npt.NDArray[np.float64]] = {}
-        samples, ticks, exact, stats = compute_samples(
-            fc, block, keys, self._factor, delegate_times, label, converted_start
-        )
-        table = BlockTable(
-            index=index,
-            block=block,
-            keys=keys,
-            method=method,
-            links=links,
-            samples=samples,
-            ticks=ticks,
-            exact=exact,
-            stats=stats,
-            converted_start=converted_start,
-        )
-        self._attach_debug_data(table)
-        table.run_output = self._run_output(int(block.runs[0]))
-        return table
 
     @property
     def time_factor(self) -> float:
         """The divisor from source ticks to target units (ns -> ms: 1e6)."""
         return self._factor
-
-    def _delegate_times(
-        self,
-        backend: str | None,
-        key: RowKey,
-        start: npt.NDArray[np.uint64],
-        end: npt.NDArray[np.uint64],
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-        converter = self._time_converter
-        if converter is not None:
-            try:
-                s = np.array([float(converter(key.name, int(t))) for t in start.tolist()])
-                e = np.array([float(converter(key.name, int(t))) for t in end.tolist()])
-            except Exception as exc:
-                _warn(
-                    f"delegate_time_scale_converter {_callable_name(converter)} failed on row "
-                    f"{key.name!r}: {type(exc).__name__}: {exc}; the source/target factor "
-                    "is used for it"
-                )
-                return None
-            return s, e
-        if backend is None:
-            return None
-        from delegate_lens.pluginmanager import call_hook_or_warn, has_implementations
-
-        if not has_implementations("dl_delegate_time_scale"):
-            return None
-        out: list[npt.NDArray[np.float64]] = []
-        for ticks in (start, end):
-            values = []
-            for t in ticks.tolist():
-                v = call_hook_or_warn(
-                    "dl_delegate_time_scale", backend_id=backend, event_name=key.name, ticks=int(t)
-                )
-                if v is None:
-                    return None  # no plugin knows this clock (or one failed): default
-                values.append(float(v))
-            out.append(np.asarray(values, dtype=np.float64) / self._factor)
-        return out[0], out[1]
-
-    def _attach_debug_data(self, table: BlockTable) -> None:
-        grouping = self._grouping
-        if len(grouping.debug_sorted_event) == 0:
-            return
-        groups = table.block.group[0]
-        cache: dict[int, list[Any]] = {}
-        for j in range(table.n_rows):
-            g = int(groups[j])
-            if g not in cache:
-                events = grouping.debug_events_of(g)
-                cache[g] = [
-                    self._debug_buffer.inflate(self._fc.debug_entry(int(e))) for e in events
-                ]
-            if cache[g]:
-                table.debug_data[j] = cache[g]
-
-    def _report_debug_problems(self) -> None:
-        problems = self._debug_buffer.problems
-        if not problems:
-            return
-        if problems[0] == "no debug buffer" and all(p == problems[0] for p in problems):
-            _warn(
-                f"{len(problems)} debug value(s) refer to a debug buffer but none was given "
-                "(debug_buffer_path / --debug-buffer); they are unavailable (None)"
-            )
-            return
-        _warn(
-            f"{len(problems)} debug value(s) are unavailable (None): {problems[0]}"
-            + (f"; and {len(problems) - 1} more" if len(problems) > 1 else "")
-        )
 
     # ------------------------------------------------------------------ row access
 
@@ -256,7 +134,8 @@ class Inspector:
 
     def row_metadata(self, table: BlockTable, row: int) -> tuple[list[bytes], Any]:
         """Raw metadata of a row (one bytes value per sample, ``[]`` when none has any)
-        and the parsed form (the raw list when no parser applies)."""
+        and the parsed form (the raw list when nothing parses it; see
+        :mod:`delegate_lens.inspector.delegate_rows`)."""
         cache_key = (table.index, row)
         cached = self._metadata_cache.get(cache_key)
         if cached is not None:
@@ -266,36 +145,12 @@ class Inspector:
         if table.block.has_perf[row] and (self._fc.metadata_length[events] > 0).any():
             raws = [self._fc.metadata(int(e)) or b"" for e in events]
             if any(raws):
-                result = (raws, self._parse_metadata(table, row, raws))
+                backend = table.links[row].delegate_backend_name
+                where = f"block {table.index}"
+                parsed = self._delegate_rows.parse_metadata(backend, table.keys[row], raws, where)
+                result = (raws, parsed)
         self._metadata_cache[cache_key] = result
         return result
-
-    def _parse_metadata(self, table: BlockTable, row: int, raws: list[bytes]) -> Any:
-        key = table.keys[row]
-        if key.identifier is None:
-            return raws
-        parser = self._metadata_parser
-        if parser is not None:
-            try:
-                return parser(list(raws))
-            except Exception as exc:
-                _warn(
-                    f"delegate_metadata_parser {_callable_name(parser)} failed on row "
-                    f"{key.name!r} of block {table.index}: {type(exc).__name__}: {exc}; "
-                    "raw bytes kept"
-                )
-                return raws
-        backend = table.links[row].delegate_backend_name
-        if backend is None:
-            return raws
-        from delegate_lens.pluginmanager import call_hook_or_warn, has_implementations
-
-        if not has_implementations("dl_parse_delegate_metadata"):
-            return raws
-        parsed = call_hook_or_warn(
-            "dl_parse_delegate_metadata", backend_id=backend, metadatas=list(raws)
-        )
-        return raws if parsed is None else parsed
 
     def make_event(self, table: BlockTable, row: int) -> Event:
         """The :class:`Event` of one row (what :attr:`event_blocks` holds)."""
@@ -356,15 +211,6 @@ class Inspector:
             method=table.method,
             run_output=list(table.run_output),
         )
-
-    def _run_output(self, run: int) -> list[Any]:
-        fc = self._fc
-        if not fc.is_output.any():
-            return []
-        lo = int(fc.run_start[run])
-        hi = lo + len(fc.run_columns[run])
-        events = lo + np.flatnonzero(fc.is_output[lo:hi])
-        return [self._debug_buffer.inflate(fc.debug_entry(int(e))) for e in events]
 
     @property
     def etrecord(self) -> Any:
@@ -564,17 +410,3 @@ def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
             if module_name in key or (path and module_name in path):
                 return True
     return False
-
-
-def _load_etrecord(etrecord: Any) -> Any:
-    if etrecord is None:
-        return None
-    if isinstance(etrecord, (str, os.PathLike)):
-        from delegate_lens.etrecord import parse_etrecord
-
-        return parse_etrecord(etrecord)
-    if hasattr(etrecord, "debug_handle_map") and hasattr(etrecord, "graph"):
-        return etrecord
-    raise UsageError(
-        f"etrecord must be an ETRecord or the path of one, not {type(etrecord).__name__}"
-    )

@@ -8,13 +8,23 @@ per Inspector says how many values were affected.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from delegate_lens.etdump.model import ScalarType, Value, ValueType
 
-__all__ = ["DebugBuffer", "value_to_json"]
+if TYPE_CHECKING:
+    from delegate_lens.inspector.build import FileColumns, Grouping
+    from delegate_lens.inspector.tables import BlockTable
+
+__all__ = [
+    "DebugBuffer",
+    "attach_debug_data",
+    "debug_problems_message",
+    "run_output",
+    "value_to_json",
+]
 
 _DTYPES: dict[int, Any] = {
     ScalarType.BYTE: np.uint8,
@@ -103,3 +113,48 @@ def value_to_json(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+# --------------------------------------------------------------------------- per table
+
+
+def attach_debug_data(
+    table: BlockTable, grouping: Grouping, fc: FileColumns, buffer: DebugBuffer
+) -> None:
+    """Fill ``table.debug_data``: each row's debug values (from the first run), inflated."""
+    if len(grouping.debug_sorted_event) == 0:
+        return
+    groups = table.block.group[0]
+    cache: dict[int, list[Any]] = {}
+    for j in range(table.n_rows):
+        g = int(groups[j])
+        if g not in cache:
+            events = grouping.debug_events_of(g)
+            cache[g] = [buffer.inflate(fc.debug_entry(int(e))) for e in events]
+        if cache[g]:
+            table.debug_data[j] = cache[g]
+
+
+def run_output(fc: FileColumns, run: int, buffer: DebugBuffer) -> list[Any]:
+    """The final outputs logged by run ``run`` (empty when the ETDump logs none)."""
+    if not fc.is_output.any():
+        return []
+    lo = int(fc.run_start[run])
+    hi = lo + len(fc.run_columns[run])
+    events = lo + np.flatnonzero(fc.is_output[lo:hi])
+    return [buffer.inflate(fc.debug_entry(int(e))) for e in events]
+
+
+def debug_problems_message(buffer: DebugBuffer) -> str | None:
+    """One warning's text about the values ``buffer`` could not give (None: no problem)."""
+    problems = buffer.problems
+    if not problems:
+        return None
+    if problems[0] == "no debug buffer" and all(p == problems[0] for p in problems):
+        return (
+            f"{len(problems)} debug value(s) refer to a debug buffer but none was given "
+            "(debug_buffer_path / --debug-buffer); they are unavailable (None)"
+        )
+    return f"{len(problems)} debug value(s) are unavailable (None): {problems[0]}" + (
+        f"; and {len(problems) - 1} more" if len(problems) > 1 else ""
+    )

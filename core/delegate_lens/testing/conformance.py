@@ -274,10 +274,11 @@ def _check_metadata(case: _Case, recorder: Recorder, etdump: Any, backend_id: st
     from delegate_lens.pluginmanager import call_hook
 
     def parse(raw: bytes) -> tuple[Any, str | None]:
+        given = [raw]
         try:
-            return call_hook(
-                "dl_parse_delegate_metadata", backend_id=backend_id, metadatas=[raw]
-            ), None
+            parsed = call_hook("dl_parse_delegate_metadata", backend_id=backend_id, metadatas=given)
+            # the built-in metadata_fallback answers with the list given: nothing parsed it
+            return (None if parsed is given else parsed), None
         except Exception as exc:
             return None, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 

@@ -49,7 +49,10 @@ def encode(pm: Any, backend: str, value: Any) -> bytes | None:
 
 
 def parse(pm: Any, backend: str, metadatas: list[bytes]) -> Any:
-    return call_hook("dl_parse_delegate_metadata", pm=pm, backend_id=backend, metadatas=metadatas)
+    """The parsed form, or None when no plugin parsed (the built-in metadata_fallback then
+    answers with the very list it was given)."""
+    result = call_hook("dl_parse_delegate_metadata", pm=pm, backend_id=backend, metadatas=metadatas)
+    return None if result is metadatas else result
 
 
 def test_found_through_its_entry_point(pm: Any) -> None:
