@@ -144,3 +144,21 @@ def test_parts_keep_statistics_for_pruning(small_fleet: Path, tmp_path: Path) ->
     for name in ("source", "file_hash", "run", "labels.device", "labels.build"):
         assert stats[name] is not None and stats[name].has_min_max, name
     assert stats["labels.build"].min == stats["labels.build"].max == "b1"
+
+
+def test_workers_fork_only_without_other_python_threads() -> None:
+    import sys
+    import threading
+
+    from delegate_lens.dataset.collector import _start_method
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert _start_method() in ("forkserver", "spawn")
+    finally:
+        stop.set()
+        thread.join()
+    if sys.platform == "linux" and threading.active_count() == 1:
+        assert _start_method() == "fork"

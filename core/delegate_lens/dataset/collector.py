@@ -84,23 +84,35 @@ class CollectReport:
         )
 
 
-def _read(path: str) -> bytes | memoryview:
+def _read(path: str, size: int = -1) -> bytes | memoryview:
     """The file's bytes: a read-only memory map for a big local file (no copy: the
-    decoder and the hash read the page cache directly), else read whole."""
+    decoder and the hash read the page cache directly), else read whole. ``size`` is the
+    size the file had when found (-1: unknown)."""
     if "://" in path:
         fs = require("pyarrow.fs", "collect")
         filesystem, inner = fs.FileSystem.from_uri(path)
         with filesystem.open_input_stream(inner) as stream:
             return bytes(stream.read())
-    from delegate_lens.fileio import read_input, reraise_as_input_error
+    from delegate_lens.fileio import reraise_as_input_error
 
     try:
-        if os.path.getsize(path) >= _ALONE_BYTES:
-            with open(path, "rb") as stream:
-                return memoryview(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if size < 0:
+                size = os.fstat(fd).st_size
+            if size >= _ALONE_BYTES:
+                return memoryview(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
+            data = os.read(fd, size + 1)  # one more: a file that grew is read whole
+            if len(data) <= size:
+                return data
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
     except OSError as exc:
         reraise_as_input_error(exc, path, "ETDump")
-    return read_input(path, "ETDump")
 
 
 def content_hash(data: bytes | memoryview) -> str:
@@ -199,7 +211,7 @@ def collect_batch(
     for i, source in enumerate(sources):
         file_hash = None
         try:
-            data = _read(source.path)
+            data = _read(source.path, source.size)
             file_hash = content_hash(data)
             if file_hash in known:
                 results[i] = FileResult(source.path, "skipped", len(data), 0, file_hash)

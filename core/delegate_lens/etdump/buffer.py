@@ -57,16 +57,17 @@ class Buffer:
         self._views: dict[tuple[str, int], npt.NDArray[Any]] = {}
         self._starts: I64 | None = None
         self._ends: I64 | None = None
-        self._block_start: I64 | None = None
-        self._block_end: I64 | None = None
+        self._block_start: npt.NDArray[np.integer[Any]] | None = None
+        self._block_end: npt.NDArray[np.integer[Any]] | None = None
         if segments is not None and len(segments[0]) > 1:
             self._starts, self._ends = starts, ends = segments
             if not (starts & (_BLOCK - 1)).any() and int(starts[0]) == 0:
                 # segments start on block boundaries: a position's segment bounds are one
                 # lookup by its block (a binary search otherwise); one spare block at the end
                 blocks = np.diff(np.append(starts, (self.n // _BLOCK + 1) * _BLOCK)) // _BLOCK
-                self._block_start = np.repeat(starts, blocks)
-                self._block_end = np.repeat(ends, blocks)
+                small = np.uint32 if self.n < 1 << 32 else np.int64  # a table that caches well
+                self._block_start = np.repeat(starts.astype(small), blocks)
+                self._block_end = np.repeat(ends.astype(small), blocks)
 
     def segment_bounds(self, pos: I64) -> tuple[I64 | int, I64 | int]:
         """(start, end) of the file holding each of ``pos`` (the whole buffer when one);

@@ -35,7 +35,9 @@ class DecodedColumns:
     :param run_file: per run, the index of the file it belongs to (all 0 for one file).
     :param run_name: per run, a code into ``strings`` (-1: no name).
     :param run_bundled: per run, ``bundled_input_index``.
-    :param run_allocators: per run, its allocators.
+    :param allocator_bounds: run ``r``'s allocators are
+        ``allocator_names[allocator_bounds[r]:allocator_bounds[r + 1]]``.
+    :param allocator_names: every allocator's name, a code into ``strings`` (-1: none).
     :param versions: per file, the ETDump ``version``.
     :param strings: the distinct strings of the buffer (codes index into it).
     :param blob: the buffer (metadata spans are offsets into it).
@@ -48,7 +50,8 @@ class DecodedColumns:
     run_file: I64
     run_name: npt.NDArray[np.int32]
     run_bundled: npt.NDArray[np.int32]
-    run_allocators: list[list[Allocator]]
+    allocator_bounds: I64
+    allocator_names: npt.NDArray[np.int32]
     versions: npt.NDArray[np.uint32]
     strings: list[str]
     blob: bytes | bytearray | memoryview
@@ -70,6 +73,14 @@ class DecodedColumns:
     def run_names(self) -> list[str | None]:
         strings = self.strings
         return [None if code < 0 else strings[code] for code in self.run_name.tolist()]
+
+    def run_allocators(self, run: int) -> list[Allocator]:
+        lo, hi = int(self.allocator_bounds[run]), int(self.allocator_bounds[run + 1])
+        strings = self.strings
+        return [
+            Allocator(None if code < 0 else strings[code])
+            for code in self.allocator_names[lo:hi].tolist()
+        ]
 
     def run_columns(self, run: int) -> EventColumns:
         """The columns of run ``run``: views of the file-wide ones (no copy)."""
@@ -107,7 +118,7 @@ class DecodedColumns:
                 RunData._trusted(
                     names[r],
                     int(self.run_bundled[r]),
-                    self.run_allocators[r],
+                    self.run_allocators(r),
                     self.run_columns(r),
                 )
                 for r in runs

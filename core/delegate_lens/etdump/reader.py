@@ -22,7 +22,7 @@ from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS
 from delegate_lens.etdump.columns import EventKind
 from delegate_lens.etdump.decoded import DecodedColumns
-from delegate_lens.etdump.model import Allocator, ETDump
+from delegate_lens.etdump.model import ETDump
 from delegate_lens.etdump.strings import StringTable
 from delegate_lens.etdump.values import decode_values
 
@@ -181,7 +181,7 @@ class _Decoder:
         runs = buf.tables(run_pos, "RunData")
         names = self.strings.intern(runs.offset(0, "name"), "RunData.name")
         bundled = runs.scalar(1, np.int32, -1, "bundled_input_index")
-        allocators = self._allocators(runs.offset(2, "allocators"))
+        allocator_bounds, allocator_names = self._allocators(runs.offset(2, "allocators"))
         ev_vec = runs.offset(3, "events")
         has_events = ev_vec >= 0
         ev_start = np.zeros(len(runs), dtype=np.int64)
@@ -204,7 +204,8 @@ class _Decoder:
             run_file=run_file,
             run_name=names,
             run_bundled=bundled,
-            run_allocators=allocators,
+            allocator_bounds=allocator_bounds,
+            allocator_names=allocator_names,
             versions=versions,
             strings=self.strings.strings,
             blob=buf.data,
@@ -212,23 +213,20 @@ class _Decoder:
             values=values,
         )
 
-    def _allocators(self, vec_pos: I64) -> list[list[Allocator]]:
-        out: list[list[Allocator]] = [[] for _ in range(len(vec_pos))]
-        present = np.flatnonzero(vec_pos >= 0)
-        if not len(present):
-            return out
-        start, count = self.buf.vectors(vec_pos[present], 4, "RunData.allocators")
-        pos = self.buf.uoffset_targets(self.buf.expand(start, count, 4), "allocators entry")
-        tables = self.buf.tables(pos, "Allocator")
-        codes = self.strings.intern(tables.offset(0, "name"), "Allocator.name")
-        k = 0
-        for r, c in zip(present, count):
-            out[int(r)] = [
-                Allocator(None if code < 0 else self.strings.strings[code])
-                for code in codes[k : k + int(c)].tolist()
-            ]
-            k += int(c)
-        return out
+    def _allocators(self, vec_pos: I64) -> tuple[I64, npt.NDArray[np.int32]]:
+        """Per run, where its allocators' name codes start and end (``bounds``), and the
+        codes (-1: no name) of every allocator of every run, in order."""
+        count = np.zeros(len(vec_pos), dtype=np.int64)
+        codes = np.zeros(0, dtype=np.int32)
+        present = vec_pos >= 0
+        if present.any():
+            start, count[present] = self.buf.vectors(vec_pos[present], 4, "RunData.allocators")
+            pos = self.buf.uoffset_targets(
+                self.buf.expand(start, count[present], 4), "allocators entry"
+            )
+            tables = self.buf.tables(pos, "Allocator")
+            codes = self.strings.intern(tables.offset(0, "name"), "Allocator.name")
+        return np.concatenate([[0], np.cumsum(count)]).astype(np.int64), codes
 
     def _events(self, event_pos: I64) -> dict[str, npt.NDArray[Any]]:
         """All event columns, decoded chunk by chunk (bounded temporary memory)."""
