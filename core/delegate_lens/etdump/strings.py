@@ -84,8 +84,17 @@ class StringTable:
                 if width == 0:
                     codes[chunk] = self._code("")
                     continue
-                m = view[first[chunk][:, None] + np.arange(width, dtype=np.int64)]
-                codes[chunk] = self._rows(m, chunk, pos, start, length)
+                # each string's words as one fixed-size item: a strided view of the buffer
+                # (item i = the ``width`` words from word i) gathered in one pass
+                items = np.ndarray(
+                    shape=(len(view) - width + 1,),
+                    dtype=np.dtype(f"V{unit * width}"),
+                    buffer=view,
+                    strides=(unit,),
+                )
+                codes[chunk] = self._rows(
+                    items[first[chunk]], view.dtype, chunk, pos, start, length
+                )
         return codes
 
     def _slow(
@@ -115,11 +124,19 @@ class StringTable:
         codes[rows] = decoded[inverse.reshape(-1)]
 
     def _rows(
-        self, m: npt.NDArray[Any], chunk: I64, pos: I64, start: I64, length: I64
+        self,
+        items: npt.NDArray[Any],
+        word: np.dtype[Any],
+        chunk: I64,
+        pos: I64,
+        start: I64,
+        length: I64,
     ) -> npt.NDArray[np.int32]:
-        """Codes for strings whose words (all the same count) are the rows of ``m``."""
+        """Codes for strings whose words (all the same count) are ``items`` (one fixed-size
+        void item per string; ``word`` the dtype of its words)."""
         ln = length[chunk]
-        # any key works (equal keys are verified word by word below); a float product is
+        m = items.view(word).reshape(len(items), -1)
+        # any key works (equal keys are verified byte for byte below); a float product is
         # the cheapest to compute, rounding only splits or merges candidate groups
         key = m.astype(np.float64) @ _FMULT[: m.shape[1]]
         key += ln
@@ -132,7 +149,7 @@ class StringTable:
             inverse, n_groups = found[1], len(found[0])
         rep = np.zeros(n_groups, dtype=np.int64)
         rep[inverse] = np.arange(len(chunk), dtype=np.int64)
-        same = (m == m[rep][inverse]).all(axis=1) & (ln == ln[rep][inverse])
+        same = (items == items[rep][inverse]) & (ln == ln[rep][inverse])  # memcmp per item
         group_codes = np.array(
             [
                 self._code(self._decode(int(start[i]), int(length[i]), int(pos[i])))
