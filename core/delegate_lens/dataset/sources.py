@@ -73,6 +73,7 @@ class _Folders:
 
     def __init__(self) -> None:
         self._names: dict[str, frozenset[str]] = {}
+        self._is_file: dict[str, bool] = {}
 
     def names(self, folder: str) -> frozenset[str]:
         names = self._names.get(folder)
@@ -89,32 +90,35 @@ class _Folders:
         for name in candidates:
             if name in names:
                 path = os.path.join(folder, name)
-                if os.path.isfile(path):
+                is_file = self._is_file.get(path)
+                if is_file is None:
+                    is_file = self._is_file[path] = os.path.isfile(path)
+                if is_file:
                     return path
         return None
 
 
-def _sort_key(path: str) -> list[str]:
-    return path.split(os.sep)  # folder by folder, as pathlib orders paths
-
-
-def _walk(folder: str, folders: _Folders) -> list[str]:
-    """Every ETDump under ``folder`` (symlinked folders are not followed), sorted."""
-    found: list[str] = []
+def _walk(folder: str, folders: _Folders) -> list[tuple[str, str]]:
+    """Every ETDump under ``folder`` as (its folder, its name), in path order (symlinked
+    folders are not followed)."""
+    found: list[tuple[list[str], str, str]] = []
     for root, _dirs, files in os.walk(folder):
+        root = os.path.normpath(root)
         folders._names.setdefault(root, frozenset(files))
-        found.extend(os.path.join(root, f) for f in files if f.endswith(ETDUMP_SUFFIXES))
-    return sorted(found, key=_sort_key)
+        parts = root.split(os.sep)
+        found.extend((parts, root, f) for f in files if f.endswith(ETDUMP_SUFFIXES))
+    found.sort(key=lambda item: (item[0], item[2]))  # folder by folder, as pathlib sorts
+    return [(root, name) for _, root, name in found]
 
 
-def _expand(pattern: str, folders: _Folders) -> list[str]:
+def _expand(pattern: str, folders: _Folders) -> list[tuple[str, str]]:
     if _GLOB_CHARS & set(pattern):
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
             raise UsageError(f"{pattern}: no file matches")
-        found: list[str] = []
+        found: list[tuple[str, str]] = []
         for match in matches:
-            found.extend(_expand(match, folders) if os.path.isdir(match) else [match])
+            found.extend(_expand(match, folders) if os.path.isdir(match) else [_split(match)])
         return found
     if os.path.isdir(pattern):
         found = _walk(pattern, folders)
@@ -123,7 +127,11 @@ def _expand(pattern: str, folders: _Folders) -> list[str]:
         return found
     if not os.path.exists(pattern):
         raise UsageError(f"{pattern}: no such file or folder")
-    return [pattern]
+    return [_split(pattern)]
+
+
+def _split(path: str) -> tuple[str, str]:
+    return os.path.split(os.path.normpath(path))
 
 
 def find_sources(
@@ -138,8 +146,10 @@ def find_sources(
     sources: list[Source] = []
     seen: set[tuple[int, int]] = set()
     folders = _Folders()
+    shared = dict(labels or {})  # read, never changed: one copy for all
     for pattern in paths:
-        for path in _expand(os.fspath(pattern), folders):
+        for folder, name in _expand(os.fspath(pattern), folders):
+            path = os.path.join(folder, name)
             info = os.stat(path)
             if not stat.S_ISREG(info.st_mode):
                 continue  # e.g. a folder named like an ETDump
@@ -147,19 +157,10 @@ def find_sources(
             if identity in seen:
                 continue
             seen.add(identity)
-            folder, name = os.path.split(path)
             stem = name.rsplit(".", 1)[0]
             record = etrecord or folders.first_existing(
                 folder, f"{stem}.etrecord", f"{stem}.etrecord.bin", "etrecord.bin"
             )
             labels_file = folders.first_existing(folder, f"{stem}.labels.json", "labels.json")
-            sources.append(
-                Source(
-                    path=os.path.normpath(path),
-                    size=info.st_size,
-                    etrecord=record,
-                    labels_file=labels_file,
-                    labels=dict(labels or {}),
-                )
-            )
+            sources.append(Source(path, info.st_size, record, labels_file, shared))
     return sources
