@@ -170,6 +170,49 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
     print(f"collect {name}: 2 workers vs 1: {seconds[1] / seconds[2]:.2f}x  [{uptime()}]")
 
 
+def bench_stages(big: Path, small: Path, repeat: int) -> None:
+    """CPU time per file by stage, as ``collect_batch`` runs them (medians of ``repeat``):
+    one big copy alone, and a group of 2,000 small dumps decoded together (per file)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from delegate_lens.dataset.collector import _read, content_hash
+    from delegate_lens.dataset.rows import FileLabels, files_columns, files_table
+    from delegate_lens.dataset.sources import find_sources
+    from delegate_lens.dataset.store import _write_options
+
+    cases = [("big vector copy", [next(iter(sorted(big.glob("*.etdp"))))])]
+    cases.append(("small demo dump", [Path(s.path) for s in find_sources([str(small)])][:2000]))
+    for name, paths in cases:
+        stages: dict[str, list[float]] = {}
+        nbytes = sum(p.stat().st_size for p in paths)
+        for _ in range(repeat):
+            t = [time.process_time()]
+            datas = [_read(str(p), p.stat().st_size) for p in paths]
+            t.append(time.process_time())
+            hashes = [content_hash(d) for d in datas]
+            t.append(time.process_time())
+            fc, run_file = files_columns(datas)
+            t.append(time.process_time())
+            files = [FileLabels(str(p), h, {"device": "a"}) for p, h in zip(paths, hashes)]
+            table = files_table(fc, run_file, files)
+            t.append(time.process_time())
+            pq.write_table(table, io.BytesIO(), **_write_options(table))
+            t.append(time.process_time())
+            for stage, a, b in zip(("read", "hash", "decode", "table", "parquet"), t, t[1:]):
+                stages.setdefault(stage, []).append((b - a) / len(paths))
+            stages.setdefault("total", []).append((t[-1] - t[0]) / len(paths))
+            del datas, fc, table
+        per_file = {k: statistics.median(v) * 1e3 for k, v in stages.items()}
+        mb = nbytes / len(paths) / 1e6
+        print(
+            f"stages, {name} ({mb:.4g} MB, CPU ms per file): "
+            + ", ".join(f"{k} {v:.3g}" for k, v in per_file.items())
+            + f" -> {mb / per_file['total'] * 1e3:.1f} MB per CPU second  [{uptime()}]"
+        )
+
+
 def bench_query(events: int, repeat: int) -> None:
     from delegate_lens.dataset.rows import events_table, file_columns
 
@@ -214,10 +257,13 @@ def main() -> None:
     parser.add_argument("--small-repeat", type=int, default=1, help="runs of the small case")
     parser.add_argument("--events", type=int, default=10_000_000, help="events to query")
     parser.add_argument(
-        "--only", choices=("big", "small", "query"), action="append", help="run only these parts"
+        "--only",
+        choices=("big", "small", "stages", "query"),
+        action="append",
+        help="run only these parts",
     )
     args = parser.parse_args()
-    parts = set(args.only or ("big", "small", "query"))
+    parts = set(args.only or ("big", "small", "stages", "query"))
     print(describe_machine())
     print(f"cpu count {os.cpu_count()}, inputs cached in {CACHE}")
     if "big" in parts:
@@ -225,6 +271,8 @@ def main() -> None:
     if "small" in parts:
         small = small_dumps(args.small)
         bench_collect(f"{args.small} small demo dumps", small, args.small_repeat)
+    if "stages" in parts:
+        bench_stages(big_copies(args.big), small_dumps(args.small), max(args.repeat, 5))
     if "query" in parts:
         bench_query(args.events, max(args.repeat, 5))
 
