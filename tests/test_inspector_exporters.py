@@ -14,15 +14,10 @@ import pytest
 
 from delegate_lens.cli import main
 from delegate_lens.inspector import Inspector
-from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
+from delegate_lens.pluginmanager import reset_plugin_manager
 
-
-@pytest.fixture(autouse=True)
-def _builtin_plugins_only(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv(AUTOLOAD_ENV, "1")
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# installed plugins (entry points) stay out of these tests
+pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 
 
 def _args(vector: Path) -> list[str]:
@@ -195,7 +190,6 @@ def test_unknown_format_is_one_line_and_exit_2(
 
 
 def test_no_exporter_loaded_says_so(vectors_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from delegate_lens.pluginmanager import reset_plugin_manager
 
     try:
         with pytest.raises(SystemExit) as exc:

@@ -26,7 +26,6 @@ from delegate_lens.etdump import ETDump, RunData, dumps
 from delegate_lens.hookcalls import call_hook_or_skip
 from delegate_lens.inspector import Inspector
 from delegate_lens.pluginmanager import (
-    AUTOLOAD_ENV,
     apply_plugin_options,
     build_plugin_manager,
     get_plugin_manager,
@@ -42,12 +41,8 @@ FALLBACKS = {
 DEFAULT = [300 / 1e6 - 100 / 1e6]  # row '7' of delegate_run: start and end each / 1e6
 
 
-@pytest.fixture(autouse=True)
-def _builtin_plugins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(AUTOLOAD_ENV, "1")
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# installed plugins (entry points) stay out of these tests
+pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 
 
 class ArrayClock:

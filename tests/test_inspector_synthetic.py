@@ -26,16 +26,10 @@ from delegate_lens.etdump import (
 )
 from delegate_lens.etrecord import ETRecord
 from delegate_lens.inspector import Inspector, InspectorWarning, TimeScale
-from delegate_lens.pluginmanager import AUTOLOAD_ENV, get_plugin_manager, reset_plugin_manager
+from delegate_lens.pluginmanager import get_plugin_manager
 
-
-@pytest.fixture(autouse=True)
-def _builtin_plugins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Installed plugins (entry points) stay out of these tests."""
-    monkeypatch.setenv(AUTOLOAD_ENV, "1")
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# installed plugins (entry points) stay out of these tests
+pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 
 
 # ----------------------------------------------------------------------------- builders

@@ -27,12 +27,8 @@ from delegate_lens.report import write_report
 ARTIFACTS = Path(os.environ.get("DL_TEST_ARTIFACTS") or REPO / "test-artifacts") / "report"
 
 
-@pytest.fixture(autouse=True)
-def _builtin_plugins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(AUTOLOAD_ENV, "1")
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# installed plugins (entry points) stay out of these tests
+pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,8 @@ from delegate_lens.report.timeline import MAX_RUNS_PER_BLOCK
 VECTORS = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
 
 
-@pytest.fixture(autouse=True)
-def _builtin_plugins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(AUTOLOAD_ENV, "1")
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# installed plugins (entry points) stay out of these tests
+pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 
 
 def _inspector(vector: Path, etrecord: bool = True) -> Inspector:

@@ -182,6 +182,15 @@ class Buffer:
         self.check(pos + 4, length * elem_size, what)
         return pos + 4, length
 
+    def optional_vectors(self, pos: I64, elem_size: int, what: str) -> tuple[I64, I64]:
+        """:meth:`vectors` where ``pos`` may be -1 (absent: start 0, length 0)."""
+        start = np.zeros(len(pos), dtype=np.int64)
+        count = np.zeros(len(pos), dtype=np.int64)
+        present = pos >= 0
+        if present.any():
+            start[present], count[present] = self.vectors(pos[present], elem_size, what)
+        return start, count
+
     def expand(self, starts: I64, lengths: I64, elem_size: int) -> I64:
         """Positions of every element of several vectors, concatenated in order."""
         bad = self.over_budget(starts, lengths)  # bounds allocations

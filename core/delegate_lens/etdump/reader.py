@@ -168,28 +168,14 @@ class _Decoder:
         buf = self.buf
         top = buf.tables(roots, "ETDump")
         versions = top.scalar(0, np.uint32, 0, "version")
-        run_vec = top.offset(1, "run_data")
-        has_runs = run_vec >= 0
-        run_start = np.zeros(len(roots), dtype=np.int64)
-        run_count = np.zeros(len(roots), dtype=np.int64)
-        if has_runs.any():
-            s, c = buf.vectors(run_vec[has_runs], 4, "run_data")
-            run_start[has_runs] = s
-            run_count[has_runs] = c
+        run_start, run_count = buf.optional_vectors(top.offset(1, "run_data"), 4, "run_data")
         run_pos = buf.uoffset_targets(buf.expand(run_start, run_count, 4), "run_data entry")
         run_file = np.repeat(np.arange(len(roots), dtype=np.int64), run_count)
         runs = buf.tables(run_pos, "RunData")
         names = self.strings.intern(runs.offset(0, "name"), "RunData.name")
         bundled = runs.scalar(1, np.int32, -1, "bundled_input_index")
         allocator_bounds, allocator_names = self._allocators(runs.offset(2, "allocators"))
-        ev_vec = runs.offset(3, "events")
-        has_events = ev_vec >= 0
-        ev_start = np.zeros(len(runs), dtype=np.int64)
-        ev_count = np.zeros(len(runs), dtype=np.int64)
-        if has_events.any():
-            s, c = buf.vectors(ev_vec[has_events], 4, "RunData.events")
-            ev_start[has_events] = s
-            ev_count[has_events] = c
+        ev_start, ev_count = buf.optional_vectors(runs.offset(3, "events"), 4, "RunData.events")
         event_pos = buf.uoffset_targets(buf.expand(ev_start, ev_count, 4), "events entry")
         cols = self._events(event_pos)
         bounds = np.concatenate([[0], np.cumsum(ev_count)]).astype(np.int64)
@@ -216,16 +202,10 @@ class _Decoder:
     def _allocators(self, vec_pos: I64) -> tuple[I64, npt.NDArray[np.int32]]:
         """Per run, where its allocators' name codes start and end (``bounds``), and the
         codes (-1: no name) of every allocator of every run, in order."""
-        count = np.zeros(len(vec_pos), dtype=np.int64)
-        codes = np.zeros(0, dtype=np.int32)
-        present = vec_pos >= 0
-        if present.any():
-            start, count[present] = self.buf.vectors(vec_pos[present], 4, "RunData.allocators")
-            pos = self.buf.uoffset_targets(
-                self.buf.expand(start, count[present], 4), "allocators entry"
-            )
-            tables = self.buf.tables(pos, "Allocator")
-            codes = self.strings.intern(tables.offset(0, "name"), "Allocator.name")
+        start, count = self.buf.optional_vectors(vec_pos, 4, "RunData.allocators")
+        pos = self.buf.uoffset_targets(self.buf.expand(start, count, 4), "allocators entry")
+        tables = self.buf.tables(pos, "Allocator")
+        codes = self.strings.intern(tables.offset(0, "name"), "Allocator.name")
         return np.concatenate([[0], np.cumsum(count)]).astype(np.int64), codes
 
     def _events(self, event_pos: I64) -> dict[str, npt.NDArray[Any]]:
