@@ -177,7 +177,7 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
 
     import pyarrow.parquet as pq
 
-    from delegate_lens.dataset.collector import _read, content_hash
+    from delegate_lens.dataset.batch import _read, content_hash
     from delegate_lens.dataset.rows import FileLabels, files_columns, files_table
     from delegate_lens.dataset.sources import find_sources
     from delegate_lens.dataset.store import _write_options

@@ -15,7 +15,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("duckdb")
 
 from delegate_lens.dataset import collect, query
-from delegate_lens.dataset.collector import collect_batch
+from delegate_lens.dataset.batch import collect_batch
 from delegate_lens.dataset.sources import find_sources
 from delegate_lens.etdump import EventKind, load
 
@@ -150,7 +150,7 @@ def test_workers_fork_only_without_other_python_threads() -> None:
     import sys
     import threading
 
-    from delegate_lens.dataset.collector import _start_method
+    from delegate_lens.dataset.engines import _start_method
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
