@@ -11,7 +11,9 @@ ETRecord's delegate map), and times ``Inspector(...)`` (median over ``--repeat``
 * ``per-tick plugin``: a 500 MHz clock for ``BenchNPU`` on ``dl_delegate_time_scale``
   (one call per tick);
 * ``array plugin``: the same clock on ``dl_delegate_time_scale_array`` (one call per row,
-  vectorized; same samples).
+  vectorized; same samples);
+* ``cycle_clock 500 MHz``: the installed ``delegate-lens-cycle-clock`` plugin configured
+  (``DELEGATE_LENS_OPTIONS``) with the same clock for ``BenchNPU`` (same samples).
 
 Usage: python benchmarks/bench_delegate_clock.py [--runs 1000] [--events 200] [--repeat 7]
 """
@@ -120,6 +122,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
+    from delegate_lens.config import OPTIONS_ENV
     from delegate_lens.pluginmanager import AUTOLOAD_ENV, get_plugin_manager, reset_plugin_manager
 
     print(describe_machine())
@@ -143,6 +146,18 @@ def main() -> None:
     median, converted = measure(data, record, max(1, args.repeat // 2))
     print(f"  per-tick plugin     {median:.3f} s  (median of {max(1, args.repeat // 2)})")
     pm.unregister(name="bench_tick_clock")
+    if pm.get_plugin("cycle_clock") is None:
+        print("  cycle_clock 500 MHz - (delegate-lens-cycle-clock not installed)")
+    else:
+        options = os.environ.get(OPTIONS_ENV)
+        os.environ[OPTIONS_ENV] = 'cycle_clock.backends.BenchNPU = "500 MHz"'
+        median, samples = measure(data, record, args.repeat)
+        if options is None:
+            del os.environ[OPTIONS_ENV]
+        else:
+            os.environ[OPTIONS_ENV] = options
+        assert samples == converted, "cycle_clock's samples differ from the per-tick plugin's"
+        print(f"  cycle_clock 500 MHz {median:.3f} s")
     if getattr(pm.hook, "dl_delegate_time_scale_array", None) is None:
         print("  array plugin        - (no dl_delegate_time_scale_array hook)")
         return
