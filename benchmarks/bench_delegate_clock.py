@@ -6,8 +6,9 @@ ETRecord's delegate map), and times ``Inspector(...)`` (median over ``--repeat``
 
 * ``built-ins only``: no plugin converts the clock (``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD``
   set); the built-in fallback applies the source/target factor, one call per row;
-* ``installed plugins``: whatever entry points are installed (``cycle_clock`` asks its
-  configuration once per row and declines);
+* ``installed plugins``: whatever entry points are installed (``cycle_clock``, not
+  configured for ``BenchNPU``, declines each row on its array hook and, asked by the
+  built-in ``tick_clock``, on the row's first tick);
 * ``per-tick plugin``: a 500 MHz clock for ``BenchNPU`` on ``dl_delegate_time_scale``
   (one call per tick);
 * ``array plugin``: the same clock on ``dl_delegate_time_scale_array`` (one call per row,
