@@ -6,12 +6,15 @@ ETRecord's delegate map), and times ``Inspector(...)`` (median over ``--repeat``
 
 * ``built-ins only``: no plugin converts the clock (``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD``
   set); the built-in fallback applies the source/target factor, one call per row;
-* ``installed plugins``: whatever entry points are installed (``cycle_clock`` asks its
-  configuration once per row and declines);
+* ``installed plugins``: whatever entry points are installed (``cycle_clock``, not
+  configured for ``BenchNPU``, declines each row on its array hook and, asked by the
+  built-in ``tick_clock``, on the row's first tick);
 * ``per-tick plugin``: a 500 MHz clock for ``BenchNPU`` on ``dl_delegate_time_scale``
   (one call per tick);
 * ``array plugin``: the same clock on ``dl_delegate_time_scale_array`` (one call per row,
-  vectorized; same samples).
+  vectorized; same samples);
+* ``cycle_clock 500 MHz``: the installed ``delegate-lens-cycle-clock`` plugin configured
+  (``DELEGATE_LENS_OPTIONS``) with the same clock for ``BenchNPU`` (same samples).
 
 Usage: python benchmarks/bench_delegate_clock.py [--runs 1000] [--events 200] [--repeat 7]
 """
@@ -120,6 +123,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
+    from delegate_lens.config import OPTIONS_ENV
     from delegate_lens.pluginmanager import AUTOLOAD_ENV, get_plugin_manager, reset_plugin_manager
 
     print(describe_machine())
@@ -143,6 +147,18 @@ def main() -> None:
     median, converted = measure(data, record, max(1, args.repeat // 2))
     print(f"  per-tick plugin     {median:.3f} s  (median of {max(1, args.repeat // 2)})")
     pm.unregister(name="bench_tick_clock")
+    if pm.get_plugin("cycle_clock") is None:
+        print("  cycle_clock 500 MHz - (delegate-lens-cycle-clock not installed)")
+    else:
+        options = os.environ.get(OPTIONS_ENV)
+        os.environ[OPTIONS_ENV] = 'cycle_clock.backends.BenchNPU = "500 MHz"'
+        median, samples = measure(data, record, args.repeat)
+        if options is None:
+            del os.environ[OPTIONS_ENV]
+        else:
+            os.environ[OPTIONS_ENV] = options
+        assert samples == converted, "cycle_clock's samples differ from the per-tick plugin's"
+        print(f"  cycle_clock 500 MHz {median:.3f} s")
     if getattr(pm.hook, "dl_delegate_time_scale_array", None) is None:
         print("  array plugin        - (no dl_delegate_time_scale_array hook)")
         return
