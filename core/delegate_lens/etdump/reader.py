@@ -29,7 +29,7 @@ from delegate_lens.etdump.values import decode_values
 __all__ = ["FILE_IDENTIFIER", "decode_columns", "decode_many", "load", "loads"]
 
 FILE_IDENTIFIER = b"ED00"
-_EVENT_CHUNK = 1 << 17  # events per pass: bigger passes spend less on numpy call overhead
+_EVENT_CHUNK = 1 << 15
 I64 = npt.NDArray[np.int64]
 _T = TypeVar("_T")
 

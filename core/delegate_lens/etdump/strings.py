@@ -23,7 +23,7 @@ from delegate_lens.etdump.buffer import Buffer, factorize
 __all__ = ["StringTable"]
 
 I64 = npt.NDArray[np.int64]
-_CHUNK = 1 << 16
+_CHUNK = 1 << 15
 # distinct multipliers in [0.5, 1.5) (golden-ratio sequence; importing numpy.random costs ~8 ms)
 _FMULT = 0.5 + (np.arange(1, 65) * 0.6180339887498949) % 1.0
 
