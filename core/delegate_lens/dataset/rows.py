@@ -203,9 +203,11 @@ def files_table(
     iid = pick(fc.instruction_id)
     no_iid = iid == -1
     block_names: dict[str, int] = {}
-    block_of_run = np.array(
-        [block_names.setdefault(name or "", len(block_names)) for name in fc.run_names],
-        dtype=np.int32,
+    code_of: dict[str | None, int] = {}
+    for name in dict.fromkeys(fc.run_names):  # the distinct names, in first-run order
+        code_of[name] = block_names.setdefault(name or "", len(block_names))
+    block_of_run = np.fromiter(
+        map(code_of.__getitem__, fc.run_names), dtype=np.int32, count=len(fc.run_names)
     )
     columns = {
         "source": _text(pa, file_of_event, [f.source for f in files]),
