@@ -8,6 +8,7 @@ columns back vectorized. See ``docs/etdump.md``.
 from __future__ import annotations
 
 from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
+from delegate_lens.etdump.decoded import DecodedColumns
 from delegate_lens.etdump.jsonview import from_json, to_json, write_json
 from delegate_lens.etdump.model import (
     AllocationEvent,
@@ -29,7 +30,7 @@ from delegate_lens.etdump.model import (
     Value,
     ValueType,
 )
-from delegate_lens.etdump.reader import FILE_IDENTIFIER, load, loads
+from delegate_lens.etdump.reader import FILE_IDENTIFIER, decode_columns, decode_many, load, loads
 from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
 from delegate_lens.etdump.writer import dump, dumps
 
@@ -40,6 +41,7 @@ __all__ = [
     "Bool",
     "DebugEntries",
     "DebugEvent",
+    "DecodedColumns",
     "Double",
     "ETDump",
     "Event",
@@ -59,6 +61,8 @@ __all__ = [
     "Value",
     "ValueColumns",
     "ValueType",
+    "decode_columns",
+    "decode_many",
     "dump",
     "dumps",
     "from_json",
