@@ -204,8 +204,8 @@ def files_table(
     no_iid = iid == -1
     block_names: dict[str, int] = {}
     code_of: dict[str | None, int] = {}
-    for name in dict.fromkeys(fc.run_names):  # the distinct names, in first-run order
-        code_of[name] = block_names.setdefault(name or "", len(block_names))
+    for run_name in dict.fromkeys(fc.run_names):  # the distinct names, in first-run order
+        code_of[run_name] = block_names.setdefault(run_name or "", len(block_names))
     block_of_run = np.fromiter(
         map(code_of.__getitem__, fc.run_names), dtype=np.int32, count=len(fc.run_names)
     )
