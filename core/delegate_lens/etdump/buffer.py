@@ -211,13 +211,15 @@ def factorize(
     """(distinct values sorted, index of each value in them), fast when there are few.
 
     Starts from a sample and grows the set with the values it misses; returns None when
-    there are more than ``limit`` distinct values (callers then take a general path).
+    there are more than ``limit`` distinct values, or when the sample misses more than a
+    tenth of the values (many distinct values, e.g. the vtables of many files decoded
+    together: callers then take a general path, cheaper than growing the set).
     """
     n = len(values)
     if n == 0:
         return values[:0], np.zeros(0, dtype=np.int64)
     distinct = np.unique(values[:: max(1, n // 512)])
-    for _ in range(4):
+    for round_ in range(4):
         if len(distinct) == 1:
             miss = values != distinct[0]
             index = np.zeros(n, dtype=np.int64)
@@ -225,8 +227,11 @@ def factorize(
             index = np.searchsorted(distinct, values)
             np.minimum(index, len(distinct) - 1, out=index)
             miss = distinct[index] != values
-        if not miss.any():
+        missed = int(np.count_nonzero(miss))
+        if not missed:
             return distinct, index
+        if round_ == 0 and missed * 10 > n:
+            return None
         distinct = np.union1d(distinct, values[miss])
         if len(distinct) > limit:
             return None
