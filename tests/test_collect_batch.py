@@ -162,3 +162,56 @@ def test_workers_fork_only_without_other_python_threads() -> None:
         thread.join()
     if sys.platform == "linux" and threading.active_count() == 1:
         assert _start_method() == "fork"
+
+
+@pytest.fixture
+def linked_fleet(tmp_path: Path, vectors_dir: Path) -> Path:
+    """12 dumps of mlp_xnnpack sharing its ETRecord (etrecord.bin beside them); one broken."""
+    src = vectors_dir / "mlp_xnnpack"
+    base = (src / "etdump.etdp").read_bytes()
+    root = tmp_path / "linked"
+    root.mkdir()
+    (root / "etrecord.bin").write_bytes((src / "etrecord.bin").read_bytes())
+    for i in range(12):
+        (root / f"r{i:02d}.etdp").write_bytes(vary(base, i) if i else base)
+    data = bytearray((root / "r05.etdp").read_bytes())
+    data[40:60] = b"\xff" * 20
+    (root / "r05.etdp").write_bytes(bytes(data))
+    return root
+
+
+def test_linked_files_decoded_together_equal_one_at_a_time(
+    linked_fleet: Path, tmp_path: Path
+) -> None:
+    sources = find_sources([str(linked_fleet)])
+    assert all(s.etrecord for s in sources)
+    together = collect_batch(str(tmp_path / "a"), sources)
+    alone = [r for s in sources for r in collect_batch(str(tmp_path / "b"), [s])]
+    assert [(r.source, r.status, r.rows) for r in together] == [
+        (r.source, r.status, r.rows) for r in alone
+    ]
+    assert [Path(r.source).name for r in together if r.status == "failed"] == ["r05.etdp"]
+    sql = "select * from events order by source, run, event_index"
+    a, b = query(str(tmp_path / "a"), sql), query(str(tmp_path / "b"), sql)
+    assert a.num_rows == 11 * 37 and a.equals(b)
+    linked = query(str(tmp_path / "a"), "select count(*) n from events where op_types is not null")
+    assert linked["n"][0].as_py() > 0  # the links came through the Inspector
+
+
+def test_inspector_takes_a_decoded_etdump(vectors_dir: Path) -> None:
+    import warnings
+
+    from delegate_lens.errors import UsageError
+    from delegate_lens.etdump import decode_many
+    from delegate_lens.inspector import Inspector
+
+    src = vectors_dir / "mlp_xnnpack"
+    data = (src / "etdump.etdp").read_bytes()
+    decoded = decode_many([data, vary(data, 3)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = Inspector(etdump=decoded.etdump(0), etrecord=src / "etrecord.bin")
+        ref = Inspector(etdump_data=data, etrecord=src / "etrecord.bin")
+    assert one.to_dataframe().equals(ref.to_dataframe())
+    with pytest.raises(UsageError, match="exactly one"):
+        Inspector(etdump_data=data, etdump=decoded.etdump(0))

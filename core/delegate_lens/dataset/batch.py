@@ -1,8 +1,8 @@
 """One batch of ``collect``: read, hash and decode some ETDumps, write them as one part.
 
-What each worker runs (:func:`collect_batch`). Files without an ETRecord are decoded
-together, many small files in one vectorized pass; a file with an ETRecord goes through the
-Inspector for its links. A file that cannot be read or decoded is reported and skipped; the
+What each worker runs (:func:`collect_batch`). Files are decoded together, many small
+files in one vectorized pass; a file with an ETRecord then goes through an Inspector for
+its links. A file that cannot be read or decoded is reported and skipped; the
 others of its batch are still collected.
 """
 
@@ -146,18 +146,53 @@ def _decode_group(
             yield item, exc
 
 
+def _linked_group(
+    group: list[_Pending], etrecord: Any, label_names: Sequence[str]
+) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
+    """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
+    Inspector per file (for its links); one file at a time when the group fails."""
+    from delegate_lens.dataset.rows import events_table
+    from delegate_lens.etdump import decode_many
+    from delegate_lens.inspector import Inspector
+
+    def table(item: _Pending, inspector: Any) -> Any:
+        return events_table(
+            inspector.file_columns,
+            source=item.source.path,
+            file_hash=item.file_hash,
+            labels=item.labels,
+            inspector=inspector,
+            label_names=label_names,
+        )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            decoded = decode_many([item.data for item in group])
+        except Exception:  # a bad file among them: one at a time, to tell which
+            decoded = None
+        for k, item in enumerate(group):
+            try:
+                if decoded is not None:
+                    inspector = Inspector(etdump=decoded.etdump(k), etrecord=etrecord)
+                else:
+                    inspector = Inspector(etdump_data=item.data, etrecord=etrecord)
+                yield [item], table(item, inspector)
+            except Exception as exc:
+                yield item, exc
+
+
 def collect_batch(
     location: str, sources: Sequence[Source], known: Collection[str] = frozenset()
 ) -> list[FileResult]:
     """Collect ``sources`` into one new part of the dataset at ``location`` (what each
     worker runs); files whose hash is in ``known`` are skipped.
 
-    Files without an ETRecord are decoded together, many small files in one vectorized
-    pass (:func:`~delegate_lens.etdump.reader.decode_many`); a file with an ETRecord goes
-    through the Inspector for its links. A file repeated within the batch is skipped, or
-    fails as its first copy did.
+    Files are decoded together, many small files in one vectorized pass
+    (:func:`~delegate_lens.etdump.reader.decode_many`); a file with an ETRecord then goes
+    through an Inspector of its own for its links. A file repeated within the batch is
+    skipped, or fails as its first copy did.
     """
-    from delegate_lens.dataset.rows import events_table, file_columns
     from delegate_lens.etrecord import load_etrecord
 
     pa = require("pyarrow", "collect")
@@ -200,27 +235,24 @@ def collect_batch(
             else:
                 failed[done.index] = _message(done.source.path, outcome)
     records: dict[str, Any] = {}
+    by_record: dict[str, list[_Pending]] = {}
     for item in linked:
+        assert item.source.etrecord is not None
+        by_record.setdefault(item.source.etrecord, []).append(item)
+    for path, items in by_record.items():
         try:
-            etrecord = item.source.etrecord
-            assert etrecord is not None
-            if etrecord not in records:
-                records[etrecord] = load_etrecord(etrecord)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fc, inspector = file_columns(item.data, records[etrecord])
-                linked_table = events_table(
-                    fc,
-                    source=item.source.path,
-                    file_hash=item.file_hash,
-                    labels=item.labels,
-                    inspector=inspector,
-                    label_names=names,
-                )
-            tables.append(([item], linked_table))
-            collected.append(item)
-        except Exception as exc:  # a bad file (or ETRecord) is reported and skipped
-            failed[item.index] = _message(item.source.path, exc)
+            records[path] = load_etrecord(path)
+        except Exception as exc:  # a bad ETRecord: its files are reported and skipped
+            for item in items:
+                failed[item.index] = _message(item.source.path, exc)
+            continue
+        for group in _groups(items):
+            for done, outcome in _linked_group(group, records[path], names):
+                if isinstance(done, list):
+                    tables.append((done, outcome))
+                    collected.extend(done)
+                else:
+                    failed[done.index] = _message(done.source.path, outcome)
 
     rows: dict[int, int] = {}
     for done, table in tables:

@@ -20,6 +20,7 @@ from delegate_lens.inspector.tables import BlockTable
 from delegate_lens.inspector.timescale import TimeScale, scale_factor
 
 if TYPE_CHECKING:
+    from delegate_lens.etdump import ETDump
     from delegate_lens.inspector.memory import AllocatorUsage
     from delegate_lens.inspector.optypes import OpTypeSummary
 
@@ -35,7 +36,8 @@ def _warn(message: str) -> None:
 class Inspector:
     """Joins an ETDump (runtime events) with an ETRecord (ahead-of-time graph and maps).
 
-    :param etdump_path: path of the ETDump file (exactly one of this and ``etdump_data``).
+    :param etdump_path: path of the ETDump file (exactly one of this, ``etdump_data`` and
+        ``etdump``).
     :param etdump_data: the ETDump bytes.
     :param etrecord: an :class:`~delegate_lens.etrecord.ETRecord` or the path of one.
     :param source_time_scale: unit of the runtime's clock (default ns).
@@ -51,6 +53,8 @@ class Inspector:
         (the source/target factor). See :mod:`delegate_lens.inspector.delegate_rows`.
     :param enable_module_hierarchy: accepted for compatibility; module hierarchies are
         always reported.
+    :param etdump: an :class:`~delegate_lens.etdump.ETDump` already decoded or built (e.g.
+        one file of :func:`~delegate_lens.etdump.decode_many`); keyword only, our addition.
     """
 
     def __init__(
@@ -64,14 +68,16 @@ class Inspector:
         delegate_metadata_parser: MetadataParser | None = None,
         delegate_time_scale_converter: TimeScaleConverter | None = None,
         enable_module_hierarchy: bool = False,
+        *,
+        etdump: ETDump | None = None,
     ) -> None:
         from delegate_lens import etdump as etdump_codec
 
         self.source_time_scale = TimeScale.coerce(source_time_scale)
         self.target_time_scale = TimeScale.coerce(target_time_scale)
         self._factor = scale_factor(self.source_time_scale, self.target_time_scale)
-        if (etdump_path is None) == (etdump_data is None):
-            raise UsageError("give exactly one of etdump_path and etdump_data")
+        if [etdump_path, etdump_data, etdump].count(None) != 2:
+            raise UsageError("give exactly one of etdump_path, etdump_data and etdump")
         if delegate_metadata_parser is not None and not callable(delegate_metadata_parser):
             raise UsageError("delegate_metadata_parser must be callable")
         if delegate_time_scale_converter is not None and not callable(
@@ -85,7 +91,9 @@ class Inspector:
         self.etdump_path = None if etdump_path is None else Path(etdump_path)
         self._etrecord = load_etrecord(etrecord)
 
-        if etdump_path is not None:
+        if etdump is not None:
+            dump = etdump
+        elif etdump_path is not None:
             dump = etdump_codec.load(etdump_path)
         else:
             assert etdump_data is not None
