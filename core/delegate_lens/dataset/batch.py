@@ -227,13 +227,17 @@ def collect_batch(
     tables: list[tuple[list[_Pending], Any]] = []
     collected: list[_Pending] = []
     failed: dict[int, str] = {}
-    for group in _groups(plain):
-        for done, outcome in _decode_group(group, names):
+
+    def take(outcomes: Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]) -> None:
+        for done, outcome in outcomes:
             if isinstance(done, list):
                 tables.append((done, outcome))
                 collected.extend(done)
             else:
                 failed[done.index] = _message(done.source.path, outcome)
+
+    for group in _groups(plain):
+        take(_decode_group(group, names))
     records: dict[str, Any] = {}
     by_record: dict[str, list[_Pending]] = {}
     for item in linked:
@@ -247,12 +251,7 @@ def collect_batch(
                 failed[item.index] = _message(item.source.path, exc)
             continue
         for group in _groups(items):
-            for done, outcome in _linked_group(group, records[path], names):
-                if isinstance(done, list):
-                    tables.append((done, outcome))
-                    collected.extend(done)
-                else:
-                    failed[done.index] = _message(done.source.path, outcome)
+            take(_linked_group(group, records[path], names))
 
     rows: dict[int, int] = {}
     for done, table in tables:
