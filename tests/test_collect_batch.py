@@ -215,3 +215,22 @@ def test_inspector_takes_a_decoded_etdump(vectors_dir: Path) -> None:
     assert one.to_dataframe().equals(ref.to_dataframe())
     with pytest.raises(UsageError, match="exactly one"):
         Inspector(etdump_data=data, etdump=decoded.etdump(0))
+
+
+def test_worker_processes_start_when_the_runner_is_called(
+    small_fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """collect calls the runner before starting its progress bar (a thread): the workers
+    must be forked then, not when the first result is asked for."""
+    from delegate_lens.dataset import engines
+
+    methods: list[str] = []
+    real = engines._start_method
+    monkeypatch.setattr(engines, "_start_method", lambda: methods.append(real()) or methods[-1])
+    sources = find_sources([str(small_fleet / "dev0")])
+    outcomes = engines.run_processes(2)(
+        str(tmp_path / "ds"), [sources[:5], sources[5:]], frozenset()
+    )
+    assert len(methods) == 1  # the pool exists before any result is consumed
+    results = [r for batch in outcomes for r in batch]
+    assert sorted(r.source for r in results) == sorted(s.path for s in sources)

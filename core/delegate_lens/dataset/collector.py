@@ -160,9 +160,10 @@ def collect(
     batches = make_batches(sources, batch_bytes, workers if engine == "local" else max(workers, 2))
     order = {source.path: i for i, source in enumerate(sources)}
     results: list[FileResult] = []
+    outcomes = runner(store.location, batches, known)  # workers start before the bar's thread
     bar = _Progress(sum(s.size for s in sources), progress)
     try:
-        for batch_results in runner(store.location, batches, known):
+        for batch_results in outcomes:
             results.extend(batch_results)
             bar.advance(sum(sources[order[r.source]].size for r in batch_results))
     finally:

@@ -41,8 +41,10 @@ def run_processes(workers: int) -> Runner:
     def run(
         location: str, batches: list[list[Source]], known: frozenset[str]
     ) -> Iterator[list[FileResult]]:
+        """Start the workers and hand them every batch now (before any other thread of
+        ours starts, e.g. a progress bar's), then yield results as batches finish."""
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
         method = _start_method()
         context = multiprocessing.get_context(method)
@@ -56,9 +58,13 @@ def run_processes(workers: int) -> Runner:
             )
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
             futures = [pool.submit(collect_batch, location, batch, known) for batch in batches]
-        with pool:
-            for future in as_completed(futures):
-                yield future.result()
+
+        def results(futures: list[Future[list[FileResult]]]) -> Iterator[list[FileResult]]:
+            with pool:
+                for future in as_completed(futures):
+                    yield future.result()
+
+        return results(futures)
 
     return run
 
