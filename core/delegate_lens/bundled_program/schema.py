@@ -20,6 +20,8 @@ The buffer is not size prefixed; bytes 4..8 hold the file identifier.
 
 from __future__ import annotations
 
+from delegate_lens.etdump.model import NUMPY_SCALAR_TYPES, ScalarType
+
 __all__ = [
     "BUNDLED_PROGRAM_SCHEMA_VERSION",
     "FILE_IDENTIFIER",
@@ -37,33 +39,10 @@ BUNDLED_PROGRAM_SCHEMA_VERSION = 2
 
 TAG_TENSOR, TAG_INT, TAG_BOOL, TAG_DOUBLE = 1, 2, 3, 4
 
-SCALAR_TYPES: dict[str, int] = {
-    "uint8": 0,
-    "int8": 1,
-    "int16": 2,
-    "int32": 3,
-    "int64": 4,
-    "float16": 5,
-    "float32": 6,
-    "float64": 7,
-    "bool": 11,
-    "uint16": 27,
-    "uint32": 28,
-    "uint64": 29,
-}
+SCALAR_TYPES: dict[str, int] = {name: int(code) for name, code in NUMPY_SCALAR_TYPES.items()}
 """numpy dtype name -> ExecuTorch ``ScalarType`` code, for the dtypes numpy can hold."""
 
 SCALAR_TYPE_NAMES: dict[int, str] = {
-    12: "QINT8",
-    13: "QUINT8",
-    14: "QINT32",
-    15: "BFLOAT16",
-    16: "QUINT4X2",
-    17: "QUINT2X4",
-    22: "BITS16",
-    23: "FLOAT8E5M2",
-    24: "FLOAT8E4M3FN",
-    25: "FLOAT8E5M2FNUZ",
-    26: "FLOAT8E4M3FNUZ",
+    int(code): code.name for code in ScalarType if code not in NUMPY_SCALAR_TYPES.values()
 }
 """ScalarType codes numpy cannot hold, named for error messages."""

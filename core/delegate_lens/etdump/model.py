@@ -87,6 +87,23 @@ class ScalarType(enum.IntEnum):
     UINT64 = 29
 
 
+NUMPY_SCALAR_TYPES: dict[str, ScalarType] = {
+    "uint8": ScalarType.BYTE,
+    "int8": ScalarType.CHAR,
+    "int16": ScalarType.SHORT,
+    "int32": ScalarType.INT,
+    "int64": ScalarType.LONG,
+    "float16": ScalarType.HALF,
+    "float32": ScalarType.FLOAT,
+    "float64": ScalarType.DOUBLE,
+    "bool": ScalarType.BOOL,
+    "uint16": ScalarType.UINT16,
+    "uint32": ScalarType.UINT32,
+    "uint64": ScalarType.UINT64,
+}
+"""numpy dtype name -> :class:`ScalarType`, for the dtypes numpy holds (the writers' and
+readers' one table of codes)."""
+
 _VALUE_TYPES = {int(m): m for m in ValueType}
 _SCALAR_TYPES = {int(m): m for m in ScalarType}
 

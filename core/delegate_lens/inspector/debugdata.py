@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from delegate_lens.etdump.model import ScalarType, Value, ValueType
+from delegate_lens.etdump.model import NUMPY_SCALAR_TYPES, ScalarType, Value, ValueType
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.build import FileColumns, Grouping
@@ -27,22 +27,12 @@ __all__ = [
 ]
 
 _DTYPES: dict[int, Any] = {
-    ScalarType.BYTE: np.uint8,
-    ScalarType.CHAR: np.int8,
-    ScalarType.SHORT: np.int16,
-    ScalarType.INT: np.int32,
-    ScalarType.LONG: np.int64,
-    ScalarType.HALF: np.float16,
-    ScalarType.FLOAT: np.float32,
-    ScalarType.DOUBLE: np.float64,
-    ScalarType.BOOL: np.bool_,
+    **{int(code): np.dtype(name).type for name, code in NUMPY_SCALAR_TYPES.items()},
+    # no numpy dtype of their own: read as their storage
     ScalarType.QINT8: np.int8,
     ScalarType.QUINT8: np.uint8,
     ScalarType.QINT32: np.int32,
     ScalarType.BITS16: np.uint16,
-    ScalarType.UINT16: np.uint16,
-    ScalarType.UINT32: np.uint32,
-    ScalarType.UINT64: np.uint64,
 }
 
 

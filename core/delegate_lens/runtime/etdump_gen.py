@@ -43,6 +43,7 @@ from delegate_lens.errors import (
     EventTracerError,
     PluginWarning,
 )
+from delegate_lens.etdump.model import NUMPY_SCALAR_TYPES, ScalarType
 from delegate_lens.fileio import write_bytes_atomic
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
@@ -59,23 +60,12 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 # dtype name (torch without "torch.", or numpy) -> ETDump ScalarType code. Only the codes of
 # the schema's enum: complex types (c10 codes 8-10) have none, so they are not logged.
 _SCALAR_TYPE: dict[str, int] = {
-    "uint8": 0,
-    "int8": 1,
-    "int16": 2,
-    "int32": 3,
-    "int64": 4,
-    "float16": 5,
-    "float32": 6,
-    "float64": 7,
-    "bool": 11,
-    "bfloat16": 15,
-    "float8_e5m2": 23,
-    "float8_e4m3fn": 24,
-    "float8_e5m2fnuz": 25,
-    "float8_e4m3fnuz": 26,
-    "uint16": 27,
-    "uint32": 28,
-    "uint64": 29,
+    **{name: int(code) for name, code in NUMPY_SCALAR_TYPES.items()},
+    "bfloat16": int(ScalarType.BFLOAT16),  # torch-only dtypes
+    "float8_e5m2": int(ScalarType.FLOAT8E5M2),
+    "float8_e4m3fn": int(ScalarType.FLOAT8E4M3FN),
+    "float8_e5m2fnuz": int(ScalarType.FLOAT8E5M2FNUZ),
+    "float8_e4m3fnuz": int(ScalarType.FLOAT8E4M3FNUZ),
 }
 
 
