@@ -134,10 +134,25 @@ def run_demo(
             f"      note: the debug buffer filled up; {tracer.dropped_debug_values} "
             "intermediate value(s) were not stored"
         )
+    opened: list[Any] = []
+
+    def inspector() -> Any:  # one Inspector for the table and the numerics, made once
+        if not opened:
+            from delegate_lens import Inspector
+
+            opened.append(
+                Inspector(
+                    etdump_path=str(paths["etdump"]),
+                    etrecord=str(paths["etrecord"]),
+                    debug_buffer_path=str(paths["debug_buffer"]),
+                )
+            )
+        return opened[0]
+
     if show_table:
-        _inspect(paths, echo, table_file)
+        _inspect(inspector, paths, echo, table_file)
     if numerics:
-        _numerics(paths, echo, table_file)
+        _numerics(inspector, paths, echo, table_file)
     return DemoResult(
         out,
         paths,
@@ -185,9 +200,14 @@ def bundle_demo_program(manager: Any, model: str, module: Any, *, exact: bool = 
     return BundledProgram(manager, [MethodTestSuite("forward", cases)])
 
 
-def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO | None) -> None:
+def _inspect(
+    inspector: Callable[[], Any],
+    paths: dict[str, Path],
+    echo: Callable[[str], None],
+    file: TextIO | None,
+) -> None:
     try:
-        from delegate_lens import Inspector
+        from delegate_lens import Inspector  # noqa: F401
     except (ImportError, AttributeError):
         echo("[6/6] inspect     (the Inspector is not available in this build)")
         return
@@ -195,14 +215,10 @@ def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO |
         f"[6/6] inspect     delegate-lens inspect {paths['etdump']} --etrecord {paths['etrecord']} "
         f"--debug-buffer {paths['debug_buffer']}"
     )
-    inspector = Inspector(
-        etdump_path=str(paths["etdump"]),
-        etrecord=str(paths["etrecord"]),
-        debug_buffer_path=str(paths["debug_buffer"]),
-    )
-    inspector.print_data_tabular(file=file)
+    opened = inspector()
+    opened.print_data_tabular(file=file)
     lines = []
-    for block in inspector.event_blocks:
+    for block in opened.event_blocks:
         for event in block.events:
             parsed = event.delegate_debug_metadatas
             if event.delegate_backend_name == BACKEND_ID and isinstance(parsed, dict) and parsed:
@@ -221,17 +237,15 @@ def _inspect(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO |
         )
 
 
-def _numerics(paths: dict[str, Path], echo: Callable[[str], None], file: TextIO | None) -> None:
-    from delegate_lens import Inspector
-
+def _numerics(
+    inspector: Callable[[], Any],
+    paths: dict[str, Path],
+    echo: Callable[[str], None],
+    file: TextIO | None,
+) -> None:
     echo(
         f"numerics    delegate-lens numerics {paths['etdump']} --etrecord {paths['etrecord']} "
         f"--debug-buffer {paths['debug_buffer']}"
     )
-    inspector = Inspector(
-        etdump_path=str(paths["etdump"]),
-        etrecord=str(paths["etrecord"]),
-        debug_buffer_path=str(paths["debug_buffer"]),
-    )
-    table = inspector.calculate_numeric_gap("MSE", as_dataframe=False)
+    table = inspector().calculate_numeric_gap("MSE", as_dataframe=False)
     print("\n".join(table.format_lines()), file=file)
