@@ -1,5 +1,5 @@
-"""Shared fixtures: where the reference vectors are; a plugin manager without installed
-plugins."""
+"""Shared fixtures: where the reference vectors are; a fresh plugin manager, with or
+without the installed plugins."""
 
 from __future__ import annotations
 
@@ -22,12 +22,22 @@ def vectors_dir() -> Path:
 
 
 @pytest.fixture
-def builtin_plugins_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Installed plugins (entry points) stay out: only delegate-lens's built-ins load.
-    A module opts in with ``pytestmark = pytest.mark.usefixtures("builtin_plugins_only")``."""
-    from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
+def builtin_plugins_only(monkeypatch: pytest.MonkeyPatch, fresh_plugin_manager: None) -> None:
+    """Installed plugins (entry points) stay out: only delegate-lens's built-ins load (the
+    fresh manager is made on first use, after this). A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("builtin_plugins_only")``."""
+    from delegate_lens.pluginmanager import AUTOLOAD_ENV
 
     monkeypatch.setenv(AUTOLOAD_ENV, "1")
+
+
+@pytest.fixture
+def fresh_plugin_manager() -> Iterator[None]:
+    """A new plugin manager before and after the test; every installed plugin takes part,
+    as for a user. A module opts in with
+    ``pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")``."""
+    from delegate_lens.pluginmanager import reset_plugin_manager
+
     reset_plugin_manager()
     yield
     reset_plugin_manager()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,18 +12,10 @@ from hypothesis import strategies as st
 from delegate_lens.backends_demo import metadata as demo_metadata
 from delegate_lens.backends_demo.blob import BlobError, DemoBlob, DemoOp, from_bytes, to_bytes
 
-
-@pytest.fixture(autouse=True)
-def _plugins() -> Iterator[None]:
-    # every installed plugin takes part, as for a user; start from a fresh manager
-    from delegate_lens.pluginmanager import reset_plugin_manager
-
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
-
-
 # --------------------------------------------------------------------------- torch-free parts
+
+# a fresh plugin manager with every installed plugin, as for a user
+pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")
 
 
 @given(st.text(max_size=20), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))

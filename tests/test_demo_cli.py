@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from delegate_lens.cli import main
 
-
-@pytest.fixture(autouse=True)
-def _plugins() -> Iterator[None]:
-    # every installed plugin takes part, as for a user; start from a fresh manager
-    from delegate_lens.pluginmanager import reset_plugin_manager
-
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# a fresh plugin manager with every installed plugin, as for a user
+pytestmark = pytest.mark.usefixtures("fresh_plugin_manager")
 
 
 @pytest.mark.torch

@@ -3,23 +3,14 @@ folder, and the numbers it shows are what the code gives."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from docblocks import DOCS, blocks, exec_blocks
 
 DOC = DOCS / "numerics.md"
-pytestmark = pytest.mark.torch
-
-
-@pytest.fixture(autouse=True)
-def _plugins() -> Iterator[None]:
-    from delegate_lens.pluginmanager import reset_plugin_manager
-
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# torch; a fresh plugin manager with every installed plugin, as for a user
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("fresh_plugin_manager")]
 
 
 def test_python_examples_run(

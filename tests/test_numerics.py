@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,8 @@ from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX, AotOutputs
 from delegate_lens.inspector.gaptable import NumericGapTable
 from delegate_lens.inspector.linking import InspectorWarning
 
-pytestmark = pytest.mark.torch
-
-
-@pytest.fixture(autouse=True)
-def _plugins() -> Iterator[None]:
-    from delegate_lens.pluginmanager import reset_plugin_manager
-
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# torch; a fresh plugin manager with every installed plugin, as for a user
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("fresh_plugin_manager")]
 
 
 _RUNS: dict[tuple[Any, ...], dict[str, Path]] = {}

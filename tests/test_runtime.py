@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +29,8 @@ from delegate_lens.program_format import (  # noqa: E402
 )
 from delegate_lens.runtime import ETDumpGen, Program  # noqa: E402
 
-pytestmark = pytest.mark.torch
-
-
-@pytest.fixture(autouse=True)
-def _plugins() -> Iterator[None]:
-    # every installed plugin takes part, as for a user; start from a fresh manager
-    from delegate_lens.pluginmanager import reset_plugin_manager
-
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
+# torch; a fresh plugin manager with every installed plugin, as for a user
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("fresh_plugin_manager")]
 
 
 def counter_clock() -> Any:

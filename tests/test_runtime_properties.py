@@ -4,7 +4,6 @@ to the demo backend equal eager and every event they log links back through the 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,8 @@ from delegate_lens.program_format import (  # noqa: E402
 )
 from delegate_lens.runtime import ETDumpGen, Program  # noqa: E402
 
-pytestmark = pytest.mark.torch
+# torch; a fresh plugin manager with every installed plugin, as for a user
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("fresh_plugin_manager")]
 
 _UNARY = {
     "aten.relu.default": torch.relu,
@@ -30,16 +30,6 @@ _UNARY = {
     "aten.neg.default": torch.neg,
 }
 _BINARY = {"aten.add.Tensor": torch.add, "aten.mul.Tensor": torch.mul, "aten.sub.Tensor": torch.sub}
-
-
-@pytest.fixture(autouse=True)
-def _plugins() -> Iterator[None]:
-    # every installed plugin takes part, as for a user; start from a fresh manager
-    from delegate_lens.pluginmanager import reset_plugin_manager
-
-    reset_plugin_manager()
-    yield
-    reset_plugin_manager()
 
 
 @st.composite
