@@ -31,16 +31,14 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+from machine import VECTORS
 from machine import describe as describe_machine
 
 from delegate_lens.dataset import DatasetStore, collect, query
 from delegate_lens.etdump import RunData, dumps, loads
 from delegate_lens.etdump.model import ETDump
 
-REPO = Path(__file__).resolve().parent.parent
-BIG = Path("/work/shared/vectors/gpt_portable_big/etdump.etdp")
-if not BIG.exists():
-    BIG = REPO.parent / "shared" / "vectors" / "gpt_portable_big" / "etdump.etdp"
+BIG = VECTORS / "gpt_portable_big" / "etdump.etdp"
 CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-collect"
 
 

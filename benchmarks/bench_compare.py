@@ -21,20 +21,16 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from machine import VECTORS, delegate_lens_command
 from machine import describe as describe_machine
-
-ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT.parent / "shared" / "vectors"
 
 
 def command(base: Path, new: Path, etrecord: Path) -> list[str]:
-    exe = shutil.which("delegate-lens")
-    head = [exe] if exe else [sys.executable, "-m", "delegate_lens"]
+    head = delegate_lens_command()
     return [*head, "compare", str(base), str(new), "--etrecord", str(etrecord)]
 
 

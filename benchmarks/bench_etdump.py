@@ -19,10 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from machine import VECTORS
 from machine import describe as describe_machine
 
-REPO = Path(__file__).resolve().parent.parent
-VECTORS = REPO.parent / "shared" / "vectors"
 BIG = VECTORS / "gpt_portable_big" / "etdump.etdp"
 SMALL = VECTORS / "gpt_portable" / "etdump.etdp"
 

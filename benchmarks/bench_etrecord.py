@@ -22,10 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from machine import VECTORS
 from machine import describe as describe_machine
-
-ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT.parent / "shared" / "vectors"
 
 _READ = """
 import time, sys

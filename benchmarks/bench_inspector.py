@@ -17,22 +17,17 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from machine import VECTORS, delegate_lens_command
 from machine import describe as describe_machine
-
-ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT.parent / "shared" / "vectors"
 
 
 def command(vector: Path, fmt: str) -> list[str]:
-    exe = shutil.which("delegate-lens")
-    head = [exe] if exe else [sys.executable, "-m", "delegate_lens"]
+    head = delegate_lens_command()
     return [
         *head,
         "inspect",

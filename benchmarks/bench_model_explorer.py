@@ -16,15 +16,12 @@ import argparse
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from machine import VECTORS, delegate_lens_command
 from machine import describe as describe_machine
-
-ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT.parent / "shared" / "vectors"
 
 
 def main() -> int:
@@ -34,8 +31,7 @@ def main() -> int:
     args = parser.parse_args()
     vector = VECTORS / args.vector
     work = Path(tempfile.mkdtemp(prefix="bench-me-"))
-    exe = shutil.which("delegate-lens")
-    head = [exe] if exe else [sys.executable, "-m", "delegate_lens"]
+    head = delegate_lens_command()
     etdump, etrecord = str(vector / "etdump.etdp"), str(vector / "etrecord.bin")
     print(f"machine: {describe_machine()}")
     walls = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -24,15 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import REPO, VECTORS, delegate_lens_command
 from machine import describe as describe_machine
-
-ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT.parent / "shared" / "vectors"
 
 
 def command(vector: Path, out: Path) -> list[str]:
-    exe = shutil.which("delegate-lens")
-    head = [exe] if exe else [sys.executable, "-m", "delegate_lens"]
+    head = delegate_lens_command()
     return [
         *head,
         "report",
@@ -104,7 +100,7 @@ def main() -> None:
 def open_in_browser(page: str, runs: int = 3) -> None:
     """Time from navigation until the page has drawn its graph (headless Chromium, as the
     browser tests drive it); skipped when Selenium or Chromium is missing."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(REPO / "tests"))
     try:
         from report_browser import browser_or_skip
     except ImportError:

@@ -1,10 +1,23 @@
-"""One line describing the machine a benchmark ran on (every benchmark prints it)."""
+"""What the benchmarks share: one line describing the machine a benchmark ran on (every
+benchmark prints it), where the shared vectors are, and how to run the CLI."""
 
 from __future__ import annotations
 
 import os
 import platform
+import shutil
+import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VECTORS = REPO.parent / "shared" / "vectors"
+"""The shared reference vectors, beside the repository."""
+
+
+def delegate_lens_command() -> list[str]:
+    """The installed ``delegate-lens`` console script, else ``python -m delegate_lens``."""
+    exe = shutil.which("delegate-lens")
+    return [exe] if exe else [sys.executable, "-m", "delegate_lens"]
 
 
 def cpu_model() -> str:
