@@ -39,11 +39,12 @@ def spans(starts: I64, counts: I64, step: int = 1) -> I64:
 class Buffer:
     """A byte buffer with vectorized, checked little-endian reads at arrays of positions.
 
-    ``segments`` (starts, ends), sorted, with a gap of at least 8 bytes after each end,
-    makes the buffer several files: a position belongs to the last segment starting at or
-    before it, and every read must end within that segment (the decoder follows offsets
-    only forward, checking each target against its source's segment, so every position it
-    reaches stays in the file it came from).
+    ``segments`` (starts, ends), sorted, the first start 0 and every start a multiple of 16,
+    with a gap of at least 8 bytes after each end, makes the buffer several files: a
+    position belongs to the last segment starting at or before it, and every read must end
+    within that segment (the decoder follows offsets only forward, checking each target
+    against its source's segment, so every position it reaches stays in the file it came
+    from). :func:`~delegate_lens.etdump.reader.decode_many` lays files out so.
     """
 
     def __init__(
@@ -61,25 +62,28 @@ class Buffer:
         self._block_end: npt.NDArray[np.integer[Any]] | None = None
         if segments is not None and len(segments[0]) > 1:
             self._starts, self._ends = starts, ends = segments
-            if not (starts & (_BLOCK - 1)).any() and int(starts[0]) == 0:
-                # segments start on block boundaries: a position's segment bounds are one
-                # lookup by its block (a binary search otherwise); one spare block at the end
-                blocks = np.diff(np.append(starts, (self.n // _BLOCK + 1) * _BLOCK)) // _BLOCK
-                small = np.uint32 if self.n < 1 << 32 else np.int64  # a table that caches well
-                self._block_start = np.repeat(starts.astype(small), blocks)
-                self._block_end = np.repeat(ends.astype(small), blocks)
+            if (starts & (_BLOCK - 1)).any() or int(starts[0]) != 0:
+                raise ValueError(f"segments must start at 0 and on {_BLOCK}-byte boundaries")
+            # a position's segment bounds are one lookup by its block (the block table
+            # caches better than a binary search); one spare block at the end
+            blocks = np.diff(np.append(starts, (self.n // _BLOCK + 1) * _BLOCK)) // _BLOCK
+            small = np.uint32 if self.n < 1 << 32 else np.int64
+            self._block_start = np.repeat(starts.astype(small), blocks)
+            self._block_end = np.repeat(ends.astype(small), blocks)
 
     def segment_bounds(self, pos: I64) -> tuple[I64 | int, I64 | int]:
         """(start, end) of the file holding each of ``pos`` (the whole buffer when one);
         ``pos`` must lie in ``0 ..= n``."""
-        if self._starts is None or self._ends is None:
+        if self._block_start is None or self._block_end is None:
             return 0, self.n
-        if self._block_start is not None and self._block_end is not None:
-            block = pos >> _BLOCK_SHIFT
-            return self._block_start[block], self._block_end[block]
-        seg = np.searchsorted(self._starts, pos, side="right") - 1
-        np.maximum(seg, 0, out=seg)
-        return self._starts[seg], self._ends[seg]
+        block = pos >> _BLOCK_SHIFT
+        return self._block_start[block], self._block_end[block]
+
+    def segment_end(self, pos: I64) -> I64 | int:
+        """End of the file holding each of ``pos`` (see :meth:`segment_bounds`)."""
+        if self._block_end is None:
+            return self.n
+        return self._block_end[pos >> _BLOCK_SHIFT]
 
     def over_budget(self, pos: I64, sizes: I64) -> int:
         """Index of an item of a file whose ``sizes`` add up to more than the file holds
@@ -90,16 +94,9 @@ class Buffer:
         if self._starts is None or self._ends is None:
             return 0 if int(sizes.sum()) > self.n else -1
         seg = np.searchsorted(self._starts, pos, side="right") - 1
-        np.maximum(seg, 0, out=seg)
         totals = np.bincount(seg, weights=sizes, minlength=len(self._starts))
         over = totals > (self._ends - self._starts)
         return int(np.argmax(over[seg])) if over.any() else -1
-
-    def segment_end(self, pos: I64) -> I64 | int:
-        """End of the file holding each of ``pos`` (see :meth:`segment_bounds`)."""
-        if self._block_end is not None:
-            return self._block_end[pos >> _BLOCK_SHIFT]
-        return self.segment_bounds(pos)[1]
 
     # --- checks ---------------------------------------------------------------------------
 
