@@ -212,14 +212,14 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
 
 
 def bench_query(events: int, repeat: int) -> None:
-    from delegate_lens.dataset.rows import events_table, file_columns
+    from delegate_lens.dataset.rows import events_table, files_columns
 
     folder = CACHE / f"query{events}"
     if not (folder / "_manifest").is_dir():
         shutil.rmtree(folder, ignore_errors=True)
         store = DatasetStore(str(folder))
         store.create()
-        fc, _ = file_columns(BIG.read_bytes())
+        fc, _ = files_columns([BIG.read_bytes()])
         written = i = 0
         while written < events:
             labels = {"device": f"device{i % 3}", "build": f"b{i % 2}"}

@@ -17,10 +17,10 @@ import numpy.typing as npt
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
 from delegate_lens.etdump.columns import EventKind
-from delegate_lens.etdump.reader import decode_columns, decode_many
+from delegate_lens.etdump.reader import decode_many
 from delegate_lens.inspector.build import FileColumns, decoded_file_columns
 
-__all__ = ["FileLabels", "events_table", "file_columns", "files_columns", "files_table"]
+__all__ = ["FileLabels", "events_table", "files_columns", "files_table"]
 
 
 def _text(pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None]) -> Any:
@@ -124,7 +124,7 @@ def events_table(
     label_names: Sequence[str] | None = None,
 ) -> Any:
     """The ``pyarrow.Table`` of the profile events of one file (``fc`` from
-    :func:`file_columns`, or the Inspector's ``file_columns`` when ``inspector`` links them
+    :func:`files_columns`, or the Inspector's ``file_columns`` when ``inspector`` links them
     to an ETRecord). ``label_names`` (default: ``labels``'s) are the label fields."""
     return files_table(
         fc,
@@ -241,14 +241,3 @@ def files_columns(datas: Sequence[bytes | memoryview]) -> tuple[FileColumns, npt
     the file of each run. A bad file raises for all (decode them one by one to find it)."""
     decoded = decode_many(datas)
     return decoded_file_columns(decoded), decoded.run_file
-
-
-def file_columns(data: bytes | memoryview, etrecord: Any = None) -> tuple[FileColumns, Any]:
-    """Decode ``data``; with an ETRecord, through the Inspector (for its links)."""
-    if etrecord is None:
-        return decoded_file_columns(decode_columns(data)), None
-
-    from delegate_lens.inspector import Inspector
-
-    inspector = Inspector(etdump_data=data, etrecord=etrecord)
-    return inspector.file_columns, inspector

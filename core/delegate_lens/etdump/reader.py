@@ -75,7 +75,7 @@ def decode_columns(data: bytes | bytearray | memoryview) -> DecodedColumns:
     return _guarded(lambda: _Decoder(buf).columns(np.array([root], dtype=np.int64)))
 
 
-_GAP = 16  # bytes between files decoded together (>= 8, and keeps 8-byte alignment)
+_GAP = 16  # at least this many bytes between files decoded together; files start 16-aligned
 _PADS = [bytes(k) for k in range(_GAP, 2 * _GAP)]
 _IDENT = int.from_bytes(FILE_IDENTIFIER, "little")
 
