@@ -29,14 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import attrs
 import numpy as np
-from machine import VECTORS
+from machine import REPO, VECTORS
 from machine import describe as describe_machine
 
 from delegate_lens.dataset import DatasetStore, collect, query
-from delegate_lens.etdump import RunData, dumps, loads
-from delegate_lens.etdump.model import ETDump
+
+sys.path.insert(0, str(REPO / "tests"))
+from etdump_variants import vary
 
 BIG = VECTORS / "gpt_portable_big" / "etdump.etdp"
 CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-collect"
@@ -44,23 +44,6 @@ CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-collect"
 
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-
-
-def vary(data: bytes, shift: int) -> bytes:
-    """``data`` with every time moved by ``shift`` ticks: same events, other bytes
-    (re-encoded by our writer, which shares equal strings: smaller than the original)."""
-    etdump = loads(data)
-    runs = []
-    for run in etdump.run_data:
-        c = run.columns
-        moved = attrs.evolve(
-            c,
-            start_time=c.start_time + np.uint64(shift),
-            end_time=c.end_time + np.uint64(shift),
-            file_span=None,  # no longer a view of the file it was read from
-        )
-        runs.append(RunData.from_columns(run.name, run.bundled_input_index, run.allocators, moved))
-    return dumps(ETDump(version=etdump.version, run_data=runs))
 
 
 def vary_in_place(data: bytes, shift: int) -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_dataset import vary
+from etdump_variants import vary
 
 pytest.importorskip("pyarrow")
 pytest.importorskip("duckdb")

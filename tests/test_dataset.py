@@ -10,9 +10,9 @@ import shutil
 import warnings
 from pathlib import Path
 
-import attrs
 import numpy as np
 import pytest
+from etdump_variants import vary
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -20,27 +20,10 @@ pytest.importorskip("duckdb")
 
 from delegate_lens.cli import main  # noqa: E402
 from delegate_lens.dataset import DatasetStore, collect, query  # noqa: E402
-from delegate_lens.etdump import EventKind, RunData, dumps, load, loads  # noqa: E402
-from delegate_lens.etdump.model import ETDump  # noqa: E402
+from delegate_lens.etdump import EventKind, load  # noqa: E402
 from delegate_lens.inspector import Inspector  # noqa: E402
 
 VECTORS = ("mlp_xnnpack", "conv_xnnpack")
-
-
-def vary(data: bytes, shift: int) -> bytes:
-    """Another ETDump like ``data``, every time moved by ``shift`` ticks (other bytes)."""
-    etdump = loads(data)
-    runs = []
-    for run in etdump.run_data:
-        c = run.columns
-        moved = attrs.evolve(
-            c,
-            start_time=c.start_time + np.uint64(shift),
-            end_time=c.end_time + np.uint64(shift),
-            file_span=None,  # no longer a view of the file it was read from
-        )
-        runs.append(RunData.from_columns(run.name, run.bundled_input_index, run.allocators, moved))
-    return dumps(ETDump(version=etdump.version, run_data=runs))
 
 
 @pytest.fixture
