@@ -215,6 +215,10 @@ def test_inspector_takes_a_decoded_etdump(vectors_dir: Path) -> None:
     assert one.to_dataframe().equals(ref.to_dataframe())
     with pytest.raises(UsageError, match="exactly one"):
         Inspector(etdump_data=data, etdump=decoded.etdump(0))
+    with pytest.raises(
+        UsageError, match=r"etdump must be a delegate_lens\.etdump\.ETDump, not bytes"
+    ):
+        Inspector(etdump=data)  # type: ignore[arg-type]
 
 
 def test_worker_processes_start_when_the_runner_is_called(

@@ -92,6 +92,11 @@ class Inspector:
         self._etrecord = load_etrecord(etrecord)
 
         if etdump is not None:
+            if not isinstance(etdump, etdump_codec.ETDump):
+                raise UsageError(
+                    f"etdump must be a delegate_lens.etdump.ETDump, not {type(etdump).__name__} "
+                    "(bytes go to etdump_data, a path to etdump_path)"
+                )
             dump = etdump
         elif etdump_path is not None:
             dump = etdump_codec.load(etdump_path)
