@@ -13,7 +13,12 @@ from test_etdump_robustness import MLP, RICH, SMALL, _field, _first_run, _root
 
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump import dumps, loads
-from delegate_lens.etdump.reader import decode_columns, decode_many
+from delegate_lens.etdump.reader import (
+    decode_columns,
+    decode_joined,
+    decode_many,
+    joined_layout,
+)
 from delegate_lens.inspector.build import concat_runs, decoded_file_columns
 from delegate_lens.testing.strategies import etdump_runs
 
@@ -141,3 +146,21 @@ def test_vtable_in_the_previous_file_is_refused() -> None:
 def test_bad_header_fails_the_batch() -> None:
     with pytest.raises(ETDumpFormatError, match="not an ETDump"):
         decode_many([SMALL, b"PK\x03\x04" + bytes(40)])
+
+
+def test_decode_joined_reads_files_laid_out_in_place() -> None:
+    """A reader may place files itself (joined_layout) and skip decode_many's join."""
+    datas = [SMALL, RICH, MLP, SMALL]
+    starts, sizes = joined_layout([len(d) for d in datas])
+    assert starts.tolist() == [_joined_start(datas, k) for k in range(len(datas))]
+    buffer = bytearray(int(starts[-1] + sizes[-1]) + 16)
+    for data, at in zip(datas, starts.tolist()):
+        buffer[at : at + len(data)] = data
+    buffer[int(starts[0] + sizes[0]) : int(starts[1])] = b"\xff" * int(starts[1] - sizes[0])
+    decoded = decode_joined(buffer, starts, sizes)
+    for k, data in enumerate(datas):
+        assert decoded.etdump(k) == loads(data)
+    with pytest.raises(ValueError, match="joined_layout"):
+        decode_joined(buffer, starts + 16, sizes)
+    with pytest.raises(ValueError, match="joined_layout"):
+        decode_joined(buffer[:-1], starts, sizes)

@@ -30,7 +30,15 @@ from delegate_lens.etdump.model import (
     Value,
     ValueType,
 )
-from delegate_lens.etdump.reader import FILE_IDENTIFIER, decode_columns, decode_many, load, loads
+from delegate_lens.etdump.reader import (
+    FILE_IDENTIFIER,
+    decode_columns,
+    decode_joined,
+    decode_many,
+    joined_layout,
+    load,
+    loads,
+)
 from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
 from delegate_lens.etdump.writer import dump, dumps
 
@@ -62,10 +70,12 @@ __all__ = [
     "ValueColumns",
     "ValueType",
     "decode_columns",
+    "decode_joined",
     "decode_many",
     "dump",
     "dumps",
     "from_json",
+    "joined_layout",
     "load",
     "loads",
     "to_json",

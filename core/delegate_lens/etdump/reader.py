@@ -26,7 +26,15 @@ from delegate_lens.etdump.model import ETDump
 from delegate_lens.etdump.strings import StringTable
 from delegate_lens.etdump.values import decode_values
 
-__all__ = ["FILE_IDENTIFIER", "decode_columns", "decode_many", "load", "loads"]
+__all__ = [
+    "FILE_IDENTIFIER",
+    "decode_columns",
+    "decode_joined",
+    "decode_many",
+    "joined_layout",
+    "load",
+    "loads",
+]
 
 FILE_IDENTIFIER = b"ED00"
 _EVENT_CHUNK = 1 << 15
@@ -92,18 +100,44 @@ def decode_many(datas: Sequence[bytes | bytearray | memoryview]) -> DecodedColum
     """
     if len(datas) == 1:
         return decode_columns(datas[0])
-    sizes = np.array([len(data) for data in datas], dtype=np.int64)
-    pads = _GAP + (-(sizes + _GAP) % _GAP)
-    starts = np.zeros(len(datas), dtype=np.int64)
-    np.cumsum((sizes + pads)[:-1], out=starts[1:])
+    starts, sizes = joined_layout([len(data) for data in datas])
     pieces: list[bytes | bytearray | memoryview] = []
-    for data, pad in zip(datas, (pads - _GAP).tolist()):
+    pads = np.diff(np.append(starts, starts[-1] + sizes[-1] + _GAP)) - sizes
+    for data, pad in zip(datas, pads.tolist()):
         pieces.append(data)
-        pieces.append(_PADS[pad])
-    buf = Buffer(b"".join(pieces), segments=(starts, starts + sizes))
+        pieces.append(_PADS[pad - _GAP])
+    return decode_joined(b"".join(pieces), starts, sizes)
+
+
+def joined_layout(sizes: Sequence[int]) -> tuple[I64, I64]:
+    """Where :func:`decode_joined` wants files of ``sizes`` in one buffer: (starts, sizes),
+    each file at a multiple of 16 bytes with at least 16 zero bytes after it. The buffer
+    needs ``starts[-1] + sizes[-1] + 16`` bytes (or more; trailing bytes are ignored)."""
+    size = np.asarray(sizes, dtype=np.int64).reshape(-1)
+    pads = _GAP + (-(size + _GAP) % _GAP)
+    starts = np.zeros(len(size), dtype=np.int64)
+    np.cumsum((size + pads)[:-1], out=starts[1:])
+    return starts, size
+
+
+def decode_joined(data: bytes | bytearray | memoryview, starts: I64, sizes: I64) -> DecodedColumns:
+    """As :func:`decode_many` for files already laid out in one buffer, as
+    :func:`joined_layout` places them (so a reader can read files straight into one
+    buffer, with no copy to join them): file ``k`` is ``data[starts[k]:starts[k] + sizes[k]]``;
+    the bytes between files are never read as part of one."""
+    data = _as_bytes(data)
+    if len(starts) == 0:
+        raise ValueError("decode_joined needs at least one file")
+    expected, _ = joined_layout(sizes)
+    if not np.array_equal(expected, starts) or int(starts[-1] + sizes[-1]) + _GAP > len(data):
+        raise ValueError("files are not laid out as joined_layout() places them")
+    if len(starts) == 1:
+        return decode_columns(data[: int(sizes[0])])
+    buf = Buffer(data, segments=(starts, starts + sizes))
     roots = _roots(buf, starts, sizes)
     for k in np.flatnonzero(roots < 0).tolist():  # one by one, as loads (raises if bad)
-        roots[k] = starts[k] + _root_position(Buffer(_as_bytes(datas[k])))
+        lo, hi = int(starts[k]), int(starts[k] + sizes[k])
+        roots[k] = lo + _root_position(Buffer(data[lo:hi]))
     return _guarded(lambda: _Decoder(buf).columns(roots))
 
 
