@@ -61,29 +61,42 @@ class Buffer:
         self._block_start: npt.NDArray[np.integer[Any]] | None = None
         self._block_end: npt.NDArray[np.integer[Any]] | None = None
         if segments is not None and len(segments[0]) > 1:
-            self._starts, self._ends = starts, ends = segments
+            self._starts, self._ends = starts, _ = segments
             if (starts & (_BLOCK - 1)).any() or int(starts[0]) != 0:
                 raise ValueError(f"segments must start at 0 and on {_BLOCK}-byte boundaries")
-            # a position's segment bounds are one lookup by its block (the block table
-            # caches better than a binary search); one spare block at the end
+
+    def files(self) -> tuple[I64, I64]:
+        """(starts, ends) of the buffer's files (one file: the whole buffer)."""
+        if self._starts is None or self._ends is None:
+            return np.zeros(1, dtype=np.int64), np.full(1, self.n, dtype=np.int64)
+        return self._starts, self._ends
+
+    def _blocks(self) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
+        """Per 16-byte block, the start and end of its file: a position's segment bounds
+        are one lookup (the table caches better than a binary search). Made on first use
+        (the compiled walk never needs it); one spare block at the end."""
+        if self._block_start is None or self._block_end is None:
+            starts, ends = self.files()
             blocks = np.diff(np.append(starts, (self.n // _BLOCK + 1) * _BLOCK)) // _BLOCK
             small = np.uint32 if self.n < 1 << 32 else np.int64
             self._block_start = np.repeat(starts.astype(small), blocks)
             self._block_end = np.repeat(ends.astype(small), blocks)
+        return self._block_start, self._block_end
 
     def segment_bounds(self, pos: I64) -> tuple[I64 | int, I64 | int]:
         """(start, end) of the file holding each of ``pos`` (the whole buffer when one);
         ``pos`` must lie in ``0 ..= n``."""
-        if self._block_start is None or self._block_end is None:
+        if self._starts is None:
             return 0, self.n
+        block_start, block_end = self._blocks()
         block = pos >> _BLOCK_SHIFT
-        return self._block_start[block], self._block_end[block]
+        return block_start[block], block_end[block]
 
     def segment_end(self, pos: I64) -> I64 | int:
         """End of the file holding each of ``pos`` (see :meth:`segment_bounds`)."""
-        if self._block_end is None:
+        if self._starts is None:
             return self.n
-        return self._block_end[pos >> _BLOCK_SHIFT]
+        return self._blocks()[1][pos >> _BLOCK_SHIFT]
 
     def over_budget(self, pos: I64, sizes: I64) -> int:
         """Index of an item of a file whose ``sizes`` add up to more than the file holds

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import ETDumpFormatError
+from delegate_lens.etdump import fastwalk
 from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS
 from delegate_lens.etdump.columns import EventKind
@@ -109,7 +110,7 @@ def decode_many(datas: Sequence[bytes | bytearray | memoryview]) -> DecodedColum
     return decode_joined(b"".join(pieces), starts, sizes)
 
 
-def joined_layout(sizes: Sequence[int]) -> tuple[I64, I64]:
+def joined_layout(sizes: Sequence[int] | I64) -> tuple[I64, I64]:
     """Where :func:`decode_joined` wants files of ``sizes`` in one buffer: (starts, sizes),
     each file at a multiple of 16 bytes with at least 16 zero bytes after it. The buffer
     needs ``starts[-1] + sizes[-1] + 16`` bytes (or more; trailing bytes are ignored)."""
@@ -217,7 +218,20 @@ class _Decoder:
         return self.columns(np.array([root], dtype=np.int64)).etdump(0)
 
     def columns(self, roots: I64) -> DecodedColumns:
-        """Every run of the ETDumps whose root tables are at ``roots``, as one set of columns."""
+        """Every run of the ETDumps whose root tables are at ``roots``, as one set of columns.
+
+        The compiled walk (:mod:`.fastwalk`) makes them when it is built and every file is
+        well formed; otherwise numpy does, and names the first problem."""
+        try:
+            fast = fastwalk.columns(self.buf, roots)
+        except Exception:  # a bad string or debug value: the numpy decoder names it
+            fast = None
+        if fast is not None:
+            return fast
+        return self.numpy_columns(roots)
+
+    def numpy_columns(self, roots: I64) -> DecodedColumns:
+        """:meth:`columns` by numpy alone (the reference for the compiled walk)."""
         buf = self.buf
         top = buf.tables(roots, "ETDump")
         versions = top.scalar(0, np.uint32, 0, "version")

@@ -1,0 +1,13 @@
+"""Types of the compiled walk (``_walk.pyx``)."""
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+def walk(
+    data: npt.NDArray[np.uint8] | bytes | bytearray | memoryview,
+    roots: npt.NDArray[np.int64],
+    lo: npt.NDArray[np.int64],
+    hi: npt.NDArray[np.int64],
+) -> dict[str, Any] | None: ...

@@ -1,0 +1,660 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""The ETDump decoder's compiled walk: every table, vector and offset of one buffer
+(one file, or many laid out by ``joined_layout``) visited in one pass of C loops.
+
+It makes exactly the checks of the numpy decoder (:mod:`delegate_lens.etdump.reader`,
+:class:`~delegate_lens.etdump.buffer.Tables`): every read inside the file it started in,
+vtables well formed, fields inside their tables, uoffsets forward and inside the file,
+vector lengths that fit, no file asking for more vector elements than it has bytes, at
+most one member per ``Event``, strings in bounds, valid UTF-8 and (per file) not claiming
+more bytes than the file has. It never raises for a bad buffer: :func:`walk` returns None
+and the caller decodes with numpy, which names the first problem. Debug ``Value`` tables
+are left to numpy (their positions are returned).
+"""
+
+import sys
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcmp, memcpy
+
+# Event members (EventColumns.kind)
+cdef enum:
+    PROFILE = 1
+    ALLOCATION = 2
+    DEBUG = 3
+
+_EVENT_COLUMNS = (  # (name, dtype) of the walk's event columns, widest first
+    ("chain_index", np.int64),
+    ("start_time", np.uint64),
+    ("end_time", np.uint64),
+    ("metadata_offset", np.int64),
+    ("metadata_length", np.int64),
+    ("allocation_size", np.uint64),
+    ("debug_entry", np.int64),
+    ("name", np.int32),
+    ("instruction_id", np.int32),
+    ("delegate_debug_id_int", np.int32),
+    ("delegate_debug_id_str", np.int32),
+    ("allocator_id", np.int32),
+    ("kind", np.uint8),
+)
+cdef bint _BIG_ENDIAN = sys.byteorder != "little"  # the loads below assume little-endian
+
+cdef struct Tab:
+    int64_t pos
+    int64_t vt
+    int64_t vt_size
+    int64_t table_size
+
+
+# Little-endian loads (one unaligned load each: memcpy); big-endian hosts never walk (see
+# walk()), so no byte swapping is needed here.
+cdef inline uint16_t _u16(const uint8_t* b, int64_t p) noexcept nogil:
+    cdef uint16_t v
+    memcpy(&v, b + p, 2)
+    return v
+
+
+cdef inline uint32_t _u32(const uint8_t* b, int64_t p) noexcept nogil:
+    cdef uint32_t v
+    memcpy(&v, b + p, 4)
+    return v
+
+
+cdef inline uint64_t _u64(const uint8_t* b, int64_t p) noexcept nogil:
+    cdef uint64_t v
+    memcpy(&v, b + p, 8)
+    return v
+
+
+cdef inline int _table(const uint8_t* b, int64_t pos, int64_t lo, int64_t hi,
+                       Tab* t) noexcept nogil:
+    """Open the table at ``pos`` of the file ``lo .. hi``: 0, or -1 when malformed."""
+    cdef int64_t vt, vt_size, table_size
+    if pos < lo or pos + 4 > hi:
+        return -1
+    vt = pos - <int64_t>(<int32_t>_u32(b, pos))
+    if vt < lo or vt + 4 > hi:
+        return -1
+    vt_size = _u16(b, vt)
+    table_size = _u16(b, vt + 2)
+    if vt_size < 4 or (vt_size & 1) or vt + vt_size > hi:
+        return -1
+    if pos + (table_size if table_size > 4 else 4) > hi:
+        return -1
+    t.pos = pos
+    t.vt = vt
+    t.vt_size = vt_size
+    t.table_size = table_size
+    return 0
+
+
+cdef inline int64_t _field(const uint8_t* b, Tab* t, int slot, int size) noexcept nogil:
+    """Position of field ``slot`` (``size`` bytes): -1 absent, -2 outside its table."""
+    cdef int64_t entry = 4 + 2 * slot
+    cdef int64_t voff
+    if t.vt_size < entry + 2:
+        return -1
+    voff = _u16(b, t.vt + entry)
+    if voff == 0:
+        return -1
+    if voff < 4 or voff + size > t.table_size:
+        return -2
+    return t.pos + voff
+
+
+cdef inline int64_t _offset(const uint8_t* b, Tab* t, int slot, int64_t hi) noexcept nogil:
+    """Target of the uoffset field ``slot``: -1 absent, -2 malformed."""
+    cdef int64_t at = _field(b, t, slot, 4)
+    cdef int64_t target
+    if at < 0:
+        return at
+    target = at + <int64_t>_u32(b, at)
+    if target >= hi:
+        return -2
+    return target
+
+
+cdef inline int64_t _vector(const uint8_t* b, int64_t pos, int elem, int64_t hi,
+                            int64_t* count) noexcept nogil:
+    """First element of the vector at ``pos`` (its length in ``count``); -2 malformed."""
+    cdef int64_t n
+    if pos + 4 > hi:
+        return -2
+    n = _u32(b, pos)
+    if pos + 4 + n * elem > hi:
+        return -2
+    count[0] = n
+    return pos + 4
+
+
+cdef inline int64_t _entry(const uint8_t* b, int64_t at, int64_t hi) noexcept nogil:
+    """Target of the uoffset stored at ``at`` (a vector element): -2 malformed."""
+    cdef int64_t target
+    if at + 4 > hi:
+        return -2
+    target = at + <int64_t>_u32(b, at)
+    if target >= hi:
+        return -2
+    return target
+
+
+cdef inline int32_t _i32(const uint8_t* b, Tab* t, int slot, int32_t default,
+                         int* bad) noexcept nogil:
+    cdef int64_t at = _field(b, t, slot, 4)
+    if at == -2:
+        bad[0] = 1
+        return default
+    return default if at < 0 else <int32_t>_u32(b, at)
+
+
+cdef inline uint64_t _x64(const uint8_t* b, Tab* t, int slot, int* bad) noexcept nogil:
+    cdef int64_t at = _field(b, t, slot, 8)
+    if at == -2:
+        bad[0] = 1
+        return 0
+    return 0 if at < 0 else _u64(b, at)
+
+
+# --- strings -------------------------------------------------------------------------------
+# Every string field is interned here, by content: a code per reference (first use gives
+# the next code), the distinct strings' (start, length) for Python to decode once each.
+# Work is bounded as in the numpy string table: a string of at most _SHORT bytes is hashed
+# at every reference; a longer one (or one near the buffer's end) is hashed once per
+# distinct position, and per file the distinct positions' lengths may not add up to more
+# than the file (in a valid file distinct strings do not overlap).
+
+DEF _SHORT = 64
+
+cdef struct Interner:
+    int32_t* slots        # content hash table: content id or -1
+    int64_t slot_mask
+    int64_t* starts       # per content id
+    int64_t* lengths
+    uint64_t* hashes
+    int64_t count
+    int64_t capacity
+    int64_t* long_pos     # position table of long strings: position or -1
+    int32_t* long_code
+    int64_t long_mask
+    int64_t long_count
+    int64_t* budget       # per file: bytes of distinct long strings so far
+
+
+cdef inline uint64_t _hash(const uint8_t* p, int64_t n) noexcept nogil:
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef uint64_t w
+    cdef int64_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL
+        h ^= h >> 29
+        i += 8
+    while i < n:
+        h = (h ^ p[i]) * 0x100000001B3ULL
+        i += 1
+    h ^= h >> 32
+    return h
+
+
+cdef int _intern_init(Interner* it, int64_t files) noexcept nogil:
+    cdef int64_t i
+    it.slot_mask = 1023
+    it.slots = <int32_t*>malloc(1024 * sizeof(int32_t))
+    it.capacity = 512
+    it.count = 0
+    it.starts = <int64_t*>malloc(512 * sizeof(int64_t))
+    it.lengths = <int64_t*>malloc(512 * sizeof(int64_t))
+    it.hashes = <uint64_t*>malloc(512 * sizeof(uint64_t))
+    it.long_mask = 63
+    it.long_count = 0
+    it.long_pos = <int64_t*>malloc(64 * sizeof(int64_t))
+    it.long_code = <int32_t*>malloc(64 * sizeof(int32_t))
+    it.budget = <int64_t*>calloc(files if files > 0 else 1, sizeof(int64_t))
+    if (it.slots == NULL or it.starts == NULL or it.lengths == NULL or it.hashes == NULL
+            or it.long_pos == NULL or it.long_code == NULL or it.budget == NULL):
+        return -1
+    for i in range(1024):
+        it.slots[i] = -1
+    for i in range(64):
+        it.long_pos[i] = -1
+    return 0
+
+
+cdef void _intern_free(Interner* it) noexcept nogil:
+    free(it.slots)
+    free(it.starts)
+    free(it.lengths)
+    free(it.hashes)
+    free(it.long_pos)
+    free(it.long_code)
+    free(it.budget)
+
+
+cdef int _grow_slots(Interner* it) noexcept nogil:
+    cdef int64_t size = (it.slot_mask + 1) * 2, i, at
+    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    if slots == NULL:
+        return -1
+    for i in range(size):
+        slots[i] = -1
+    for i in range(it.count):
+        at = <int64_t>(it.hashes[i] & <uint64_t>(size - 1))
+        while slots[at] >= 0:
+            at = (at + 1) & (size - 1)
+        slots[at] = <int32_t>i
+    free(it.slots)
+    it.slots = slots
+    it.slot_mask = size - 1
+    return 0
+
+
+cdef int32_t _content(Interner* it, const uint8_t* b, int64_t start,
+                      int64_t length) noexcept nogil:
+    """The code of the bytes ``start .. start + length``: -2 when out of memory."""
+    cdef uint64_t h = _hash(b + start, length)
+    cdef int64_t at = <int64_t>(h & <uint64_t>it.slot_mask)
+    cdef int32_t code
+    cdef void* grown
+    while True:
+        code = it.slots[at]
+        if code < 0:
+            break
+        if (it.hashes[code] == h and it.lengths[code] == length
+                and memcmp(b + it.starts[code], b + start, length) == 0):
+            return code
+        at = (at + 1) & it.slot_mask
+    if it.count >= 0x7FFFFFF0:
+        return -2
+    if it.count == it.capacity:
+        it.capacity *= 2
+        grown = realloc(it.starts, it.capacity * sizeof(int64_t))
+        if grown == NULL:
+            return -2
+        it.starts = <int64_t*>grown
+        grown = realloc(it.lengths, it.capacity * sizeof(int64_t))
+        if grown == NULL:
+            return -2
+        it.lengths = <int64_t*>grown
+        grown = realloc(it.hashes, it.capacity * sizeof(uint64_t))
+        if grown == NULL:
+            return -2
+        it.hashes = <uint64_t*>grown
+    code = <int32_t>it.count
+    it.starts[code] = start
+    it.lengths[code] = length
+    it.hashes[code] = h
+    it.count += 1
+    it.slots[at] = code
+    if it.count * 2 > it.slot_mask + 1:
+        if _grow_slots(it) < 0:
+            return -2
+    return code
+
+
+cdef int _grow_long(Interner* it) noexcept nogil:
+    cdef int64_t size = (it.long_mask + 1) * 2, i, at
+    cdef int64_t* pos = <int64_t*>malloc(size * sizeof(int64_t))
+    cdef int32_t* code = <int32_t*>malloc(size * sizeof(int32_t))
+    if pos == NULL or code == NULL:
+        free(pos)
+        free(code)
+        return -1
+    for i in range(size):
+        pos[i] = -1
+    for i in range(it.long_mask + 1):
+        if it.long_pos[i] >= 0:
+            at = (it.long_pos[i] * 0x9E3779B1LL) & (size - 1)
+            while pos[at] >= 0:
+                at = (at + 1) & (size - 1)
+            pos[at] = it.long_pos[i]
+            code[at] = it.long_code[i]
+    free(it.long_pos)
+    free(it.long_code)
+    it.long_pos = pos
+    it.long_code = code
+    it.long_mask = size - 1
+    return 0
+
+
+cdef int32_t _intern(Interner* it, const uint8_t* b, int64_t n, int64_t pos, int64_t file,
+                     int64_t lo, int64_t hi) noexcept nogil:
+    """Code of the string at ``pos`` (a string offset's target) of file ``file``:
+    -1 when ``pos`` is -1 (absent), -2 when malformed or over the file's budget."""
+    cdef int64_t length, at
+    cdef int32_t code
+    if pos < 0:
+        return -1
+    if pos + 4 > hi:
+        return -2
+    length = _u32(b, pos)
+    if pos + 4 + length > hi:
+        return -2
+    if length <= _SHORT and pos + 4 + length + 8 <= n:
+        return _content(it, b, pos + 4, length)
+    at = (pos * 0x9E3779B1LL) & it.long_mask
+    while it.long_pos[at] >= 0:
+        if it.long_pos[at] == pos:
+            return it.long_code[at]
+        at = (at + 1) & it.long_mask
+    it.budget[file] += length
+    if it.budget[file] > hi - lo:
+        return -2
+    code = _content(it, b, pos + 4, length)
+    if code < 0:
+        return code
+    it.long_pos[at] = pos
+    it.long_code[at] = code
+    it.long_count += 1
+    if it.long_count * 2 > it.long_mask + 1:
+        if _grow_long(it) < 0:
+            return -2
+    return code
+
+
+cdef int _files(const uint8_t* b, const int64_t[::1] roots, const int64_t[::1] lo,
+                const int64_t[::1] hi, uint32_t[::1] versions, int64_t[::1] run_vec,
+                int64_t[::1] run_count) noexcept nogil:
+    """Each file's root table: its version and its ``run_data`` vector."""
+    cdef Tab t
+    cdef int64_t k, at, vec, count
+    cdef int bad = 0
+    for k in range(roots.shape[0]):
+        if _table(b, roots[k], lo[k], hi[k], &t) < 0:
+            return -1
+        at = _field(b, &t, 0, 4)
+        if at == -2:
+            return -1
+        versions[k] = 0 if at < 0 else _u32(b, at)
+        at = _offset(b, &t, 1, hi[k])
+        if at == -2:
+            return -1
+        count = 0
+        vec = 0
+        if at >= 0:
+            vec = _vector(b, at, 4, hi[k], &count)
+            if vec < 0:
+                return -1
+        run_vec[k] = vec
+        run_count[k] = count
+    return 0
+
+
+cdef inline int32_t _string(Interner* it, const uint8_t* b, int64_t n, Tab* t, int slot,
+                            int64_t file, int64_t lo, int64_t hi) noexcept nogil:
+    """Code of the string field ``slot``: -1 absent, -2 malformed."""
+    cdef int64_t at = _offset(b, t, slot, hi)
+    if at == -2:
+        return -2
+    return _intern(it, b, n, at, file, lo, hi)
+
+
+cdef int _runs(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
+               const int64_t[::1] hi, const int64_t[::1] run_vec, const int64_t[::1] run_count,
+               int64_t[::1] run_file, int32_t[::1] run_name, int32_t[::1] bundled,
+               int64_t[::1] alloc_vec, int64_t[::1] alloc_count, int64_t[::1] ev_vec,
+               int64_t[::1] ev_count) noexcept nogil:
+    """Each run's table: name, bundled input, allocator and event vectors; per file, the
+    elements of those vectors may not outnumber the file's bytes (bounds the work)."""
+    cdef Tab t
+    cdef int64_t k, j, r = 0, at, vec, count, size, events, allocators
+    cdef int bad = 0, slot
+    for k in range(run_vec.shape[0]):
+        size = hi[k] - lo[k]
+        events = 0
+        allocators = 0
+        for j in range(run_count[k]):
+            at = _entry(b, run_vec[k] + 4 * j, hi[k])
+            if at < 0 or _table(b, at, lo[k], hi[k], &t) < 0:
+                return -1
+            run_file[r] = k
+            run_name[r] = _string(it, b, n, &t, 0, k, lo[k], hi[k])
+            if run_name[r] == -2:
+                return -1
+            bundled[r] = _i32(b, &t, 1, -1, &bad)
+            for slot in range(2, 4):
+                at = _offset(b, &t, slot, hi[k])
+                if at == -2:
+                    return -1
+                count = 0
+                vec = 0
+                if at >= 0:
+                    vec = _vector(b, at, 4, hi[k], &count)
+                    if vec < 0:
+                        return -1
+                if slot == 2:
+                    alloc_vec[r] = vec
+                    alloc_count[r] = count
+                    allocators += count
+                else:
+                    ev_vec[r] = vec
+                    ev_count[r] = count
+                    events += count
+            r += 1
+        if bad or events > size or allocators > size:
+            return -1
+    return 0
+
+
+cdef int _allocators(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
+                     const int64_t[::1] hi, const int64_t[::1] run_file,
+                     const int64_t[::1] alloc_vec, const int64_t[::1] alloc_count,
+                     int32_t[::1] names) noexcept nogil:
+    cdef Tab t
+    cdef int64_t r, j, k, at, a = 0
+    for r in range(run_file.shape[0]):
+        k = run_file[r]
+        for j in range(alloc_count[r]):
+            at = _entry(b, alloc_vec[r] + 4 * j, hi[k])
+            if at < 0 or _table(b, at, lo[k], hi[k], &t) < 0:
+                return -1
+            names[a] = _string(it, b, n, &t, 0, k, lo[k], hi[k])
+            if names[a] == -2:
+                return -1
+            a += 1
+    return 0
+
+
+cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
+                 const int64_t[::1] hi, const int64_t[::1] run_file, const int64_t[::1] ev_vec,
+                 const int64_t[::1] ev_count, uint8_t[::1] kind, int32_t[::1] name,
+                 int64_t[::1] chain, int32_t[::1] instruction, int32_t[::1] ddi_int,
+                 int32_t[::1] ddi_str, uint64_t[::1] start, uint64_t[::1] end,
+                 int64_t[::1] meta_off, int64_t[::1] meta_len, int32_t[::1] allocator,
+                 uint64_t[::1] alloc_size, int64_t[::1] entry) noexcept nogil:
+    """Every event: which member is set, and that member's fields (defaults elsewhere)."""
+    cdef Tab t, m
+    cdef int64_t r, j, k, at, member, prof, alloc, debug, count, e = 0, h
+    cdef int bad = 0
+    for r in range(run_file.shape[0]):
+        k = run_file[r]
+        h = hi[k]
+        for j in range(ev_count[r]):
+            at = _entry(b, ev_vec[r] + 4 * j, h)
+            if at < 0 or _table(b, at, lo[k], h, &t) < 0:
+                return -1
+            prof = _offset(b, &t, 0, h)
+            alloc = _offset(b, &t, 1, h)
+            debug = _offset(b, &t, 2, h)
+            if prof == -2 or alloc == -2 or debug == -2:
+                return -1
+            if (prof >= 0) + (alloc >= 0) + (debug >= 0) > 1:
+                return -1
+            kind[e] = 0
+            name[e] = -1
+            chain[e] = 0
+            instruction[e] = -1
+            ddi_int[e] = -1
+            ddi_str[e] = -1
+            start[e] = 0
+            end[e] = 0
+            meta_off[e] = 0
+            meta_len[e] = -1
+            allocator[e] = 0
+            alloc_size[e] = 0
+            entry[e] = -1
+            if prof >= 0:
+                if _table(b, prof, lo[k], h, &m) < 0:
+                    return -1
+                kind[e] = PROFILE
+                name[e] = _string(it, b, n, &m, 0, k, lo[k], h)
+                chain[e] = _i32(b, &m, 1, 0, &bad)
+                instruction[e] = _i32(b, &m, 2, -1, &bad)
+                ddi_int[e] = _i32(b, &m, 3, -1, &bad)
+                ddi_str[e] = _string(it, b, n, &m, 4, k, lo[k], h)
+                member = _offset(b, &m, 5, h)
+                if name[e] == -2 or ddi_str[e] == -2 or member == -2:
+                    return -1
+                if member >= 0:
+                    count = 0
+                    meta_off[e] = _vector(b, member, 1, h, &count)
+                    if meta_off[e] < 0:
+                        return -1
+                    meta_len[e] = count
+                start[e] = _x64(b, &m, 6, &bad)
+                end[e] = _x64(b, &m, 7, &bad)
+            elif alloc >= 0:
+                if _table(b, alloc, lo[k], h, &m) < 0:
+                    return -1
+                kind[e] = ALLOCATION
+                allocator[e] = _i32(b, &m, 0, 0, &bad)
+                alloc_size[e] = _x64(b, &m, 1, &bad)
+            elif debug >= 0:
+                if _table(b, debug, lo[k], h, &m) < 0:
+                    return -1
+                kind[e] = DEBUG
+                chain[e] = <int64_t>_x64(b, &m, 0, &bad)
+                instruction[e] = _i32(b, &m, 1, -1, &bad)
+                entry[e] = _offset(b, &m, 2, h)
+                ddi_int[e] = _i32(b, &m, 3, -1, &bad)
+                ddi_str[e] = _string(it, b, n, &m, 4, k, lo[k], h)
+                name[e] = _string(it, b, n, &m, 5, k, lo[k], h)
+                if entry[e] == -2 or ddi_str[e] == -2 or name[e] == -2:
+                    return -1
+            if bad:
+                return -1
+            e += 1
+    return 0
+
+
+def walk(const uint8_t[::1] data, const int64_t[::1] roots, const int64_t[::1] lo,
+         const int64_t[::1] hi):
+    """Walk the ETDumps whose root tables are at ``roots`` (file ``k`` spans
+    ``lo[k] .. hi[k]`` of ``data``). Returns a dict of numpy arrays, or None when any
+    file is malformed (decode with numpy to learn why). String fields are codes into
+    ``strings`` (-1 absent; codes in order of first use), debug entries the positions of
+    their ``Value`` tables (-1 absent)."""
+    cdef int64_t files = roots.shape[0]
+    cdef int status
+    if _BIG_ENDIAN or data.shape[0] == 0 or files == 0 or lo.shape[0] != files or hi.shape[0] != files:
+        return None
+    cdef const uint8_t* b = &data[0]
+    cdef int64_t nbuf = data.shape[0]
+    cdef int64_t k
+    for k in range(files):  # the caller's bounds must lie in the buffer
+        if lo[k] < 0 or hi[k] > data.shape[0] or lo[k] > hi[k]:
+            return None
+    versions = np.empty(files, np.uint32)
+    run_vec = np.empty(files, np.int64)
+    run_count = np.empty(files, np.int64)
+    cdef uint32_t[::1] versions_v = versions
+    cdef int64_t[::1] run_vec_v = run_vec
+    cdef int64_t[::1] run_count_v = run_count
+    with nogil:
+        status = _files(b, roots, lo, hi, versions_v, run_vec_v, run_count_v)
+    if status < 0:
+        return None
+    cdef Interner it
+    if _intern_init(&it, files) < 0:
+        _intern_free(&it)
+        raise MemoryError()
+    try:
+        found = _walk_runs(&it, b, nbuf, roots, lo, hi, run_vec, run_count)
+        if found is None:
+            return None
+        found.update(versions=versions)
+        strings = []
+        for k in range(it.count):
+            strings.append((<const char*>b)[it.starts[k] : it.starts[k] + it.lengths[k]].decode())
+        found["strings"] = strings
+        return found
+    except UnicodeDecodeError:
+        return None
+    finally:
+        _intern_free(&it)
+
+
+cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64_t[::1] roots,
+                       const int64_t[::1] lo, const int64_t[::1] hi, run_vec, run_count):
+    cdef int status
+    cdef int64_t[::1] run_vec_v = run_vec
+    cdef int64_t[::1] run_count_v = run_count
+    runs = int(run_count.sum())
+    run_file = np.empty(runs, np.int64)
+    run_name = np.empty(runs, np.int32)
+    bundled = np.empty(runs, np.int32)
+    alloc_vec = np.empty(runs, np.int64)
+    alloc_count = np.empty(runs, np.int64)
+    ev_vec = np.empty(runs, np.int64)
+    ev_count = np.empty(runs, np.int64)
+    cdef int64_t[::1] run_file_v = run_file
+    cdef int32_t[::1] run_name_v = run_name
+    cdef int32_t[::1] bundled_v = bundled
+    cdef int64_t[::1] alloc_vec_v = alloc_vec
+    cdef int64_t[::1] alloc_count_v = alloc_count
+    cdef int64_t[::1] ev_vec_v = ev_vec
+    cdef int64_t[::1] ev_count_v = ev_count
+    with nogil:
+        status = _runs(it, b, nbuf, lo, hi, run_vec_v, run_count_v, run_file_v, run_name_v, bundled_v,
+                       alloc_vec_v, alloc_count_v, ev_vec_v, ev_count_v)
+    if status < 0:
+        return None
+    allocator_names = np.empty(int(alloc_count.sum()), np.int32)
+    cdef int32_t[::1] allocator_names_v = allocator_names
+    with nogil:
+        status = _allocators(it, b, nbuf, lo, hi, run_file_v, alloc_vec_v, alloc_count_v,
+                             allocator_names_v)
+    if status < 0:
+        return None
+    n = int(ev_count.sum())
+    # every event column in one allocation (one page-fault burst, huge pages when large),
+    # widest first so that each column's view is aligned
+    block = np.empty(max(n, 1) * 77, np.uint8)
+    out = {}
+    at = 0
+    for column, dtype in _EVENT_COLUMNS:
+        size = n * np.dtype(dtype).itemsize
+        out[column] = block[at : at + size].view(dtype)
+        at += size
+    cdef uint8_t[::1] kind = out["kind"]
+    cdef int32_t[::1] name = out["name"]
+    cdef int64_t[::1] chain = out["chain_index"]
+    cdef int32_t[::1] instruction = out["instruction_id"]
+    cdef int32_t[::1] ddi_int = out["delegate_debug_id_int"]
+    cdef int32_t[::1] ddi_str = out["delegate_debug_id_str"]
+    cdef uint64_t[::1] start = out["start_time"]
+    cdef uint64_t[::1] end = out["end_time"]
+    cdef int64_t[::1] meta_off = out["metadata_offset"]
+    cdef int64_t[::1] meta_len = out["metadata_length"]
+    cdef int32_t[::1] allocator = out["allocator_id"]
+    cdef uint64_t[::1] alloc_size = out["allocation_size"]
+    cdef int64_t[::1] entry = out["debug_entry"]
+    with nogil:
+        status = _events(it, b, nbuf, lo, hi, run_file_v, ev_vec_v, ev_count_v, kind, name, chain,
+                         instruction, ddi_int, ddi_str, start, end, meta_off, meta_len,
+                         allocator, alloc_size, entry)
+    if status < 0:
+        return None
+    out.update(
+        run_file=run_file,
+        run_name=run_name,
+        run_bundled=bundled,
+        allocator_count=alloc_count,
+        allocator_names=allocator_names,
+        event_count=ev_count,
+    )
+    return out
