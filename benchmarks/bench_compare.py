@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import VECTORS, delegate_lens_command
+from machine import VECTORS, delegate_lens_command, user_env
 from machine import describe as describe_machine
 
 
@@ -37,7 +37,9 @@ def command(base: Path, new: Path, etrecord: Path) -> list[str]:
 def run_once(cmd: list[str]) -> float:
     with open(os.devnull, "wb") as devnull:
         start = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=devnull, stderr=subprocess.PIPE, check=False)
+        proc = subprocess.run(
+            cmd, stdout=devnull, stderr=subprocess.PIPE, check=False, env=user_env()
+        )
         wall = time.perf_counter() - start
     if proc.returncode not in (0, 1):  # 1: a regression found, still a complete run
         raise SystemExit(f"command failed ({proc.returncode}): {proc.stderr.decode()}")
@@ -84,7 +86,7 @@ def main() -> int:
         cmd = command(base, copy, etrecord)
         print(f"machine: {describe_machine()}")
         print(f"command: {' '.join(cmd)} > /dev/null")
-        run_once(cmd)  # warm the page cache
+        run_once(cmd)  # warm the page cache and write .pyc files, as an install has
         walls = [run_once(cmd) for _ in range(args.runs)]
         print(
             f"whole process, {args.runs} runs: median {statistics.median(walls):.3f} s "

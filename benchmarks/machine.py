@@ -20,6 +20,15 @@ def delegate_lens_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "delegate_lens"]
 
 
+def user_env() -> dict[str, str]:
+    """The environment for a timed command: as a user's, with bytecode caching on. An
+    installed package has its ``.pyc`` files (pip compiles them); a session that sets
+    ``PYTHONDONTWRITEBYTECODE`` would otherwise recompile every module in every run."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def cpu_model() -> str:
     """The CPU's model name from /proc/cpuinfo, else what ``platform`` knows."""
     try:
@@ -29,6 +38,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _compiled_walk() -> bool:
+    from delegate_lens.etdump import fastwalk
+
+    return fastwalk.available()
 
 
 def describe(extra: str = "") -> str:
@@ -44,6 +59,7 @@ def describe(extra: str = "") -> str:
         f"{os.cpu_count()} CPUs ({cpu_model()})",
         f"Python {platform.python_version()}",
         f"numpy {numpy.__version__}",
+        f"compiled ETDump walk {'on' if _compiled_walk() else 'off'}",
         *([extra] if extra else []),
         load,
     ]
