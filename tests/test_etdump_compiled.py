@@ -13,7 +13,7 @@ import pytest
 from conftest import VECTORS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_etdump_robustness import MLP, RICH, SMALL, _one_run_file
+from test_etdump_robustness import MLP, RICH, SMALL, _named_profiles_file, mutated
 
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump import DecodedColumns, decode_columns, decode_many, fastwalk
@@ -106,19 +106,11 @@ def test_shared_and_long_strings() -> None:
     long_name = "é" * 200
     shared = b.CreateString(long_name)
     short = b.CreateString("op")
-    profiles = []
-    for i in range(300):
-        name = shared if i % 3 == 0 else short if i % 3 == 1 else b.CreateString(f"n{i % 7}")
-        b.StartObject(8)
-        b.PrependUOffsetTRelativeSlot(0, name, 0)
-        b.PrependUint64Slot(6, i, 0)
-        profiles.append(b.EndObject())
-    events = []
-    for p in profiles:
-        b.StartObject(3)
-        b.PrependUOffsetTRelativeSlot(0, p, 0)
-        events.append(b.EndObject())
-    data = _one_run_file(b, events, size_prefixed=False)
+    names = [
+        shared if i % 3 == 0 else short if i % 3 == 1 else b.CreateString(f"n{i % 7}")
+        for i in range(300)
+    ]
+    data = _named_profiles_file(b, names)
     fast = _compiled(data)
     assert fast is not None
     assert_same(fast, _numpy(data))
@@ -155,15 +147,7 @@ def _check_agrees(data: bytes) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_bytes_agree_with_numpy(base: str, data: st.DataObject) -> None:
-    buf = bytearray(BASES[base])
-    flips = data.draw(
-        st.lists(
-            st.tuples(st.integers(0, len(buf) - 1), st.integers(0, 255)), min_size=1, max_size=8
-        )
-    )
-    for pos, value in flips:
-        buf[pos] = value
-    _check_agrees(bytes(buf))
+    _check_agrees(mutated(BASES[base], data))
 
 
 @pytest.mark.parametrize("base", ["small", "rich"])
@@ -187,18 +171,8 @@ def test_overlapping_long_strings_are_refused() -> None:
     n = 4000
     region = b"".join((n - 4 * j - 4).to_bytes(4, "little") for j in range(n // 4))
     vec = b.CreateByteVector(region)
-    profiles = []
-    for j in range(n // 4 - 40):  # all longer than 128 bytes: numpy's long-string path too
-        b.StartObject(8)
-        b.PrependUOffsetTRelativeSlot(0, vec - 4 - 4 * j, 0)
-        b.PrependUint64Slot(6, j, 0)
-        profiles.append(b.EndObject())
-    events = []
-    for p in profiles:
-        b.StartObject(3)
-        b.PrependUOffsetTRelativeSlot(0, p, 0)
-        events.append(b.EndObject())
-    data = _one_run_file(b, events, size_prefixed=False)
+    # all longer than 128 bytes: numpy's long-string path too
+    data = _named_profiles_file(b, [vec - 4 - 4 * j for j in range(n // 4 - 40)])
     assert len(data) < n * 20
     assert _compiled(data) is None
     with pytest.raises(ETDumpFormatError, match="strings overlap"):

@@ -194,6 +194,23 @@ def _one_run_file(
     return bytes(b.Output())
 
 
+def _named_profiles_file(b: flatbuffers.Builder, names: list[int]) -> bytes:
+    """Finish ``b`` as one run of profile events, event ``i`` named by the string (or any
+    position) at builder offset ``names[i]``, with start time ``i``; no size prefix."""
+    profiles = []
+    for i, name in enumerate(names):
+        b.StartObject(8)
+        b.PrependUOffsetTRelativeSlot(0, name, 0)
+        b.PrependUint64Slot(6, i, 0)
+        profiles.append(b.EndObject())
+    events = []
+    for p in profiles:
+        b.StartObject(3)
+        b.PrependUOffsetTRelativeSlot(0, p, 0)
+        events.append(b.EndObject())
+    return _one_run_file(b, events, size_prefixed=False)
+
+
 def test_small_buffer_is_valid() -> None:
     etdump = loads(SMALL)
     assert len(etdump.run_data[0].events) == 3
@@ -320,6 +337,11 @@ def _load_or_format_error(data: bytes) -> None:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_bytes_load_or_raise_format_error(base: bytes, data: st.DataObject) -> None:
+    _load_or_format_error(mutated(base, data))
+
+
+def mutated(base: bytes, data: st.DataObject) -> bytes:
+    """``base`` with 1 to 8 bytes overwritten, drawn from ``data``."""
     buf = bytearray(base)
     flips = data.draw(
         st.lists(
@@ -328,7 +350,7 @@ def test_mutated_bytes_load_or_raise_format_error(base: bytes, data: st.DataObje
     )
     for pos, value in flips:
         buf[pos] = value
-    _load_or_format_error(bytes(buf))
+    return bytes(buf)
 
 
 @settings(max_examples=100, deadline=None)
@@ -358,18 +380,7 @@ def test_shared_strings_and_long_strings_decode_once() -> None:
     long_name = "x" * 300
     shared = b.CreateString(long_name)
     short = b.CreateString("op")
-    profiles = []
-    for i in range(2000):
-        b.StartObject(8)
-        b.PrependUOffsetTRelativeSlot(0, shared if i % 2 else short, 0)
-        b.PrependUint64Slot(6, i, 0)
-        profiles.append(b.EndObject())
-    events = []
-    for p in profiles:
-        b.StartObject(3)
-        b.PrependUOffsetTRelativeSlot(0, p, 0)
-        events.append(b.EndObject())
-    etdump = loads(_one_run_file(b, events, size_prefixed=False))
+    etdump = loads(_named_profiles_file(b, [shared if i % 2 else short for i in range(2000)]))
     cols = etdump.run_data[0].columns
     assert len(cols) == 2000
     assert cols.strings == ["op", long_name] or cols.strings == [long_name, "op"]

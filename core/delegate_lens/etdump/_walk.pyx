@@ -356,13 +356,28 @@ cdef int32_t _intern(Interner* it, const uint8_t* b, int64_t n, int64_t pos, int
     return code
 
 
+cdef inline int _vector_field(const uint8_t* b, Tab* t, int slot, int64_t hi, int64_t* vec,
+                              int64_t* count) noexcept nogil:
+    """The vector of uoffsets in field ``slot``: its first element and length (0, 0 when
+    absent); -1 when malformed."""
+    cdef int64_t at = _offset(b, t, slot, hi)
+    vec[0] = 0
+    count[0] = 0
+    if at == -2:
+        return -1
+    if at >= 0:
+        vec[0] = _vector(b, at, 4, hi, count)
+        if vec[0] < 0:
+            return -1
+    return 0
+
+
 cdef int _files(const uint8_t* b, const int64_t[::1] roots, const int64_t[::1] lo,
                 const int64_t[::1] hi, uint32_t[::1] versions, int64_t[::1] run_vec,
                 int64_t[::1] run_count) noexcept nogil:
     """Each file's root table: its version and its ``run_data`` vector."""
     cdef Tab t
     cdef int64_t k, at, vec, count
-    cdef int bad = 0
     for k in range(roots.shape[0]):
         if _table(b, roots[k], lo[k], hi[k], &t) < 0:
             return -1
@@ -370,15 +385,8 @@ cdef int _files(const uint8_t* b, const int64_t[::1] roots, const int64_t[::1] l
         if at == -2:
             return -1
         versions[k] = 0 if at < 0 else _u32(b, at)
-        at = _offset(b, &t, 1, hi[k])
-        if at == -2:
+        if _vector_field(b, &t, 1, hi[k], &vec, &count) < 0:
             return -1
-        count = 0
-        vec = 0
-        if at >= 0:
-            vec = _vector(b, at, 4, hi[k], &count)
-            if vec < 0:
-                return -1
         run_vec[k] = vec
         run_count[k] = count
     return 0
@@ -402,7 +410,7 @@ cdef int _runs(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
     elements of those vectors may not outnumber the file's bytes (bounds the work)."""
     cdef Tab t
     cdef int64_t k, j, r = 0, at, vec, count, size, events, allocators
-    cdef int bad = 0, slot
+    cdef int bad = 0
     for k in range(run_vec.shape[0]):
         size = hi[k] - lo[k]
         events = 0
@@ -416,24 +424,16 @@ cdef int _runs(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
             if run_name[r] == -2:
                 return -1
             bundled[r] = _i32(b, &t, 1, -1, &bad)
-            for slot in range(2, 4):
-                at = _offset(b, &t, slot, hi[k])
-                if at == -2:
-                    return -1
-                count = 0
-                vec = 0
-                if at >= 0:
-                    vec = _vector(b, at, 4, hi[k], &count)
-                    if vec < 0:
-                        return -1
-                if slot == 2:
-                    alloc_vec[r] = vec
-                    alloc_count[r] = count
-                    allocators += count
-                else:
-                    ev_vec[r] = vec
-                    ev_count[r] = count
-                    events += count
+            if _vector_field(b, &t, 2, hi[k], &vec, &count) < 0:
+                return -1
+            alloc_vec[r] = vec
+            alloc_count[r] = count
+            allocators += count
+            if _vector_field(b, &t, 3, hi[k], &vec, &count) < 0:
+                return -1
+            ev_vec[r] = vec
+            ev_count[r] = count
+            events += count
             r += 1
         if bad or events > size or allocators > size:
             return -1
