@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.batch import FileResult, collect_batch
@@ -13,11 +13,14 @@ from delegate_lens.dataset.sources import Source
 
 __all__ = ["Runner", "run_dask", "run_processes", "run_serial"]
 
-Runner = Callable[[str, list[list[Source]], frozenset[str]], Iterator[list[FileResult]]]
+Runner = Callable[[str, Iterable[list[Source]], frozenset[str]], Iterator[list[FileResult]]]
+"""``runner(location, batches, known)``: collects every batch, yielding each one's results
+as it finishes. ``batches`` may be lazy (made while files are still being found): a runner
+takes each batch as soon as it is made, so finding files overlaps collecting them."""
 
 
 def run_serial(
-    location: str, batches: list[list[Source]], known: frozenset[str]
+    location: str, batches: Iterable[list[Source]], known: frozenset[str]
 ) -> Iterator[list[FileResult]]:
     for batch in batches:
         yield collect_batch(location, batch, known)
@@ -39,17 +42,20 @@ def _start_method() -> str:
 
 def run_processes(workers: int) -> Runner:
     def run(
-        location: str, batches: list[list[Source]], known: frozenset[str]
+        location: str, batches: Iterable[list[Source]], known: frozenset[str]
     ) -> Iterator[list[FileResult]]:
-        """Start the workers and hand them every batch now (before any other thread of
-        ours starts, e.g. a progress bar's), then yield results as batches finish."""
+        """Start the workers with the first batch now (before any other thread of ours
+        starts, e.g. a progress bar's), then hand them each batch as it is made and yield
+        results as batches finish."""
         import multiprocessing
-        from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
         method = _start_method()
         context = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
+        pending = iter(batches)
+        first = next(pending, None)
         with warnings.catch_warnings():
             # Python >= 3.12 warns of fork in any process with native threads; ours are
             # numpy's and Arrow's, which are fork-safe, and no Python thread runs
@@ -57,21 +63,34 @@ def run_processes(workers: int) -> Runner:
                 "ignore", "This process .* is multi-threaded", DeprecationWarning
             )
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-            futures = [pool.submit(collect_batch, location, batch, known) for batch in batches]
+            # the first submit starts every worker (fork: all at once, before the pool's
+            # own thread)
+            futures: set[Future[list[FileResult]]] = set()
+            if first is not None:
+                futures.add(pool.submit(collect_batch, location, first, known))
 
-        def results(futures: list[Future[list[FileResult]]]) -> Iterator[list[FileResult]]:
+        def results() -> Iterator[list[FileResult]]:
             with pool:
-                for future in as_completed(futures):
-                    yield future.result()
+                for batch in pending:  # made here, while the workers collect
+                    futures.add(pool.submit(collect_batch, location, batch, known))
+                    done = {f for f in futures if f.done()}
+                    for future in done:
+                        futures.discard(future)
+                        yield future.result()
+                while futures:
+                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        futures.discard(future)
+                        yield future.result()
 
-        return results(futures)
+        return results()
 
     return run
 
 
 def run_dask(scheduler: str | None, workers: int) -> Runner:
     def run(
-        location: str, batches: list[list[Source]], known: frozenset[str]
+        location: str, batches: Iterable[list[Source]], known: frozenset[str]
     ) -> Iterator[list[FileResult]]:
         distributed = require("distributed", "collect --engine dask")
         if scheduler is not None:
@@ -89,6 +108,7 @@ def run_dask(scheduler: str | None, workers: int) -> Runner:
         try:
             # one copy of the known hashes per worker, not one per task
             shared = client.scatter([known], broadcast=True)[0] if known else known
+            batches = list(batches)
             futures = client.map(
                 collect_batch, [location] * len(batches), batches, known=shared, pure=False
             )
