@@ -153,44 +153,64 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
 
 def bench_stages(big: Path, small: Path, repeat: int) -> None:
     """CPU time per file by stage, as ``collect_batch`` runs them (medians of ``repeat``):
-    one big copy alone, and a group of 2,000 small dumps decoded together (per file)."""
+    one big copy alone, and a group of 2,000 small dumps decoded together (per file);
+    ``find`` is ``find_sources`` over all the small dumps, ``batch`` a whole
+    ``collect_batch`` of the same files (the stages plus its bookkeeping and manifest)."""
     import io
 
     import pyarrow.parquet as pq
 
-    from delegate_lens.dataset.batch import _read, content_hash
-    from delegate_lens.dataset.rows import FileLabels, files_columns, files_table
+    from delegate_lens.dataset.batch import _read_all, collect_batch, content_hash
+    from delegate_lens.dataset.rows import files_columns, files_columns_joined, labelled_table
     from delegate_lens.dataset.sources import find_sources
     from delegate_lens.dataset.store import _write_options
 
-    cases = [("big vector copy", [next(iter(sorted(big.glob("*.etdp"))))])]
-    cases.append(("small demo dump", [Path(s.path) for s in find_sources([str(small)])][:2000]))
-    for name, paths in cases:
+    every = find_sources([str(small)])
+    cases = [("big vector copy", find_sources([str(next(iter(sorted(big.glob("*.etdp")))))]))]
+    cases.append(("small demo dump", every[:2000]))
+    for name, sources in cases:
         stages: dict[str, list[float]] = {}
-        nbytes = sum(p.stat().st_size for p in paths)
+        nbytes = sum(s.size for s in sources)
+        labels = {"device": "a"}
         for _ in range(repeat):
             t = [time.process_time()]
-            datas = [_read(str(p), p.stat().st_size) for p in paths]
+            read = _read_all(sources)
             t.append(time.process_time())
-            hashes = [content_hash(d) for d in datas]
+            hashes = [content_hash(data) for data, _ in read]  # type: ignore[arg-type]
             t.append(time.process_time())
-            fc, run_file = files_columns(datas)
+            block = read[0][1]
+            if block is not None and len(block.sizes) == len(sources):
+                fc, run_file = files_columns_joined(block.data, block.starts, block.sizes)
+            else:
+                fc, run_file = files_columns([data for data, _ in read])  # type: ignore[misc]
             t.append(time.process_time())
-            files = [FileLabels(str(p), h, {"device": "a"}) for p, h in zip(paths, hashes)]
-            table = files_table(fc, run_file, files)
+            paths = [s.path for s in sources]
+            table = labelled_table(fc, run_file, paths, hashes, [labels] * len(paths))
             t.append(time.process_time())
             pq.write_table(table, io.BytesIO(), **_write_options(table))
             t.append(time.process_time())
             for stage, a, b in zip(("read", "hash", "decode", "table", "parquet"), t, t[1:]):
-                stages.setdefault(stage, []).append((b - a) / len(paths))
-            stages.setdefault("total", []).append((t[-1] - t[0]) / len(paths))
-            del datas, fc, table
-        per_file = {k: statistics.median(v) * 1e3 for k, v in stages.items()}
-        mb = nbytes / len(paths) / 1e6
+                stages.setdefault(stage, []).append((b - a) / len(sources))
+            stages.setdefault("total", []).append((t[-1] - t[0]) / len(sources))
+            del read, fc, table
+            if name.startswith("small"):
+                start = time.process_time()
+                find_sources([str(small)])
+                stages.setdefault("find", []).append((time.process_time() - start) / len(every))
+            target = Path(tempfile.mkdtemp(prefix="bench-stages-"))
+            try:
+                start = time.process_time()
+                collect_batch(str(target), sources)
+                stages.setdefault("batch", []).append((time.process_time() - start) / len(sources))
+            finally:
+                shutil.rmtree(target, ignore_errors=True)
+        per_file = {k: statistics.median(v) * 1e6 for k, v in stages.items()}
+        mb = nbytes / len(sources) / 1e6
+        whole = per_file["batch"] + per_file.get("find", 0.0)
         print(
-            f"stages, {name} ({mb:.4g} MB, CPU ms per file): "
+            f"stages, {name} ({mb:.4g} MB, CPU us per file, medians of {repeat}): "
             + ", ".join(f"{k} {v:.3g}" for k, v in per_file.items())
-            + f" -> {mb / per_file['total'] * 1e3:.1f} MB per CPU second  [{uptime()}]"
+            + f" -> find+batch {mb / whole * 1e6:.1f} MB per CPU second  [{uptime()}]"
         )
 
 
@@ -236,6 +256,7 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=4, help="copies of the big vector")
     parser.add_argument("--small", type=int, default=10_000, help="small demo dumps")
     parser.add_argument("--small-repeat", type=int, default=1, help="runs of the small case")
+    parser.add_argument("--stage-repeat", type=int, default=5, help="runs of the stages")
     parser.add_argument("--events", type=int, default=10_000_000, help="events to query")
     parser.add_argument(
         "--only",
@@ -253,7 +274,9 @@ def main() -> None:
         small = small_dumps(args.small)
         bench_collect(f"{args.small} small demo dumps", small, args.small_repeat)
     if "stages" in parts:
-        bench_stages(big_copies(args.big), small_dumps(args.small), max(args.repeat, 5))
+        bench_stages(
+            big_copies(args.big), small_dumps(args.small), max(args.repeat, args.stage_repeat)
+        )
     if "query" in parts:
         bench_query(args.events, max(args.repeat, 5))
 

@@ -2,8 +2,11 @@
 
 What each worker runs (:func:`collect_batch`). Files are decoded together, many small
 files in one vectorized pass; a file with an ETRecord then goes through an Inspector for
-its links. A file that cannot be read or decoded is reported and skipped; the
-others of its batch are still collected.
+its links. Small local files are read straight into one buffer per group, at the places
+:func:`~delegate_lens.etdump.reader.joined_layout` gives them, and decoded from there
+(:func:`~delegate_lens.etdump.reader.decode_joined`): no bytes object per file, no copy to
+join them. A file that cannot be read or decoded is reported and skipped; the others of its
+batch are still collected.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import hashlib
 import mmap
 import os
 import warnings
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, read_labels
@@ -26,6 +30,7 @@ __all__ = ["FileResult", "collect_batch", "content_hash"]
 
 _ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
 _GROUP_BYTES = 16 << 20  # smaller files are decoded together, this many bytes at a time
+_GAP = 16  # joined_layout's bytes after the last file
 
 
 @attrs.frozen
@@ -78,7 +83,84 @@ def content_hash(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
-@attrs.frozen
+@attrs.define(eq=False)
+class _Block:
+    """Small files read straight into one buffer, each where
+    :func:`~delegate_lens.etdump.reader.joined_layout` places it."""
+
+    data: memoryview
+    starts: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    # every file read in its place (none failed, none changed size since it was found)
+    whole: bool = True
+
+
+def _read_block(sources: Sequence[Source]) -> tuple[_Block, list[bytes | memoryview | Exception]]:
+    """Read ``sources`` (local, each smaller than ``_ALONE_BYTES``) into one buffer: the
+    block, and each file's bytes (a view of the block) or why it could not be read. A file
+    whose size changed since it was found is read again on its own (its bytes are then not
+    a view of the block, and the block is not ``whole``)."""
+    from delegate_lens.etdump.reader import joined_layout
+
+    starts, sizes = joined_layout([source.size for source in sources])
+    view = memoryview(bytearray(int(starts[-1] + sizes[-1]) + _GAP))
+    block = _Block(view, starts, sizes)
+    out: list[bytes | memoryview | Exception] = []
+    for source, start, size in zip(sources, starts.tolist(), sizes.tolist()):
+        try:
+            try:
+                fd = os.open(source.path, os.O_RDONLY)
+                try:
+                    # one byte more, into the gap after the file: a file that grew is seen
+                    got = os.readv(fd, [view[start : start + size + 1]])
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                from delegate_lens.fileio import reraise_as_input_error
+
+                reraise_as_input_error(exc, source.path, "ETDump")
+            if got == size:
+                out.append(view[start : start + size])
+                continue
+            block.whole = False
+            out.append(_read(source.path))  # changed since found: read whole, on its own
+        except Exception as exc:
+            block.whole = False
+            out.append(exc)
+    return block, out
+
+
+def _read_all(
+    sources: Sequence[Source],
+) -> list[tuple[bytes | memoryview | Exception, _Block | None]]:
+    """Every file's bytes (or why it could not be read), and the block it was read into:
+    small local files in blocks of up to ``_GROUP_BYTES``, one block per ETRecord (files
+    with the same ETRecord are decoded together), others alone."""
+    out: list[tuple[bytes | memoryview | Exception, _Block | None]] = [(b"", None)] * len(sources)
+    gathering: dict[str | None, tuple[list[int], int]] = {}  # etrecord -> (indices, bytes)
+    groups: list[list[int]] = []
+    for i, source in enumerate(sources):
+        if 0 <= source.size < _ALONE_BYTES and "://" not in source.path:
+            indices, size = gathering.get(source.etrecord, ([], 0))
+            if indices and size + source.size > _GROUP_BYTES:
+                groups.append(indices)
+                indices, size = [], 0
+            indices.append(i)
+            gathering[source.etrecord] = (indices, size + source.size)
+            continue
+        try:
+            out[i] = (_read(source.path, source.size), None)
+        except Exception as exc:
+            out[i] = (exc, None)
+    groups.extend(indices for indices, _ in gathering.values())
+    for indices in groups:
+        block, datas = _read_block([sources[i] for i in indices])
+        for i, data in zip(indices, datas):
+            out[i] = (data, block)
+    return out
+
+
+@attrs.define(eq=False)
 class _Pending:
     """A file read and hashed, waiting to be decoded."""
 
@@ -86,7 +168,8 @@ class _Pending:
     source: Source
     data: bytes | memoryview
     file_hash: str
-    labels: dict[str, str]
+    labels: Mapping[str, str]
+    block: _Block | None  # the buffer it was read into, if any
 
 
 def _message(path: str, exc: BaseException) -> str:
@@ -96,10 +179,15 @@ def _message(path: str, exc: BaseException) -> str:
 
 
 def _groups(pending: Sequence[_Pending]) -> Iterator[list[_Pending]]:
-    """Files to decode together: each big file alone, small ones up to ``_GROUP_BYTES``."""
+    """Files to decode together: those read into one block together, each big file
+    alone, other small ones up to ``_GROUP_BYTES``."""
+    blocks: dict[int, list[_Pending]] = {}
     group: list[_Pending] = []
     size = 0
     for item in pending:
+        if item.block is not None:
+            blocks.setdefault(id(item.block), []).append(item)
+            continue
         if len(item.data) >= _ALONE_BYTES:
             yield [item]
             continue
@@ -110,6 +198,16 @@ def _groups(pending: Sequence[_Pending]) -> Iterator[list[_Pending]]:
         size += len(item.data)
     if group:
         yield group
+    yield from blocks.values()
+
+
+def _joined(group: Sequence[_Pending]) -> _Block | None:
+    """The block holding exactly ``group``'s files, in order, when there is one (then the
+    group is decoded in place); else None (the group's bytes are joined in a copy)."""
+    block = group[0].block
+    if block is None or not block.whole or len(block.sizes) != len(group):
+        return None
+    return block if all(item.block is block for item in group) else None
 
 
 def _rows_per_file(table: Any, files: int) -> list[int]:
@@ -123,17 +221,26 @@ def _decode_group(
 ) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
     """Tables of ``group`` (all files in one, when all decode), or per file on failure:
     ``(files, table)`` for what was collected, ``(file, error)`` for a bad file."""
-    from delegate_lens.dataset.rows import FileLabels, files_columns, files_table
+    from delegate_lens.dataset.rows import files_columns, files_columns_joined, labelled_table
 
-    def table(items: list[_Pending]) -> Any:
+    def table(items: list[_Pending], block: _Block | None = None) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fc, run_file = files_columns([item.data for item in items])
-            files = [FileLabels(i.source.path, i.file_hash, i.labels) for i in items]
-            return files_table(fc, run_file, files, label_names=label_names)
+            if block is not None:
+                fc, run_file = files_columns_joined(block.data, block.starts, block.sizes)
+            else:
+                fc, run_file = files_columns([item.data for item in items])
+            return labelled_table(
+                fc,
+                run_file,
+                [item.source.path for item in items],
+                [item.file_hash for item in items],
+                [item.labels for item in items],
+                label_names=label_names,
+            )
 
     try:
-        yield group, table(group)
+        yield group, table(group, _joined(group))
         return
     except Exception as exc:  # a bad file is reported and skipped, never fatal
         if len(group) == 1:
@@ -152,7 +259,7 @@ def _linked_group(
     """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
     Inspector per file (for its links); one file at a time when the group fails."""
     from delegate_lens.dataset.rows import events_table
-    from delegate_lens.etdump import decode_many
+    from delegate_lens.etdump import decode_joined, decode_many
     from delegate_lens.inspector import Inspector
 
     def table(item: _Pending, inspector: Any) -> Any:
@@ -167,8 +274,12 @@ def _linked_group(
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        block = _joined(group)
         try:
-            decoded = decode_many([item.data for item in group])
+            if block is not None:
+                decoded = decode_joined(block.data, block.starts, block.sizes)
+            else:
+                decoded = decode_many([item.data for item in group])
         except Exception:  # a bad file among them: one at a time, to tell which
             decoded = None
         for k, item in enumerate(group):
@@ -182,6 +293,26 @@ def _linked_group(
                 yield item, exc
 
 
+def _labels_of(
+    source: Source, cache: dict[tuple[str | None, int], Mapping[str, str] | Exception]
+) -> Mapping[str, str]:
+    """``source``'s labels: its sidecar's, overridden by the command line's. One dict per
+    sidecar and command line (shared by their files, never changed), each sidecar read once."""
+    key = (source.labels_file, id(source.labels))
+    labels = cache.get(key)
+    if labels is None:
+        try:
+            mine = read_labels(source.labels_file) if source.labels_file else {}
+            mine.update(source.labels)
+            labels = mine
+        except Exception as exc:
+            labels = exc
+        cache[key] = labels
+    if isinstance(labels, Exception):
+        raise labels
+    return labels
+
+
 def collect_batch(
     location: str, sources: Sequence[Source], known: Collection[str] = frozenset()
 ) -> list[FileResult]:
@@ -189,9 +320,9 @@ def collect_batch(
     worker runs); files whose hash is in ``known`` are skipped.
 
     Files are decoded together, many small files in one vectorized pass
-    (:func:`~delegate_lens.etdump.reader.decode_many`); a file with an ETRecord then goes
-    through an Inspector of its own for its links. A file repeated within the batch is
-    skipped, or fails as its first copy did.
+    (:func:`~delegate_lens.etdump.reader.decode_joined`, straight from the buffer they were
+    read into); a file with an ETRecord then goes through an Inspector of its own for its
+    links. A file repeated within the batch is skipped, or fails as its first copy did.
     """
     from delegate_lens.etrecord import load_etrecord
 
@@ -201,10 +332,12 @@ def collect_batch(
     copies: list[tuple[int, str, int]] = []  # (index, hash, size) of later copies
     plain: list[_Pending] = []
     linked: list[_Pending] = []
-    for i, source in enumerate(sources):
+    label_cache: dict[tuple[str | None, int], Mapping[str, str] | Exception] = {}
+    for i, (source, (data, block)) in enumerate(zip(sources, _read_all(sources))):
         file_hash = None
         try:
-            data = _read(source.path, source.size)
+            if isinstance(data, Exception):
+                raise data
             file_hash = content_hash(data)
             if file_hash in known:
                 results[i] = FileResult(source.path, "skipped", len(data), 0, file_hash)
@@ -212,18 +345,20 @@ def collect_batch(
             if file_hash in first_of:
                 copies.append((i, file_hash, len(data)))
                 continue
-            labels = read_labels(source.labels_file) if source.labels_file else {}
-            labels.update(source.labels)
+            labels = _labels_of(source, label_cache)
         except Exception as exc:  # a bad file is reported and skipped, never fatal
             results[i] = FileResult(
                 source.path, "failed", 0, 0, file_hash, _message(source.path, exc)
             )
             continue
         first_of[file_hash] = i
-        item = _Pending(i, source, data, file_hash, labels)
+        item = _Pending(i, source, data, file_hash, labels, block)
         (plain if source.etrecord is None else linked).append(item)
 
-    names = sorted({name for item in (*plain, *linked) for name in item.labels})
+    distinct = {
+        id(labels): labels for labels in label_cache.values() if not isinstance(labels, Exception)
+    }
+    names = sorted({name for labels in distinct.values() for name in labels})
     tables: list[tuple[list[_Pending], Any]] = []
     collected: list[_Pending] = []
     failed: dict[int, str] = {}
@@ -259,15 +394,17 @@ def collect_batch(
             rows[item.index] = count
     part = None
     if tables:
+        tables.sort(key=lambda pair: pair[0][0].index)  # the part's rows in input order
+        collected.sort(key=lambda item: item.index)
         files = [
             {"hash": item.file_hash, "source": item.source.path, "rows": rows[item.index]}
-            for item in sorted(collected, key=lambda item: item.index)
+            for item in collected
         ]
         store = DatasetStore(location)
         store.create()
         part = store.write_part(pa.concat_tables([table for _, table in tables]), files)
-    pending = {item.index: item for item in (*plain, *linked)}
-    for i, item in pending.items():
+    for item in (*plain, *linked):
+        i = item.index
         if i in failed:
             results[i] = FileResult(item.source.path, "failed", 0, 0, item.file_hash, failed[i])
         else:

@@ -17,10 +17,17 @@ import numpy.typing as npt
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
 from delegate_lens.etdump.columns import EventKind
-from delegate_lens.etdump.reader import decode_many
+from delegate_lens.etdump.reader import decode_joined, decode_many
 from delegate_lens.inspector.build import FileColumns, decoded_file_columns
 
-__all__ = ["FileLabels", "events_table", "files_columns", "files_table"]
+__all__ = [
+    "FileLabels",
+    "events_table",
+    "files_columns",
+    "files_columns_joined",
+    "files_table",
+    "labelled_table",
+]
 
 
 def _text(pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None]) -> Any:
@@ -45,12 +52,23 @@ def _labels_column(
     file_of_event: npt.NDArray[np.integer[Any]],
 ) -> Any:
     """The struct column ``labels`` (fields ``names``, sorted; a name missing from a file's
-    labels is NULL), each field a dictionary array over the values the files use."""
+    labels is NULL), each field a dictionary array over the values the files use. Files
+    sharing one labels mapping (the same object) are looked at once."""
+    slot: dict[int, int] = {}
+    distinct: list[Mapping[str, str]] = []
+    for mine in labels:
+        if slot.setdefault(id(mine), len(distinct)) == len(distinct):
+            distinct.append(mine)
+    which = np.fromiter(map(slot.__getitem__, map(id, labels)), np.int64, count=len(labels))
+    file_of_event = which[file_of_event]
     fields = []
     for name in names:
         values: dict[str, int] = {}
         per_file = np.array(
-            [values.setdefault(mine[name], len(values)) if name in mine else -1 for mine in labels],
+            [
+                values.setdefault(mine[name], len(values)) if name in mine else -1
+                for mine in distinct
+            ],
             dtype=np.int64,
         )
         fields.append(_text(pa, per_file[file_of_event], list(values)))
@@ -172,6 +190,30 @@ def files_table(
     (:func:`files_columns`): run ``r`` of ``fc`` is a run of ``files[run_file[r]]``
     (``run_file`` sorted). ``label_names`` (default: every name in ``files``' labels) are
     the label fields; without any, the table has no ``labels`` column."""
+    return labelled_table(
+        fc,
+        run_file,
+        [f.source for f in files],
+        [f.file_hash for f in files],
+        [f.labels for f in files],
+        inspector=inspector,
+        label_names=label_names,
+    )
+
+
+def labelled_table(
+    fc: FileColumns,
+    run_file: npt.NDArray[np.int64],
+    sources: Sequence[str],
+    hashes: Sequence[str],
+    labels: Sequence[Mapping[str, str]],
+    *,
+    inspector: Any = None,
+    label_names: Sequence[str] | None = None,
+) -> Any:
+    """As :func:`files_table`, with the files given column by column (no object per
+    file): file ``k`` is ``sources[k]``, of hash ``hashes[k]``, labelled ``labels[k]``
+    (files may share one mapping)."""
     pa = require("pyarrow", "collect")
     is_profile = fc.kind == EventKind.PROFILE
     if is_profile.all():  # the usual case: no gathers, views of the columns
@@ -187,12 +229,12 @@ def files_table(
             return column[profile]
 
     run = pick(fc.run)
-    if len(files) == 1:
+    if len(sources) == 1:
         file_of_event = np.zeros(len(profile), dtype=np.int32)
         run_in_file = run
     else:
         file_of_event = run_file[run].astype(np.int32)
-        first_run = np.searchsorted(run_file, np.arange(len(files), dtype=np.int64))
+        first_run = np.searchsorted(run_file, np.arange(len(sources), dtype=np.int64))
         run_in_file = run - first_run[file_of_event]
     identifier, dictionary = _identifiers(fc, profile)
     delegated = identifier >= 0
@@ -210,8 +252,8 @@ def files_table(
         map(code_of.__getitem__, fc.run_names), dtype=np.int32, count=len(fc.run_names)
     )
     columns = {
-        "source": _text(pa, file_of_event, [f.source for f in files]),
-        "file_hash": _text(pa, file_of_event, [f.file_hash for f in files]),
+        "source": _text(pa, file_of_event, sources),
+        "file_hash": _text(pa, file_of_event, hashes),
         "run": pa.array(run_in_file.astype(np.int32)),
         "block": _text(pa, block_of_run[run], list(block_names)),
         "event_index": pa.array((profile - fc.run_start[run]).astype(np.int32)),
@@ -229,10 +271,12 @@ def files_table(
     arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, plain)]
     table = pa.Table.from_arrays(arrays, schema=plain)
     if label_names is None:
-        label_names = sorted({name for f in files for name in f.labels})
+        label_names = sorted(
+            {name for mine in {id(m): m for m in labels}.values() for name in mine}
+        )
     if not label_names:
         return table
-    column = _labels_column(pa, [f.labels for f in files], sorted(label_names), file_of_event)
+    column = _labels_column(pa, labels, sorted(label_names), file_of_event)
     return table.add_column(2, pa.field("labels", column.type), column)
 
 
@@ -240,4 +284,16 @@ def files_columns(datas: Sequence[bytes | memoryview]) -> tuple[FileColumns, npt
     """Decode several ETDumps together (one vectorized pass for all): their columns, and
     the file of each run. A bad file raises for all (decode them one by one to find it)."""
     decoded = decode_many(datas)
+    return decoded_file_columns(decoded), decoded.run_file
+
+
+def files_columns_joined(
+    data: bytes | bytearray | memoryview,
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+) -> tuple[FileColumns, npt.NDArray[np.int64]]:
+    """As :func:`files_columns` for files already in one buffer, where
+    :func:`~delegate_lens.etdump.reader.joined_layout` places them (file ``k`` is
+    ``data[starts[k]:starts[k] + sizes[k]]``): decoded in place, no copy to join them."""
+    decoded = decode_joined(data, starts, sizes)
     return decoded_file_columns(decoded), decoded.run_file

@@ -67,58 +67,128 @@ def read_labels(path: str) -> dict[str, str]:
     return labels
 
 
+_OWN_SIDECARS = (".etrecord", ".etrecord.bin", ".labels.json")
+
+
+def _join(folder: str, name: str) -> str:
+    """``os.path.join(folder, name)`` for a name without separators, as concatenation."""
+    return folder + name if not folder or folder.endswith(os.sep) else folder + os.sep + name
+
+
+class _Folder:
+    """One folder: its file names, listed once, and its sidecars (an ETDump's are then a
+    set lookup or two, not a ``stat`` per candidate)."""
+
+    def __init__(self, path: str, names: frozenset[str]) -> None:
+        self.path = path
+        self.prefix = _join(path, "")  # + a name: its path
+        self.names = names
+        # any ETDump's own sidecar here? (else every ETDump of the folder takes the shared ones)
+        self.own = any(name.endswith(_OWN_SIDECARS) for name in names)
+        self._is_file: dict[str, str | None] = {}
+        self.etrecord = self.file("etrecord.bin")
+        self.labels = self.file("labels.json")
+
+    def file(self, name: str) -> str | None:
+        """The path of ``name`` in this folder if it is a file (or a link to one)."""
+        if name not in self.names:
+            return None
+        if name not in self._is_file:
+            path = _join(self.path, name)
+            self._is_file[name] = path if os.path.isfile(path) else None
+        return self._is_file[name]
+
+    def sidecars(self, name: str) -> tuple[str | None, str | None]:
+        """The ETRecord and labels sidecars of the ETDump ``name`` in this folder."""
+        if not self.own:
+            return self.etrecord, self.labels
+        stem = name.rsplit(".", 1)[0]
+        record = self.file(f"{stem}.etrecord") or self.file(f"{stem}.etrecord.bin")
+        return record or self.etrecord, self.file(f"{stem}.labels.json") or self.labels
+
+
 class _Folders:
-    """The file names of each folder, listed once (sidecar lookups are then set lookups,
-    not a ``stat`` per candidate per ETDump)."""
+    """Each folder's :class:`_Folder`, made once."""
 
     def __init__(self) -> None:
-        self._names: dict[str, frozenset[str]] = {}
-        self._is_file: dict[str, bool] = {}
+        self._folders: dict[str, _Folder] = {}
 
-    def names(self, folder: str) -> frozenset[str]:
-        names = self._names.get(folder)
-        if names is None:
-            try:
-                names = frozenset(os.listdir(folder or "."))
-            except OSError:
-                names = frozenset()
-            self._names[folder] = names
-        return names
+    def get(self, path: str, names: frozenset[str] | None = None) -> _Folder:
+        folder = self._folders.get(path)
+        if folder is None:
+            if names is None:
+                try:
+                    names = frozenset(os.listdir(path or "."))
+                except OSError:
+                    names = frozenset()
+            folder = self._folders[path] = _Folder(path, names)
+        return folder
 
-    def first_existing(self, folder: str, *candidates: str) -> str | None:
-        names = self.names(folder)
-        for name in candidates:
-            if name in names:
-                path = os.path.join(folder, name)
-                is_file = self._is_file.get(path)
-                if is_file is None:
-                    is_file = self._is_file[path] = os.path.isfile(path)
-                if is_file:
-                    return path
+
+_Found = tuple[_Folder, str, "os.stat_result | None"]  # folder, name, stat (None: failed)
+
+
+def _stat(path: str, dir_fd: int | None = None) -> os.stat_result | None:
+    try:
+        return os.stat(path, dir_fd=dir_fd)
+    except OSError:  # e.g. a broken link: collect reports it as a file it cannot read
         return None
 
 
-def _walk(folder: str, folders: _Folders) -> list[tuple[str, str]]:
-    """Every ETDump under ``folder`` as (its folder, its name), in path order (symlinked
-    folders are not followed)."""
-    found: list[tuple[list[str], str, str]] = []
-    for root, _dirs, files in os.walk(folder):
-        root = os.path.normpath(root)
-        folders._names.setdefault(root, frozenset(files))
-        parts = root.split(os.sep)
-        found.extend((parts, root, f) for f in files if f.endswith(ETDUMP_SUFFIXES))
-    found.sort(key=lambda item: (item[0], item[2]))  # folder by folder, as pathlib sorts
-    return [(root, name) for _, root, name in found]
+def _walk(top: str, folders: _Folders) -> list[_Found]:
+    """Every ETDump under ``top``, folder by folder in path order (a folder's files by
+    name, then its subfolders by name, as pathlib sorts paths); symlinked folders are not
+    followed, unreadable ones skipped (as ``os.walk`` does). One ``stat`` per ETDump,
+    relative to its open folder (no path walk)."""
+    found: list[_Found] = []
+    pending = [os.path.normpath(top)]
+    while pending:
+        root = pending.pop()
+        try:
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            subfolders: list[str] = []
+            names: list[str] = []
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        try:
+                            is_dir = entry.is_dir()
+                        except OSError:
+                            is_dir = False
+                        if not is_dir:
+                            names.append(entry.name)
+                        elif not entry.is_symlink():
+                            subfolders.append(entry.name)
+            except OSError:
+                continue
+            folder = folders.get(root, frozenset(names))
+            names.sort()
+            for name in names:
+                if name.endswith(ETDUMP_SUFFIXES):
+                    try:
+                        found.append((folder, name, os.stat(name, dir_fd=fd)))
+                    except OSError:  # e.g. a broken link
+                        found.append((folder, name, None))
+        finally:
+            os.close(fd)
+        subfolders.sort(reverse=True)  # popped in name order
+        pending.extend(os.path.normpath(_join(root, name)) for name in subfolders)
+    return found
 
 
-def _expand(pattern: str, folders: _Folders) -> list[tuple[str, str]]:
+def _expand(pattern: str, folders: _Folders) -> list[_Found]:
     if _GLOB_CHARS & set(pattern):
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
             raise UsageError(f"{pattern}: no file matches")
-        found: list[tuple[str, str]] = []
+        found: list[_Found] = []
         for match in matches:
-            found.extend(_expand(match, folders) if os.path.isdir(match) else [_split(match)])
+            found.extend(
+                _expand(match, folders) if os.path.isdir(match) else [_file(match, folders)]
+            )
         return found
     if os.path.isdir(pattern):
         found = _walk(pattern, folders)
@@ -127,11 +197,12 @@ def _expand(pattern: str, folders: _Folders) -> list[tuple[str, str]]:
         return found
     if not os.path.exists(pattern):
         raise UsageError(f"{pattern}: no such file or folder")
-    return [_split(pattern)]
+    return [_file(pattern, folders)]
 
 
-def _split(path: str) -> tuple[str, str]:
-    return os.path.split(os.path.normpath(path))
+def _file(path: str, folders: _Folders) -> _Found:
+    folder, name = os.path.split(os.path.normpath(path))
+    return folders.get(folder), name, _stat(_join(folder, name))
 
 
 def find_sources(
@@ -140,27 +211,30 @@ def find_sources(
     etrecord: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> list[Source]:
-    """The ETDumps named by ``paths`` (each once, in order), with their sidecars."""
+    """The ETDumps named by ``paths`` (each once, in order, the same file by any path or
+    link counted once), with their sidecars. A file found but not readable (a broken
+    link) is kept, with size 0: collect reports it as a file it cannot read."""
     if etrecord is not None and not os.path.isfile(etrecord):
         raise UsageError(f"--etrecord {etrecord}: no such file")
     sources: list[Source] = []
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, int] | str] = set()
     folders = _Folders()
     shared = dict(labels or {})  # read, never changed: one copy for all
+    is_regular = stat.S_ISREG
     for pattern in paths:
-        for folder, name in _expand(os.fspath(pattern), folders):
-            path = os.path.join(folder, name)
-            info = os.stat(path)
-            if not stat.S_ISREG(info.st_mode):
-                continue  # e.g. a folder named like an ETDump
-            identity = (info.st_dev, info.st_ino)  # the same file by any path, once
+        for folder, name, info in _expand(os.fspath(pattern), folders):
+            path = folder.prefix + name
+            if info is None:
+                identity: tuple[int, int] | str = path
+                size = 0
+            elif not is_regular(info.st_mode):
+                continue  # e.g. a FIFO named like an ETDump
+            else:
+                identity = (info.st_dev, info.st_ino)  # the same file by any path, once
+                size = info.st_size
             if identity in seen:
                 continue
             seen.add(identity)
-            stem = name.rsplit(".", 1)[0]
-            record = etrecord or folders.first_existing(
-                folder, f"{stem}.etrecord", f"{stem}.etrecord.bin", "etrecord.bin"
-            )
-            labels_file = folders.first_existing(folder, f"{stem}.labels.json", "labels.json")
-            sources.append(Source(path, info.st_size, record, labels_file, shared))
+            record, labels_file = folder.sidecars(name)
+            sources.append(Source(path, size, etrecord or record, labels_file, shared))
     return sources
