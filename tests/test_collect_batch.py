@@ -5,6 +5,7 @@ the sidecars are found as before."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ pytest.importorskip("duckdb")
 from delegate_lens.dataset import collect, query
 from delegate_lens.dataset.batch import collect_batch
 from delegate_lens.dataset.sources import find_sources
+from delegate_lens.errors import UsageError
 from delegate_lens.etdump import EventKind, load
 
 
@@ -238,3 +240,44 @@ def test_worker_processes_start_when_the_runner_is_called(
     assert len(methods) == 1  # the pool exists before any result is consumed
     results = [r for batch in outcomes for r in batch]
     assert sorted(r.source for r in results) == sorted(s.path for s in sources)
+
+
+def test_batches_are_made_as_files_are_found() -> None:
+    """iter_batches takes sources lazily: with several workers the first batches are
+    small (every worker starts at once), later ones up to a quarter per worker of what
+    was found; one worker takes batch_bytes at a time."""
+    from delegate_lens.dataset.collector import STREAM_FIRST_BYTES, iter_batches
+    from delegate_lens.dataset.sources import Source
+
+    taken: list[int] = []
+
+    def sources(n: int, size: int) -> Iterator[Source]:
+        for i in range(n):
+            taken.append(i)
+            yield Source(f"f{i}", size)
+
+    mb = 1 << 20
+    batches = iter_batches(sources(400, mb), 64 * mb, workers=2)
+    first = next(batches)
+    assert sum(s.size for s in first) == STREAM_FIRST_BYTES  # made before all were found
+    assert len(taken) == len(first) + 1
+    rest = list(batches)
+    assert [s.path for b in [first, *rest] for s in b] == [f"f{i}" for i in range(400)]
+    largest = max(sum(s.size for s in b) for b in rest)
+    assert STREAM_FIRST_BYTES < largest <= 400 * mb // 8  # up to a quarter per worker
+    serial = list(iter_batches(sources(400, mb), 64 * mb, workers=1))
+    assert [len(b) for b in serial] == [64] * 6 + [16]
+    many_small = list(iter_batches(sources(5000, 10), 64 * mb, workers=1))
+    assert [len(b) for b in many_small] == [2000, 2000, 1000]  # MAX_BATCH_FILES
+
+
+def test_a_path_without_etdumps_fails_before_anything_is_collected(
+    small_fleet: Path, tmp_path: Path
+) -> None:
+    """Files are found while they are collected, but every argument is checked first."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no ETDump"):
+        collect([str(small_fleet), str(tmp_path / "empty")], str(tmp_path / "ds"))
+    with pytest.raises(UsageError, match="no such file"):
+        collect([str(small_fleet), str(tmp_path / "missing")], str(tmp_path / "ds"))
+    assert not (tmp_path / "ds").exists()

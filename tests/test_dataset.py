@@ -218,8 +218,12 @@ def test_two_local_workers_collect_the_same_rows(fleet: Path, tmp_path: Path) ->
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(vary(base, i))
         files.append(path)
-    report = collect([str(tmp_path / "many")], str(tmp_path / "ds"), workers=2)
-    assert len(report.collected) == 8 and len(DatasetStore(str(tmp_path / "ds")).parts()) > 1
+    # 8 small files fit one batch (STREAM_FIRST_BYTES): small batches make both work
+    size = files[0].stat().st_size
+    report = collect(
+        [str(tmp_path / "many")], str(tmp_path / "ds"), workers=2, batch_bytes=3 * size
+    )
+    assert len(report.collected) == 8 and len(DatasetStore(str(tmp_path / "ds")).parts()) >= 3
     assert report.rows == 8 * _profile_count(files[0])
 
 

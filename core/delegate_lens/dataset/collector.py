@@ -9,14 +9,14 @@ so workers never share a file and the driver only gathers small reports
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 
 from delegate_lens.dataset.batch import FileResult, collect_batch
 from delegate_lens.dataset.engines import Runner, run_dask, run_processes, run_serial
-from delegate_lens.dataset.sources import Source, find_sources
+from delegate_lens.dataset.sources import Source, iter_sources
 from delegate_lens.dataset.store import DatasetStore
 from delegate_lens.errors import UsageError
 
@@ -25,6 +25,7 @@ __all__ = ["ENGINES", "CollectReport", "FileResult", "collect", "collect_batch"]
 ENGINES = ("local", "dask")
 DEFAULT_BATCH_BYTES = 64 << 20
 MAX_BATCH_FILES = 2000
+STREAM_FIRST_BYTES = 4 << 20
 
 
 @attrs.frozen
@@ -64,32 +65,34 @@ class CollectReport:
         )
 
 
-def make_batches(
-    sources: Sequence[Source], batch_bytes: int, workers: int = 1
-) -> list[list[Source]]:
-    """Consecutive groups of about ``batch_bytes`` (at least ~4 per worker when there is
-    enough to share)."""
-    total = sum(s.size for s in sources)
-    if workers > 1:
-        batch_bytes = max(1, min(batch_bytes, total // (4 * workers)))
-    batches: list[list[Source]] = []
+def iter_batches(
+    sources: Iterable[Source], batch_bytes: int, workers: int = 1
+) -> Iterator[list[Source]]:
+    """Consecutive groups of ``sources`` of up to ``batch_bytes`` (and ``MAX_BATCH_FILES``
+    files), made as sources come. With several workers, a batch holds at most a quarter
+    per worker of the bytes found so far (but up to ``STREAM_FIRST_BYTES`` regardless):
+    the first batches are small, so every worker starts at once while files are still
+    being found, and the last ones leave no worker long idle."""
     current: list[Source] = []
-    size = 0
+    size = found = 0
+    limit = batch_bytes
     for source in sources:
-        if current and (size + source.size > batch_bytes or len(current) >= MAX_BATCH_FILES):
-            batches.append(current)
+        found += source.size
+        if workers > 1:
+            limit = min(batch_bytes, max(STREAM_FIRST_BYTES, found // (4 * workers)))
+        if current and (size + source.size > limit or len(current) >= MAX_BATCH_FILES):
+            yield current
             current, size = [], 0
         current.append(source)
         size += source.size
     if current:
-        batches.append(current)
-    return batches
+        yield current
 
 
 class _Progress:
     """A rich progress bar over bytes when rich is installed and stderr is a terminal."""
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(self, enabled: bool) -> None:
         self._bar: Any = None
         if not enabled or not sys.stderr.isatty():
             return
@@ -111,12 +114,13 @@ class _Progress:
             TimeRemainingColumn(),
             transient=True,
         )
-        self._task = self._bar.add_task("collect", total=total)
+        self._task = self._bar.add_task("collect", total=None)
         self._bar.start()
 
-    def advance(self, nbytes: int) -> None:
+    def advance(self, nbytes: int, total: int) -> None:
+        """``nbytes`` more collected, of ``total`` found so far."""
         if self._bar is not None:
-            self._bar.advance(self._task, nbytes)
+            self._bar.update(self._task, advance=nbytes, total=total)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -147,7 +151,7 @@ def collect(
         raise UsageError(f"batch_bytes must be at least 1, not {batch_bytes}")
     if scheduler is not None and engine != "dask":
         raise UsageError("a scheduler address needs --engine dask")
-    sources = find_sources(paths, etrecord=etrecord, labels=labels)
+    found = iter_sources(paths, etrecord=etrecord, labels=labels)  # arguments checked now
     store = DatasetStore(dataset)
     store.create()
     known = frozenset(store.manifest())
@@ -157,16 +161,31 @@ def collect(
         runner = run_processes(workers)
     else:
         runner = run_serial
-    batches = make_batches(sources, batch_bytes, workers if engine == "local" else max(workers, 2))
-    order = {source.path: i for i, source in enumerate(sources)}
+    sources: list[Source] = []  # in the order found
+    sizes: dict[str, int] = {}
+    found_bytes = [0]
+
+    def recorded() -> Iterator[Source]:
+        for source in found:
+            sources.append(source)
+            sizes[source.path] = source.size
+            found_bytes[0] += source.size
+            yield source
+
+    batches = iter_batches(
+        recorded(), batch_bytes, workers if engine == "local" else max(workers, 2)
+    )
     results: list[FileResult] = []
-    outcomes = runner(store.location, batches, known)  # workers start before the bar's thread
-    bar = _Progress(sum(s.size for s in sources), progress)
+    # workers start (with the first batch) before the bar's thread; files are found while
+    # they collect, so the bar's total grows until all are found
+    outcomes = runner(store.location, batches, known)
+    bar = _Progress(progress)
     try:
         for batch_results in outcomes:
             results.extend(batch_results)
-            bar.advance(sum(sources[order[r.source]].size for r in batch_results))
+            bar.advance(sum(sizes[r.source] for r in batch_results), found_bytes[0])
     finally:
         bar.close()
+    order = {source.path: i for i, source in enumerate(sources)}
     results.sort(key=lambda r: order.get(r.source, 0))
     return CollectReport(results)

@@ -9,16 +9,17 @@ else ``labels.json`` in its folder, overridden key by key by ``--label``.
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import attrs
 
 from delegate_lens.errors import UsageError
 
-__all__ = ["Source", "find_sources", "parse_labels", "read_labels"]
+__all__ = ["Source", "find_sources", "iter_sources", "parse_labels", "read_labels"]
 
 ETDUMP_SUFFIXES = (".etdp", ".etdump")
 _GLOB_CHARS = frozenset("*?[")
@@ -135,12 +136,29 @@ def _stat(path: str, dir_fd: int | None = None) -> os.stat_result | None:
         return None
 
 
-def _walk(top: str, folders: _Folders) -> list[_Found]:
+def _listing(fd: int) -> tuple[list[str], list[str]]:
+    """(file names, names of subfolders not reached through a link) of the open folder."""
+    names: list[str] = []
+    subfolders: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                names.append(entry.name)
+            elif not entry.is_symlink():
+                subfolders.append(entry.name)
+    return names, subfolders
+
+
+def _walk(top: str, folders: _Folders, *, first_only: bool = False) -> Iterator[_Found]:
     """Every ETDump under ``top``, folder by folder in path order (a folder's files by
-    name, then its subfolders by name, as pathlib sorts paths); symlinked folders are not
-    followed, unreadable ones skipped (as ``os.walk`` does). One ``stat`` per ETDump,
-    relative to its open folder (no path walk)."""
-    found: list[_Found] = []
+    name, then its subfolders by name, as pathlib sorts paths), made as asked for;
+    symlinked folders are not followed, unreadable ones skipped (as ``os.walk`` does).
+    One ``stat`` per ETDump, relative to its open folder (no path walk). ``first_only``:
+    stop at the first ETDump, without a ``stat`` (is there any?)."""
     pending = [os.path.normpath(top)]
     while pending:
         root = pending.pop()
@@ -149,55 +167,50 @@ def _walk(top: str, folders: _Folders) -> list[_Found]:
         except OSError:
             continue
         try:
-            subfolders: list[str] = []
-            names: list[str] = []
             try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        try:
-                            is_dir = entry.is_dir()
-                        except OSError:
-                            is_dir = False
-                        if not is_dir:
-                            names.append(entry.name)
-                        elif not entry.is_symlink():
-                            subfolders.append(entry.name)
+                names, subfolders = _listing(fd)
             except OSError:
                 continue
-            folder = folders.get(root, frozenset(names))
-            names.sort()
-            for name in names:
-                if name.endswith(ETDUMP_SUFFIXES):
-                    try:
-                        found.append((folder, name, os.stat(name, dir_fd=fd)))
-                    except OSError:  # e.g. a broken link
-                        found.append((folder, name, None))
+            if first_only:
+                if any(name.endswith(ETDUMP_SUFFIXES) for name in names):
+                    yield folders.get(root, frozenset(names)), "", None
+                    return
+            else:
+                folder = folders.get(root, frozenset(names))
+                names.sort()
+                for name in names:
+                    if name.endswith(ETDUMP_SUFFIXES):
+                        yield folder, name, _stat(name, fd)
         finally:
             os.close(fd)
         subfolders.sort(reverse=True)  # popped in name order
         pending.extend(os.path.normpath(_join(root, name)) for name in subfolders)
-    return found
 
 
-def _expand(pattern: str, folders: _Folders) -> list[_Found]:
+def _expand(pattern: str, folders: _Folders) -> Iterator[_Found]:
+    """The ETDumps ``pattern`` names, found as asked for; a pattern that names none is a
+    :class:`UsageError` now, before any is asked for."""
     if _GLOB_CHARS & set(pattern):
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
             raise UsageError(f"{pattern}: no file matches")
-        found: list[_Found] = []
-        for match in matches:
-            found.extend(
-                _expand(match, folders) if os.path.isdir(match) else [_file(match, folders)]
-            )
-        return found
+        return itertools.chain.from_iterable(
+            [
+                _expand(match, folders) if os.path.isdir(match) else _one(match, folders)
+                for match in matches
+            ]  # a list: every match is checked now
+        )
     if os.path.isdir(pattern):
-        found = _walk(pattern, folders)
-        if not found:
+        if next(_walk(pattern, folders, first_only=True), None) is None:
             raise UsageError(f"{pattern}: no ETDump (*.etdp, *.etdump) in this folder")
-        return found
+        return _walk(pattern, folders)
     if not os.path.exists(pattern):
         raise UsageError(f"{pattern}: no such file or folder")
-    return [_file(pattern, folders)]
+    return _one(pattern, folders)
+
+
+def _one(path: str, folders: _Folders) -> Iterator[_Found]:
+    yield _file(path, folders)
 
 
 def _file(path: str, folders: _Folders) -> _Found:
@@ -214,27 +227,43 @@ def find_sources(
     """The ETDumps named by ``paths`` (each once, in order, the same file by any path or
     link counted once), with their sidecars. A file found but not readable (a broken
     link) is kept, with size 0: collect reports it as a file it cannot read."""
+    return list(iter_sources(paths, etrecord=etrecord, labels=labels))
+
+
+def iter_sources(
+    paths: Iterable[str],
+    *,
+    etrecord: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Iterator[Source]:
+    """:func:`find_sources`, made as asked for (``collect`` starts on the first files while
+    it is still finding the rest). Every argument is checked now: a path that names no
+    ETDump, or a missing ``etrecord``, raises :class:`UsageError` before any is made."""
     if etrecord is not None and not os.path.isfile(etrecord):
         raise UsageError(f"--etrecord {etrecord}: no such file")
-    sources: list[Source] = []
-    seen: set[tuple[int, int] | str] = set()
     folders = _Folders()
-    shared = dict(labels or {})  # read, never changed: one copy for all
+    found = [_expand(os.fspath(pattern), folders) for pattern in paths]  # checks each
+    return _sources(itertools.chain.from_iterable(found), etrecord, dict(labels or {}))
+
+
+def _sources(
+    found: Iterable[_Found], etrecord: str | None, shared: Mapping[str, str]
+) -> Iterator[Source]:
+    seen: set[tuple[int, int] | str] = set()
     is_regular = stat.S_ISREG
-    for pattern in paths:
-        for folder, name, info in _expand(os.fspath(pattern), folders):
-            path = folder.prefix + name
-            if info is None:
-                identity: tuple[int, int] | str = path
-                size = 0
-            elif not is_regular(info.st_mode):
-                continue  # e.g. a FIFO named like an ETDump
-            else:
-                identity = (info.st_dev, info.st_ino)  # the same file by any path, once
-                size = info.st_size
-            if identity in seen:
-                continue
-            seen.add(identity)
-            record, labels_file = folder.sidecars(name)
-            sources.append(Source(path, size, etrecord or record, labels_file, shared))
-    return sources
+    for folder, name, info in found:
+        path = folder.prefix + name
+        if info is None:
+            identity: tuple[int, int] | str = path
+            size = 0
+        elif not is_regular(info.st_mode):
+            continue  # e.g. a FIFO named like an ETDump
+        else:
+            identity = (info.st_dev, info.st_ino)  # the same file by any path, once
+            size = info.st_size
+        if identity in seen:
+            continue
+        seen.add(identity)
+        record, labels_file = folder.sidecars(name)
+        # ``shared`` is read, never changed: one copy for all
+        yield Source(path, size, etrecord or record, labels_file, shared)
