@@ -243,10 +243,15 @@ def test_worker_processes_start_when_the_runner_is_called(
 
 
 def test_batches_are_made_as_files_are_found() -> None:
-    """iter_batches takes sources lazily: with several workers the first batches are
-    small (every worker starts at once), later ones up to a quarter per worker of what
-    was found; one worker takes batch_bytes at a time."""
-    from delegate_lens.dataset.collector import STREAM_FIRST_BYTES, iter_batches
+    """iter_batches takes sources lazily, keeps them all, in order. With several workers
+    each worker's first batch is small and made before the rest are found; then batches
+    take a share of what is left and shrink towards the end. One worker takes
+    batch_bytes (or MAX_BATCH_FILES files) at a time."""
+    from delegate_lens.dataset.collector import (
+        MIN_BATCH_BYTES,
+        STREAM_FIRST_BYTES,
+        iter_batches,
+    )
     from delegate_lens.dataset.sources import Source
 
     taken: list[int] = []
@@ -258,17 +263,26 @@ def test_batches_are_made_as_files_are_found() -> None:
 
     mb = 1 << 20
     batches = iter_batches(sources(400, mb), 64 * mb, workers=2)
-    first = next(batches)
-    assert sum(s.size for s in first) == STREAM_FIRST_BYTES  # made before all were found
-    assert len(taken) == len(first) + 1
+    first, second = next(batches), next(batches)
+    assert sum(s.size for s in first) == sum(s.size for s in second) == STREAM_FIRST_BYTES
+    assert len(taken) <= 2 * len(first) + 1  # made before the rest were found
     rest = list(batches)
-    assert [s.path for b in [first, *rest] for s in b] == [f"f{i}" for i in range(400)]
-    largest = max(sum(s.size for s in b) for b in rest)
-    assert STREAM_FIRST_BYTES < largest <= 400 * mb // 8  # up to a quarter per worker
+    assert [s.path for b in [first, second, *rest] for s in b] == [f"f{i}" for i in range(400)]
+    sizes = [sum(s.size for s in b) for b in rest]
+    left = (400 - 8) * mb
+    for size in sizes:  # half per worker of what is left, within MIN_BATCH_BYTES..64 MB
+        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 4) // mb * mb, left)
+        assert size == want
+        left -= size
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= MIN_BATCH_BYTES
+    taken.clear()
     serial = list(iter_batches(sources(400, mb), 64 * mb, workers=1))
     assert [len(b) for b in serial] == [64] * 6 + [16]
     many_small = list(iter_batches(sources(5000, 10), 64 * mb, workers=1))
     assert [len(b) for b in many_small] == [2000, 2000, 1000]  # MAX_BATCH_FILES
+    big = list(iter_batches(sources(5, 100 * mb), 64 * mb, workers=2))
+    assert [len(b) for b in big] == [1] * 5  # a file bigger than a batch goes alone
+    assert list(iter_batches(sources(0, mb), 64 * mb, workers=3)) == []
 
 
 def test_a_path_without_etdumps_fails_before_anything_is_collected(

@@ -9,6 +9,7 @@ so workers never share a file and the driver only gathers small reports
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -25,7 +26,9 @@ __all__ = ["ENGINES", "CollectReport", "FileResult", "collect", "collect_batch"]
 ENGINES = ("local", "dask")
 DEFAULT_BATCH_BYTES = 64 << 20
 MAX_BATCH_FILES = 2000
-STREAM_FIRST_BYTES = 4 << 20
+STREAM_FIRST_BYTES = 4 << 20  # each worker's first batch
+MIN_BATCH_BYTES = 2 << 20  # the smallest batch of several files, at the end
+LOOKAHEAD_FILES = 100_000  # files found ahead of the batches, to size them
 
 
 @attrs.frozen
@@ -68,25 +71,50 @@ class CollectReport:
 def iter_batches(
     sources: Iterable[Source], batch_bytes: int, workers: int = 1
 ) -> Iterator[list[Source]]:
-    """Consecutive groups of ``sources`` of up to ``batch_bytes`` (and ``MAX_BATCH_FILES``
-    files), made as sources come. With several workers, a batch holds at most a quarter
-    per worker of the bytes found so far (but up to ``STREAM_FIRST_BYTES`` regardless):
-    the first batches are small, so every worker starts at once while files are still
-    being found, and the last ones leave no worker long idle."""
-    current: list[Source] = []
-    size = found = 0
-    limit = batch_bytes
-    for source in sources:
-        found += source.size
-        if workers > 1:
-            limit = min(batch_bytes, max(STREAM_FIRST_BYTES, found // (4 * workers)))
-        if current and (size + source.size > limit or len(current) >= MAX_BATCH_FILES):
-            yield current
-            current, size = [], 0
-        current.append(source)
-        size += source.size
-    if current:
-        yield current
+    """Consecutive groups of ``sources`` of up to ``batch_bytes`` and ``MAX_BATCH_FILES``
+    files, made as sources come.
+
+    With several workers: the first batch of each worker is small
+    (``STREAM_FIRST_BYTES``), so that all start at once while files are still being found;
+    then, looking up to ``LOOKAHEAD_FILES`` files ahead, each batch takes a share of what
+    is left (a quarter per worker while more files are coming, half per worker once all
+    are found, never under ``MIN_BATCH_BYTES``): batches shrink towards the end, so no
+    worker is left idle long while another finishes a big one."""
+    it = iter(sources)
+    ahead: deque[Source] = deque()
+    pending = 0  # bytes in ``ahead``
+    done = False
+    made = 0
+    while True:
+        quick = workers > 1 and made < workers
+        if workers > 1 and not quick:  # look ahead, to size batches by what is left
+            want, limit = LOOKAHEAD_FILES, None
+        else:  # only as many as this batch takes
+            want = MAX_BATCH_FILES
+            limit = min(batch_bytes, STREAM_FIRST_BYTES) if quick else batch_bytes
+        while not done and len(ahead) < want and (limit is None or pending <= limit):
+            source = next(it, None)
+            if source is None:
+                done = True
+            else:
+                ahead.append(source)
+                pending += source.size
+        if not ahead:
+            return
+        if limit is None:
+            share = pending // (2 * workers if done else 4 * workers)
+            limit = min(batch_bytes, max(MIN_BATCH_BYTES, share))
+        batch: list[Source] = []
+        size = 0
+        while ahead and len(batch) < MAX_BATCH_FILES:
+            if batch and size + ahead[0].size > limit:
+                break
+            source = ahead.popleft()
+            batch.append(source)
+            size += source.size
+        pending -= size
+        made += 1
+        yield batch
 
 
 class _Progress:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import attrs
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.batch import FileResult, collect_batch
@@ -24,6 +27,49 @@ def run_serial(
 ) -> Iterator[list[FileResult]]:
     for batch in batches:
         yield collect_batch(location, batch, known)
+
+
+_Packed = tuple[list[str], list[int], list[str | None], list[str | None], list[int], list[Any]]
+_PackedResults = tuple[list[Any], ...]
+
+
+def _pack(batch: list[Source]) -> _Packed:
+    """A batch as a few lists (pickled far faster than an object per file); label
+    mappings shared by files are sent once."""
+    maps: dict[int, int] = {}
+    shared: list[Any] = []
+    which = []
+    for source in batch:
+        k = maps.get(id(source.labels))
+        if k is None:
+            k = maps[id(source.labels)] = len(shared)
+            shared.append(source.labels)
+        which.append(k)
+    return (
+        [s.path for s in batch],
+        [s.size for s in batch],
+        [s.etrecord for s in batch],
+        [s.labels_file for s in batch],
+        which,
+        shared,
+    )
+
+
+def _collect_packed(location: str, packed: _Packed, known: frozenset[str]) -> _PackedResults:
+    """:func:`collect_batch` of a packed batch, its results packed too (what a worker runs)."""
+    paths, sizes, etrecords, labels_files, which, shared = packed
+    sources = [
+        Source(path, size, etrecord, labels_file, shared[k])
+        for path, size, etrecord, labels_file, k in zip(
+            paths, sizes, etrecords, labels_files, which
+        )
+    ]
+    results = collect_batch(location, sources, known)
+    return tuple(list(column) for column in zip(*(attrs.astuple(r) for r in results)))
+
+
+def _unpack(packed: _PackedResults) -> list[FileResult]:
+    return [FileResult(*fields) for fields in zip(*packed)]
 
 
 def _start_method() -> str:
@@ -65,23 +111,23 @@ def run_processes(workers: int) -> Runner:
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
             # the first submit starts every worker (fork: all at once, before the pool's
             # own thread)
-            futures: set[Future[list[FileResult]]] = set()
+            futures: set[Future[_PackedResults]] = set()
             if first is not None:
-                futures.add(pool.submit(collect_batch, location, first, known))
+                futures.add(pool.submit(_collect_packed, location, _pack(first), known))
 
         def results() -> Iterator[list[FileResult]]:
             with pool:
                 for batch in pending:  # made here, while the workers collect
-                    futures.add(pool.submit(collect_batch, location, batch, known))
+                    futures.add(pool.submit(_collect_packed, location, _pack(batch), known))
                     done = {f for f in futures if f.done()}
                     for future in done:
                         futures.discard(future)
-                        yield future.result()
+                        yield _unpack(future.result())
                 while futures:
                     done, _ = wait(futures, return_when=FIRST_COMPLETED)
                     for future in done:
                         futures.discard(future)
-                        yield future.result()
+                        yield _unpack(future.result())
 
         return results()
 
