@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from machine import VECTORS
+from machine import VECTORS, user_env
 from machine import describe as describe_machine
 
 BIG = VECTORS / "gpt_portable_big" / "etdump.etdp"
@@ -78,7 +78,11 @@ def peak_rss_mb(path: Path, repeat: int) -> tuple[list[float], list[float]]:
     maxrss, hwm = [], []
     for _ in range(repeat):
         out = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _CHILD, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=user_env(),
         ).stdout.split()
         maxrss.append(int(out[0]) / 1024)  # KiB on Linux
         hwm.append(int(out[1]) / 1024)

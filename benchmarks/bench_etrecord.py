@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from machine import VECTORS
+from machine import VECTORS, user_env
 from machine import describe as describe_machine
 
 _READ = """
@@ -87,7 +87,11 @@ def synthetic(count: int) -> bytes:
 def _fresh(code: str, path: Path) -> tuple[list[float], float]:
     start = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=user_env(),
     ).stdout
     return [float(x) for x in out.split()], time.perf_counter() - start
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import VECTORS, delegate_lens_command
+from machine import VECTORS, delegate_lens_command, user_env
 from machine import describe as describe_machine
 
 
@@ -41,7 +41,7 @@ def main() -> int:
             cmd = [*head, "inspect", etdump, "--etrecord", etrecord]
             cmd += ["--format", "model-explorer", "-o", str(out)]
             start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
+            subprocess.run(cmd, check=True, capture_output=True, env=user_env())
             walls.append(time.perf_counter() - start)
         print(f"command: {' '.join(cmd)}")
         size = sum(p.stat().st_size for p in (work / "me0").iterdir())

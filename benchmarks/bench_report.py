@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import REPO, VECTORS, delegate_lens_command
+from machine import REPO, VECTORS, delegate_lens_command, user_env
 from machine import describe as describe_machine
 
 
@@ -54,7 +54,7 @@ def main() -> None:
         for _ in range(args.runs):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=user_env())
             times.append(time.perf_counter() - start)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
