@@ -20,7 +20,7 @@ else:
             Extension(
                 "delegate_lens.etdump._walk",
                 ["core/delegate_lens/etdump/_walk.pyx"],
-                extra_compile_args=["-O3"],
+                extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
                 optional=True,  # no compiler: install anyway, without it
             )
         ],
