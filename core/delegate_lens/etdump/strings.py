@@ -138,7 +138,9 @@ class StringTable:
         m = items.view(word).reshape(len(items), -1)
         # any key works (equal keys are verified byte for byte below); a float product is
         # the cheapest to compute, rounding only splits or merges candidate groups
-        key = m.astype(np.float64) @ _FMULT[: m.shape[1]]
+        # einsum, not @: a matrix product wakes BLAS's threads, which then spin on the
+        # other cores (and steal them from collect's other workers)
+        key = np.einsum("ij,j->i", m.astype(np.float64), _FMULT[: m.shape[1]], optimize=False)
         key += ln
         found = factorize(key)
         if found is None:
