@@ -24,6 +24,13 @@ VECTOR_FILES = sorted(VECTORS.glob("*/etdump.etdp"))
 BASES = {"small": SMALL, "rich": RICH, "mlp": MLP}
 
 
+@pytest.fixture(autouse=True)
+def compiled_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """These tests compare both paths: the walk on, whatever the environment says."""
+    monkeypatch.delenv("DELEGATE_LENS_NO_COMPILED", raising=False)
+    yield
+
+
 @pytest.fixture
 def numpy_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
