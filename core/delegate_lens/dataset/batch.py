@@ -29,7 +29,7 @@ from delegate_lens.dataset.store import DatasetStore
 __all__ = ["FileResult", "collect_batch", "content_hash"]
 
 _ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
-_GROUP_BYTES = 16 << 20  # smaller files are decoded together, this many bytes at a time
+_GROUP_BYTES = 32 << 20  # smaller files are decoded together, this many bytes at a time
 _GAP = 16  # joined_layout's bytes after the last file
 
 

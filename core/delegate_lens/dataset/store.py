@@ -160,6 +160,7 @@ class DatasetStore:
         self._write(
             self._path(name), lambda stream: pq.write_table(table, stream, **_write_options(table))
         )
-        entry = json.dumps({"part": name, "files": list(files)}, separators=(",", ":")).encode()
+        # {"part": name, "files": listing}, the listing encoded once
+        entry = b'{"part":%s,"files":%s}' % (json.dumps(name).encode(), listing)
         self._write(self._path(MANIFEST, f"{part_id}.json"), lambda stream: stream.write(entry))
         return name
