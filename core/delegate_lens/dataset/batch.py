@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, read_labels
 from delegate_lens.dataset.store import DatasetStore
@@ -324,6 +325,13 @@ def collect_batch(
     read into); a file with an ETRecord then goes through an Inspector of its own for its
     links. A file repeated within the batch is skipped, or fails as its first copy did.
     """
+    with no_cycle_collection():
+        return _collect_batch(location, sources, known)
+
+
+def _collect_batch(
+    location: str, sources: Sequence[Source], known: Collection[str]
+) -> list[FileResult]:
     from delegate_lens.etrecord import load_etrecord
 
     pa = require("pyarrow", "collect")

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset.batch import FileResult, collect_batch
 from delegate_lens.dataset.engines import Runner, run_dask, run_processes, run_serial
 from delegate_lens.dataset.sources import Source, find_sources
@@ -114,6 +115,10 @@ class _Progress:
         self._task = self._bar.add_task("collect", total=total)
         self._bar.start()
 
+    @property
+    def enabled(self) -> bool:
+        return self._bar is not None
+
     def advance(self, nbytes: int) -> None:
         if self._bar is not None:
             self._bar.advance(self._task, nbytes)
@@ -163,10 +168,12 @@ def collect(
     outcomes = runner(store.location, batches, known)  # workers start before the bar's thread
     bar = _Progress(sum(s.size for s in sources), progress)
     try:
-        for batch_results in outcomes:
-            results.extend(batch_results)
-            bar.advance(sum(sources[order[r.source]].size for r in batch_results))
+        with no_cycle_collection():
+            for batch_results in outcomes:
+                results.extend(batch_results)
+                if bar.enabled:
+                    bar.advance(sum(sources[order[r.source]].size for r in batch_results))
+            results.sort(key=lambda r: order.get(r.source, 0))
     finally:
         bar.close()
-    results.sort(key=lambda r: order.get(r.source, 0))
     return CollectReport(results)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.errors import UsageError
 
 __all__ = ["Source", "find_sources", "parse_labels", "read_labels"]
@@ -216,6 +217,13 @@ def find_sources(
     link) is kept, with size 0: collect reports it as a file it cannot read."""
     if etrecord is not None and not os.path.isfile(etrecord):
         raise UsageError(f"--etrecord {etrecord}: no such file")
+    with no_cycle_collection():
+        return _find(paths, etrecord, labels)
+
+
+def _find(
+    paths: Iterable[str], etrecord: str | None, labels: Mapping[str, str] | None
+) -> list[Source]:
     sources: list[Source] = []
     seen: set[tuple[int, int] | str] = set()
     folders = _Folders()
