@@ -10,7 +10,11 @@ Measures, each into a fresh dataset (medians of ``--repeat`` runs):
 * collect of ``--small`` small demo dumps (one ``delegate-lens demo`` ETDump, written
   once with torch, then varied with the codec: no torch per file), 1 and 2 workers;
 * query: p50 of duration per operator and device over a dataset of ``--events`` events
-  (parts written from the big vector's table with three device labels).
+  (parts written from the big vector's table with three device labels, cached per schema
+  and write options);
+* ``--only stages``: CPU time per file by stage (find, read, hash, decode, table,
+  Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
+* ``--only parquet`` (not by default): Parquet write options compared, CPU time and size.
 
 MB/s per core = ETDump MB / seconds / workers. Targets: >= 100 MB/s per core, >= 1.7x with
 2 workers, query < 1 s. Other jobs load this machine: ``uptime`` is printed with each figure.
