@@ -136,24 +136,32 @@ def _stat(path: str, dir_fd: int | None = None) -> os.stat_result | None:
         return None
 
 
+# list a folder and stat its files through an open descriptor of it where the OS can
+_BY_FD = (
+    hasattr(os, "O_DIRECTORY") and os.scandir in os.supports_fd and os.stat in os.supports_dir_fd
+)
+
+
 def _walk(top: str, folders: _Folders) -> list[_Found]:
     """Every ETDump under ``top``, folder by folder in path order (a folder's files by
     name, then its subfolders by name, as pathlib sorts paths); symlinked folders are not
     followed, unreadable ones skipped (as ``os.walk`` does). One ``stat`` per ETDump,
-    relative to its open folder (no path walk)."""
+    relative to its open folder (no path walk) where the OS can."""
     found: list[_Found] = []
     pending = [os.path.normpath(top)]
     while pending:
         root = pending.pop()
-        try:
-            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            continue
+        fd: int | None = None
+        if _BY_FD:
+            try:
+                fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                continue
         try:
             subfolders: list[str] = []
             names: list[str] = []
             try:
-                with os.scandir(fd) as entries:
+                with os.scandir(root if fd is None else fd) as entries:
                     for entry in entries:
                         try:
                             is_dir = entry.is_dir()
@@ -170,11 +178,16 @@ def _walk(top: str, folders: _Folders) -> list[_Found]:
             for name in names:
                 if name.endswith(ETDUMP_SUFFIXES):
                     try:
-                        found.append((folder, name, os.stat(name, dir_fd=fd)))
+                        if fd is None:
+                            info = os.stat(folder.prefix + name)
+                        else:
+                            info = os.stat(name, dir_fd=fd)
+                        found.append((folder, name, info))
                     except OSError:  # e.g. a broken link
                         found.append((folder, name, None))
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         subfolders.sort(reverse=True)  # popped in name order
         pending.extend(os.path.normpath(_join(root, name)) for name in subfolders)
     return found
