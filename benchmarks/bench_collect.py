@@ -214,7 +214,9 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
         whole = per_file["batch"] + per_file.get("find", 0.0)
         print(
             f"stages, {name} ({mb:.4g} MB, CPU us per file, medians of {repeat}): "
-            + ", ".join(f"{k} {v:.3g}" for k, v in per_file.items())
+            + ", ".join(
+                f"{k} {v:,.0f}" if v >= 1000 else f"{k} {v:.3g}" for k, v in per_file.items()
+            )
             + f" -> find+batch {mb / whole * 1e6:.1f} MB per CPU second  [{uptime()}]"
         )
 
