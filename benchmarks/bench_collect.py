@@ -10,7 +10,11 @@ Measures, each into a fresh dataset (medians of ``--repeat`` runs):
 * collect of ``--small`` small demo dumps (one ``delegate-lens demo`` ETDump, written
   once with torch, then varied with the codec: no torch per file), 1 and 2 workers;
 * query: p50 of duration per operator and device over a dataset of ``--events`` events
-  (parts written from the big vector's table with three device labels).
+  (parts written from the big vector's table with three device labels, cached per schema
+  and write options);
+* ``--only stages``: CPU time per file by stage (find, read, hash, decode, table,
+  Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
+* ``--only parquet`` (not by default): Parquet write options compared, CPU time and size.
 
 MB/s per core = ETDump MB / seconds / workers. Targets: >= 100 MB/s per core, >= 1.7x with
 2 workers, query < 1 s. Other jobs load this machine: ``uptime`` is printed with each figure.
@@ -28,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from machine import REPO, VECTORS
@@ -209,27 +214,98 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
         whole = per_file["batch"] + per_file.get("find", 0.0)
         print(
             f"stages, {name} ({mb:.4g} MB, CPU us per file, medians of {repeat}): "
-            + ", ".join(f"{k} {v:.3g}" for k, v in per_file.items())
+            + ", ".join(
+                f"{k} {v:,.0f}" if v >= 1000 else f"{k} {v:.3g}" for k, v in per_file.items()
+            )
             + f" -> find+batch {mb / whole * 1e6:.1f} MB per CPU second  [{uptime()}]"
         )
 
 
-def bench_query(events: int, repeat: int) -> None:
-    from delegate_lens.dataset.rows import events_table, files_columns
+def _parquet_variants(table: Any) -> dict[str, dict[str, Any]]:
+    """Write options to compare: ``store._write_options`` and variations of it."""
+    from delegate_lens.dataset.store import _write_options
 
-    folder = CACHE / f"query{events}"
-    if not (folder / "_manifest").is_dir():
-        shutil.rmtree(folder, ignore_errors=True)
-        store = DatasetStore(str(folder))
+    base = _write_options(table)
+    ints = list(base["column_encoding"])
+    return {
+        "current": base,
+        "zstd level 3": {**base, "compression_level": 3},
+        "lz4": {**base, "compression": "lz4"},
+        "snappy": {**base, "compression": "snappy"},
+        "none": {**base, "compression": "none"},
+        "zstd, plain ints": {**base, "column_encoding": None},
+        "lz4, plain ints": {**base, "compression": "lz4", "column_encoding": None},
+        "zstd, ints byte split": {
+            **base,
+            "column_encoding": dict.fromkeys(ints, "BYTE_STREAM_SPLIT"),
+        },
+        "zstd, no dictionary": {**base, "use_dictionary": False},
+        "zstd, 8 MB pages": {**base, "data_page_size": 8 << 20},
+        "zstd, page v2": {**base, "data_page_version": "2.0"},
+    }
+
+
+def bench_parquet(big: Path, small: Path, repeat: int) -> None:
+    """Parquet write options: CPU ms per ETDump MB and file size, on the table of one big
+    vector copy and of 2,000 small dumps (with a device label), medians of ``repeat``."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from delegate_lens.dataset.rows import files_columns, labelled_table
+    from delegate_lens.dataset.sources import find_sources
+
+    cases = [("big vector copy", find_sources([str(next(iter(sorted(big.glob("*.etdp")))))]))]
+    cases.append(("2,000 small dumps", find_sources([str(small)])[:2000]))
+    for name, sources in cases:
+        datas = [Path(s.path).read_bytes() for s in sources]
+        mb = sum(map(len, datas)) / 1e6
+        fc, run_file = files_columns(datas)
+        paths = [s.path for s in sources]
+        hashes = [f"{k:032x}" for k in range(len(paths))]
+        table = labelled_table(fc, run_file, paths, hashes, [{"device": "a"}] * len(paths))
+        for variant, options in _parquet_variants(table).items():
+            times = []
+            for _ in range(repeat):
+                out = io.BytesIO()
+                start = time.process_time()
+                pq.write_table(table, out, **options)
+                times.append(time.process_time() - start)
+            ms = statistics.median(times) * 1e3
+            print(
+                f"parquet {name} ({table.num_rows} rows, {mb:.1f} MB ETDump), {variant}: "
+                f"{ms:.1f} CPU ms ({ms / mb:.2f} per MB), {len(out.getvalue()) / 1e6:.2f} MB"
+            )
+    print(f"  [{uptime()}]")
+
+
+def bench_query(events: int, repeat: int) -> None:
+    import hashlib
+
+    from delegate_lens.dataset.rows import events_table, files_columns
+    from delegate_lens.dataset.store import _write_options
+
+    fc, _ = files_columns([BIG.read_bytes()])
+
+    def copy(i: int) -> Any:
+        labels = {"device": f"device{i % 3}", "build": f"b{i % 2}"}
+        return events_table(fc, source=f"copy{i}.etdp", file_hash=f"{i:032x}", labels=labels)
+
+    sample = copy(0)  # parts as this code writes them: another schema or options, another cache
+    key = hashlib.sha256(repr((sample.schema, _write_options(sample))).encode()).hexdigest()[:8]
+    folder = CACHE / f"query{events}-{key}"
+    if not folder.is_dir():
+        partial = folder.with_name(folder.name + ".partial")  # renamed when complete
+        shutil.rmtree(partial, ignore_errors=True)
+        store = DatasetStore(str(partial))
         store.create()
-        fc, _ = files_columns([BIG.read_bytes()])
         written = i = 0
         while written < events:
-            labels = {"device": f"device{i % 3}", "build": f"b{i % 2}"}
-            table = events_table(fc, source=f"copy{i}.etdp", file_hash=f"{i:032x}", labels=labels)
+            table = copy(i)
             store.write_part(table, [{"hash": f"{i:032x}", "source": f"copy{i}.etdp", "rows": 0}])
             written += table.num_rows
             i += 1
+        partial.rename(folder)
     sql = (
         "SELECT event_name, labels['device'] AS device, count(*) AS n, "
         "quantile_cont(duration, 0.5) AS p50 FROM events GROUP BY ALL ORDER BY p50 DESC"
@@ -260,7 +336,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000, help="events to query")
     parser.add_argument(
         "--only",
-        choices=("big", "small", "stages", "query"),
+        choices=("big", "small", "stages", "parquet", "query"),
         action="append",
         help="run only these parts",
     )
@@ -277,6 +353,8 @@ def main() -> None:
         bench_stages(
             big_copies(args.big), small_dumps(args.small), max(args.repeat, args.stage_repeat)
         )
+    if "parquet" in args.only or ():  # not by default: a comparison of options
+        bench_parquet(big_copies(args.big), small_dumps(args.small), max(args.repeat, 5))
     if "query" in parts:
         bench_query(args.events, max(args.repeat, 5))
 

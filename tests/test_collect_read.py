@@ -80,3 +80,30 @@ def test_known_files_skipped_from_a_block(dumps: Path, tmp_path: Path) -> None:
     alone = _one_at_a_time(rest, tmp_path / "b")
     assert [(r.source, r.status, r.rows) for r in results if r.status != "skipped"] == alone
     assert query(str(tmp_path / "a"), SQL).equals(query(str(tmp_path / "b"), SQL))
+
+
+def test_cycle_collector_paused_then_restored(
+    dumps: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from delegate_lens.dataset import _cycles, batch
+
+    during: list[bool] = []
+    real_hash = batch.content_hash
+    monkeypatch.setattr(
+        batch, "content_hash", lambda d: during.append(gc.isenabled()) or real_hash(d)
+    )
+    assert gc.isenabled()
+    collect_batch(str(tmp_path / "a"), find_sources([str(dumps)]))
+    assert during == [False] * 8 and gc.isenabled()  # off while it ran, on again after
+    gc.disable()
+    try:
+        with _cycles.no_cycle_collection():
+            pass
+        assert not gc.isenabled()  # left off, as it was
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), _cycles.no_cycle_collection():
+        raise RuntimeError
+    assert gc.isenabled()

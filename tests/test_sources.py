@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from delegate_lens.dataset import sources
 from delegate_lens.dataset.sources import ETDUMP_SUFFIXES, find_sources
 from delegate_lens.errors import UsageError
 
@@ -94,6 +95,14 @@ def test_same_as_reference_on_generated_trees(
             return
         got = [(s.path, s.size, s.etrecord, s.labels_file) for s in find_sources([str(top)])]
         assert got == expected
+        by_path = sources._BY_FD
+        sources._BY_FD = False  # as on an OS that cannot list or stat through a folder's fd
+        try:
+            assert [
+                (s.path, s.size, s.etrecord, s.labels_file) for s in find_sources([str(top)])
+            ] == expected
+        finally:
+            sources._BY_FD = by_path
     finally:
         shutil.rmtree(top)
 

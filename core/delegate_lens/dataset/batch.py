@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, read_labels
 from delegate_lens.dataset.store import DatasetStore
@@ -29,7 +30,7 @@ from delegate_lens.dataset.store import DatasetStore
 __all__ = ["FileResult", "collect_batch", "content_hash"]
 
 _ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
-_GROUP_BYTES = 16 << 20  # smaller files are decoded together, this many bytes at a time
+_GROUP_BYTES = 32 << 20  # smaller files are decoded together, this many bytes at a time
 _GAP = 16  # joined_layout's bytes after the last file
 
 
@@ -324,6 +325,13 @@ def collect_batch(
     read into); a file with an ETRecord then goes through an Inspector of its own for its
     links. A file repeated within the batch is skipped, or fails as its first copy did.
     """
+    with no_cycle_collection():
+        return _collect_batch(location, sources, known)
+
+
+def _collect_batch(
+    location: str, sources: Sequence[Source], known: Collection[str]
+) -> list[FileResult]:
     from delegate_lens.etrecord import load_etrecord
 
     pa = require("pyarrow", "collect")

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset.batch import FileResult, collect_batch
 from delegate_lens.dataset.engines import Runner, run_dask, run_processes, run_serial
 from delegate_lens.dataset.sources import Source, iter_sources
@@ -145,6 +146,10 @@ class _Progress:
         self._task = self._bar.add_task("collect", total=None)
         self._bar.start()
 
+    @property
+    def enabled(self) -> bool:
+        return self._bar is not None
+
     def advance(self, nbytes: int, total: int) -> None:
         """``nbytes`` more collected, of ``total`` found so far."""
         if self._bar is not None:
@@ -204,16 +209,18 @@ def collect(
         recorded(), batch_bytes, workers if engine == "local" else max(workers, 2)
     )
     results: list[FileResult] = []
-    # workers start (with the first batch) before the bar's thread; files are found while
-    # they collect, so the bar's total grows until all are found
-    outcomes = runner(store.location, batches, known)
-    bar = _Progress(progress)
-    try:
-        for batch_results in outcomes:
-            results.extend(batch_results)
-            bar.advance(sum(sizes[r.source] for r in batch_results), found_bytes[0])
-    finally:
-        bar.close()
-    order = {source.path: i for i, source in enumerate(sources)}
-    results.sort(key=lambda r: order.get(r.source, 0))
+    with no_cycle_collection():
+        # workers start (with the first batch) before the bar's thread; files are found
+        # while they collect, so the bar's total grows until all are found
+        outcomes = runner(store.location, batches, known)
+        bar = _Progress(progress)
+        try:
+            for batch_results in outcomes:
+                results.extend(batch_results)
+                if bar.enabled:
+                    bar.advance(sum(sizes[r.source] for r in batch_results), found_bytes[0])
+        finally:
+            bar.close()
+        order = {source.path: i for i, source in enumerate(sources)}
+        results.sort(key=lambda r: order.get(r.source, 0))
     return CollectReport(results)

@@ -7,7 +7,7 @@ string table, links (op types, debug handles, backend, module path) are gathered
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -30,12 +30,16 @@ __all__ = [
 ]
 
 
-def _text(pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None]) -> Any:
-    """A dictionary array (null where ``codes`` < 0)."""
+def _text(
+    pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None], *, ours: bool = False
+) -> Any:
+    """A dictionary array (null where ``codes`` < 0). ``ours``: codes this module made,
+    known to be in range (Arrow's check of every index is skipped)."""
     codes = codes.astype(np.int32, copy=False)
     values = pa.array(list(dictionary) or [""], type=pa.string())
-    if not len(codes) or int(codes.min()) >= 0:
-        return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), values)
+    if ours or not len(codes) or int(codes.min()) >= 0:
+        indices = pa.array(codes, type=pa.int32())
+        return pa.DictionaryArray.from_arrays(indices, values, safe=not ours)
     mask = codes < 0
     indices = pa.array(np.where(mask, 0, codes), type=pa.int32(), mask=mask)
     return pa.DictionaryArray.from_arrays(indices, values)
@@ -49,7 +53,8 @@ def _labels_column(
     pa: Any,
     labels: Sequence[Mapping[str, str]],
     names: Sequence[str],
-    file_of_event: npt.NDArray[np.integer[Any]],
+    file_of_run: npt.NDArray[np.integer[Any]],
+    per_event: Callable[[npt.NDArray[Any]], npt.NDArray[Any]],
 ) -> Any:
     """The struct column ``labels`` (fields ``names``, sorted; a name missing from a file's
     labels is NULL), each field a dictionary array over the values the files use. Files
@@ -60,26 +65,30 @@ def _labels_column(
         if slot.setdefault(id(mine), len(distinct)) == len(distinct):
             distinct.append(mine)
     which = np.fromiter(map(slot.__getitem__, map(id, labels)), np.int64, count=len(labels))
-    file_of_event = which[file_of_event]
+    which_of_run = which[file_of_run]
     fields = []
     for name in names:
         values: dict[str, int] = {}
-        per_file = np.array(
+        codes = np.array(
             [
                 values.setdefault(mine[name], len(values)) if name in mine else -1
                 for mine in distinct
             ],
-            dtype=np.int64,
+            dtype=np.int32,
         )
-        fields.append(_text(pa, per_file[file_of_event], list(values)))
+        fields.append(_text(pa, per_event(codes[which_of_run]), list(values)))
     return pa.StructArray.from_arrays(fields, names=list(names))
 
 
 def _links(
-    pa: Any, inspector: Any, fc: FileColumns, profile: npt.NDArray[np.int64]
+    pa: Any,
+    inspector: Any,
+    fc: FileColumns,
+    pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]],
+    n: int,
 ) -> dict[str, Any]:
-    """op_types, debug_handles, delegate_backend, module_path of each profile event."""
-    n = len(profile)
+    """op_types, debug_handles, delegate_backend, module_path of each of the ``n`` profile
+    events (``pick`` takes them from a column of all events)."""
     links: list[Any] = []
     if inspector is not None:
         link_of = np.full(len(fc), -1, dtype=np.int64)
@@ -95,7 +104,7 @@ def _links(
             "delegate_backend": _null_text(pa, n),
             "module_path": _null_text(pa, n),
         }
-    picked = link_of[profile]
+    picked = pick(link_of)
     mask = picked < 0
     take = pa.array(np.where(mask, 0, picked), mask=mask if mask.any() else None)
 
@@ -154,12 +163,13 @@ def events_table(
 
 
 def _identifiers(
-    fc: FileColumns, profile: npt.NDArray[np.int64]
+    fc: FileColumns, pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]
 ) -> tuple[npt.NDArray[np.int64], list[str | None]]:
-    """Per profile event, the code of its delegate identifier as text (-1: none), and the
-    dictionary of those codes: the string table, then int identifiers not already in it."""
-    did_int = fc.did_int[profile]
-    identifier = fc.did_str[profile].astype(np.int64)
+    """Per profile event (``pick`` takes them from a column of all events), the code of its
+    delegate identifier as text (-1: none), and the dictionary of those codes: the string
+    table, then int identifiers not already in it."""
+    did_int = pick(fc.did_int)
+    identifier = pick(fc.did_str).astype(np.int64)  # a copy: changed below
     dictionary: list[str | None] = list(fc.strings)
     has_int = did_int != -1
     if not has_int.any():
@@ -216,27 +226,41 @@ def labelled_table(
     (files may share one mapping)."""
     pa = require("pyarrow", "collect")
     is_profile = fc.kind == EventKind.PROFILE
-    if is_profile.all():  # the usual case: no gathers, views of the columns
+    n_runs = len(fc.run_names)
+    pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]
+    per_event: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]
+    if is_profile.all():  # the usual case: views of the columns; per-run values repeated
+        counts = np.diff(fc.run_start, append=len(fc))  # a run's events are contiguous
 
         def pick(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
             return column
 
-        profile = np.arange(len(fc), dtype=np.int64)
+        def per_event(per_run: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return np.repeat(per_run, counts)
+
+        n = len(fc)
+        event_index = np.arange(n, dtype=np.int64) - per_event(fc.run_start)
     else:
         profile = np.flatnonzero(is_profile)
+        run = fc.run[profile]
 
         def pick(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
             return column[profile]
 
-    run = pick(fc.run)
+        def per_event(per_run: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return per_run[run]
+
+        n = len(profile)
+        event_index = profile - fc.run_start[run]
     if len(sources) == 1:
-        file_of_event = np.zeros(len(profile), dtype=np.int32)
-        run_in_file = run
+        file_of_run = np.zeros(n_runs, dtype=np.int32)
+        run_in_file = np.arange(n_runs, dtype=np.int32)
     else:
-        file_of_event = run_file[run].astype(np.int32)
+        file_of_run = run_file.astype(np.int32)
         first_run = np.searchsorted(run_file, np.arange(len(sources), dtype=np.int64))
-        run_in_file = run - first_run[file_of_event]
-    identifier, dictionary = _identifiers(fc, profile)
+        run_in_file = (np.arange(n_runs, dtype=np.int64) - first_run[run_file]).astype(np.int32)
+    file_of_event = per_event(file_of_run)
+    identifier, dictionary = _identifiers(fc, pick)
     delegated = identifier >= 0
     name = pick(fc.name)
     event_name = np.where(delegated, identifier, name) if delegated.any() else name
@@ -248,15 +272,13 @@ def labelled_table(
     code_of: dict[str | None, int] = {}
     for run_name in dict.fromkeys(fc.run_names):  # the distinct names, in first-run order
         code_of[run_name] = block_names.setdefault(run_name or "", len(block_names))
-    block_of_run = np.fromiter(
-        map(code_of.__getitem__, fc.run_names), dtype=np.int32, count=len(fc.run_names)
-    )
+    block_of_run = np.fromiter(map(code_of.__getitem__, fc.run_names), np.int32, count=n_runs)
     columns = {
-        "source": _text(pa, file_of_event, sources),
-        "file_hash": _text(pa, file_of_event, hashes),
-        "run": pa.array(run_in_file.astype(np.int32)),
-        "block": _text(pa, block_of_run[run], list(block_names)),
-        "event_index": pa.array((profile - fc.run_start[run]).astype(np.int32)),
+        "source": _text(pa, file_of_event, sources, ours=True),
+        "file_hash": _text(pa, file_of_event, hashes, ours=True),
+        "run": pa.array(per_event(run_in_file)),
+        "block": _text(pa, per_event(block_of_run), list(block_names), ours=True),
+        "event_index": pa.array(event_index.astype(np.int32)),
         "event_name": _text(pa, event_name, dictionary),
         "instruction_id": pa.array(iid, mask=no_iid if no_iid.any() else None),
         "chain_index": pa.array(pick(fc.chain_index).astype(np.int64, copy=False)),
@@ -264,7 +286,7 @@ def labelled_table(
         "duration": pa.array(end - start),
         "is_delegated": pa.array(delegated),
         "delegate_identifier": _text(pa, identifier, dictionary),
-        **_links(pa, inspector, fc, profile),
+        **_links(pa, inspector, fc, pick, n),
     }
     plain = schema()
     arrays = [columns[f.name] for f in plain]
@@ -276,7 +298,7 @@ def labelled_table(
         )
     if not label_names:
         return table
-    column = _labels_column(pa, labels, sorted(label_names), file_of_event)
+    column = _labels_column(pa, labels, sorted(label_names), file_of_run, per_event)
     return table.add_column(2, pa.field("labels", column.type), column)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import attrs
 
+from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.errors import UsageError
 
 __all__ = ["Source", "find_sources", "iter_sources", "parse_labels", "read_labels"]
@@ -136,11 +137,18 @@ def _stat(path: str, dir_fd: int | None = None) -> os.stat_result | None:
         return None
 
 
-def _listing(fd: int) -> tuple[list[str], list[str]]:
-    """(file names, names of subfolders not reached through a link) of the open folder."""
+# list a folder and stat its files through an open descriptor of it where the OS can
+_BY_FD = (
+    hasattr(os, "O_DIRECTORY") and os.scandir in os.supports_fd and os.stat in os.supports_dir_fd
+)
+
+
+def _listing(where: int | str) -> tuple[list[str], list[str]]:
+    """(file names, names of subfolders not reached through a link) of a folder (an open
+    descriptor of it, or its path)."""
     names: list[str] = []
     subfolders: list[str] = []
-    with os.scandir(fd) as entries:
+    with os.scandir(where) as entries:
         for entry in entries:
             try:
                 is_dir = entry.is_dir()
@@ -157,18 +165,20 @@ def _walk(top: str, folders: _Folders, *, first_only: bool = False) -> Iterator[
     """Every ETDump under ``top``, folder by folder in path order (a folder's files by
     name, then its subfolders by name, as pathlib sorts paths), made as asked for;
     symlinked folders are not followed, unreadable ones skipped (as ``os.walk`` does).
-    One ``stat`` per ETDump, relative to its open folder (no path walk). ``first_only``:
-    stop at the first ETDump, without a ``stat`` (is there any?)."""
+    One ``stat`` per ETDump, relative to its open folder (no path walk) where the OS can.
+    ``first_only``: stop at the first ETDump, without a ``stat`` (is there any?)."""
     pending = [os.path.normpath(top)]
     while pending:
         root = pending.pop()
-        try:
-            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            continue
+        fd: int | None = None
+        if _BY_FD:
+            try:
+                fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                continue
         try:
             try:
-                names, subfolders = _listing(fd)
+                names, subfolders = _listing(root if fd is None else fd)
             except OSError:
                 continue
             if first_only:
@@ -180,9 +190,13 @@ def _walk(top: str, folders: _Folders, *, first_only: bool = False) -> Iterator[
                 names.sort()
                 for name in names:
                     if name.endswith(ETDUMP_SUFFIXES):
-                        yield folder, name, _stat(name, fd)
+                        if fd is None:
+                            yield folder, name, _stat(folder.prefix + name)
+                        else:
+                            yield folder, name, _stat(name, fd)
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         subfolders.sort(reverse=True)  # popped in name order
         pending.extend(os.path.normpath(_join(root, name)) for name in subfolders)
 
@@ -195,10 +209,10 @@ def _expand(pattern: str, folders: _Folders) -> Iterator[_Found]:
         if not matches:
             raise UsageError(f"{pattern}: no file matches")
         return itertools.chain.from_iterable(
-            [
+            [  # a list: every match is checked now
                 _expand(match, folders) if os.path.isdir(match) else _one(match, folders)
                 for match in matches
-            ]  # a list: every match is checked now
+            ]
         )
     if os.path.isdir(pattern):
         if next(_walk(pattern, folders, first_only=True), None) is None:
@@ -227,7 +241,9 @@ def find_sources(
     """The ETDumps named by ``paths`` (each once, in order, the same file by any path or
     link counted once), with their sidecars. A file found but not readable (a broken
     link) is kept, with size 0: collect reports it as a file it cannot read."""
-    return list(iter_sources(paths, etrecord=etrecord, labels=labels))
+    found = iter_sources(paths, etrecord=etrecord, labels=labels)
+    with no_cycle_collection():
+        return list(found)
 
 
 def iter_sources(

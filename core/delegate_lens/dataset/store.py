@@ -30,26 +30,28 @@ MANIFEST = "_manifest"
 
 
 def _write_options(table: Any) -> dict[str, Any]:
-    ints = (
-        "run",
-        "event_index",
-        "instruction_id",
-        "chain_index",
-        "start_time",
-        "duration",
-    )
-    dictionary = [f.name for f in table.schema if f.name not in ints]
+    """``pyarrow.parquet.write_table``'s options for a part (measured with
+    ``benchmarks/bench_collect.py --only parquet``): zstd at its default level 1 (level 3
+    is no smaller here and a third slower; lz4 and snappy save under a tenth of the time
+    for larger files: encoding, not compression, is most of the cost), dictionaries for
+    the text columns, delta encoding for the ints that grow (times, runs, chain indices),
+    plain for the small ones delta does not shrink (faster to write, as small)."""
+    delta = ("run", "chain_index", "start_time", "duration")
+    plain = ("event_index", "instruction_id")
+    dictionary = [f.name for f in table.schema if f.name not in delta + plain]
     # min/max statistics only where readers prune with them (which files, labels, runs);
-    # those of the per-event columns cost a tenth of the write and rarely prune anything
-    with_statistics = [
-        f.name for f in table.schema if f.name in ("source", "file_hash", "run", "block")
-    ]
+    # those of the per-event columns cost a tenth of the write and rarely prune anything,
+    # nor do block's (every part has the same few blocks; 3% of the write)
+    with_statistics = [f.name for f in table.schema if f.name in ("source", "file_hash", "run")]
     if "labels" in table.schema.names:  # a struct: its leaves are named labels.<name>
         with_statistics += [f"labels.{field.name}" for field in table.schema.field("labels").type]
     return {
         "compression": "zstd",
         "use_dictionary": dictionary,
-        "column_encoding": dict.fromkeys(ints, "DELTA_BINARY_PACKED"),
+        "column_encoding": {
+            **dict.fromkeys(delta, "DELTA_BINARY_PACKED"),
+            **dict.fromkeys(plain, "PLAIN"),
+        },
         "write_statistics": with_statistics,
         "write_batch_size": 1 << 16,  # rows per encoding batch (1,024 by default)
     }
@@ -157,6 +159,7 @@ class DatasetStore:
         self._write(
             self._path(name), lambda stream: pq.write_table(table, stream, **_write_options(table))
         )
-        entry = json.dumps({"part": name, "files": list(files)}, separators=(",", ":")).encode()
+        # {"part": name, "files": listing}, the listing encoded once
+        entry = b'{"part":%s,"files":%s}' % (json.dumps(name).encode(), listing)
         self._write(self._path(MANIFEST, f"{part_id}.json"), lambda stream: stream.write(entry))
         return name
