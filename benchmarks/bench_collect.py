@@ -117,43 +117,55 @@ def small_dumps(count: int) -> Path:
     return folder
 
 
-def time_collect(folder: Path, workers: int, repeat: int) -> tuple[float, float, int, int]:
-    """Median wall seconds, median CPU seconds of this process (1 worker only: the
-    workers of a pool are not our children), ETDump bytes, events."""
-    times = []
-    cpu = []
-    nbytes = rows = 0
-    for _ in range(repeat):
-        target = Path(tempfile.mkdtemp(prefix="bench-ds-"))
-        try:
-            start = time.perf_counter()
-            start_cpu = time.process_time()
-            report = collect([str(folder)], str(target), workers=workers)
-            times.append(time.perf_counter() - start)
-            cpu.append(time.process_time() - start_cpu)
-            assert not report.failed and not report.skipped
-            nbytes, rows = report.nbytes, report.rows
-        finally:
-            shutil.rmtree(target, ignore_errors=True)
-    return statistics.median(times), statistics.median(cpu), nbytes, rows
+def time_collect(folder: Path, workers: int) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds of this process (meaningful for 1 worker only: the workers
+    of a pool are not our children), ETDump bytes and events of one collect."""
+    target = Path(tempfile.mkdtemp(prefix="bench-ds-"))
+    try:
+        start = time.perf_counter()
+        start_cpu = time.process_time()
+        report = collect([str(folder)], str(target), workers=workers)
+        wall = time.perf_counter() - start
+        cpu = time.process_time() - start_cpu
+        assert not report.failed and not report.skipped
+        return wall, cpu, report.nbytes, report.rows
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def bench_collect(name: str, folder: Path, repeat: int) -> None:
+    """1 and 2 workers, ``repeat`` times each, interleaved (1, 2, 1, 2, ...: this VM's
+    speed drifts by tens of percent within a minute; interleaving puts both in the same
+    conditions), then medians; the ratio is also given per pair, to show the spread."""
     warm = Path(tempfile.mkdtemp(prefix="bench-warm-"))  # imports happen here, not timed
     collect([str(next(folder.rglob("*.etdp")))], str(warm / "ds"))
     shutil.rmtree(warm)
-    seconds = {}
     files = len(list(folder.rglob("*.etdp")))
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    cpus: list[float] = []
+    nbytes = rows = 0
+    for _ in range(repeat):
+        for workers in (1, 2):
+            wall, cpu, nbytes, rows = time_collect(folder, workers)
+            walls[workers].append(wall)
+            if workers == 1:
+                cpus.append(cpu)
     for workers in (1, 2):
-        t, cpu, nbytes, rows = time_collect(folder, workers, repeat)
-        seconds[workers] = t
-        on_cpu = f", {nbytes / 1e6 / cpu:.1f} MB per CPU second" if workers == 1 else ""
+        t = statistics.median(walls[workers])
+        on_cpu = ""
+        if workers == 1:
+            on_cpu = f", {nbytes / 1e6 / statistics.median(cpus):.1f} MB per CPU second"
         print(
-            f"collect {name}, {workers} worker(s): {t:.3f} s median wall, {nbytes / 1e6:.1f} MB, "
-            f"{rows} events, {nbytes / 1e6 / t / workers:.1f} MB/s per core (wall){on_cpu}, "
-            f"{t * workers / files * 1e3:.2f} ms per file per worker  [{uptime()}]"
+            f"collect {name}, {workers} worker(s): {t:.3f} s median wall of {repeat}, "
+            f"{nbytes / 1e6:.1f} MB, {rows} events, {nbytes / 1e6 / t / workers:.1f} MB/s "
+            f"per core (wall){on_cpu}, {t * workers / files * 1e3:.3f} ms per file per worker"
         )
-    print(f"collect {name}: 2 workers vs 1: {seconds[1] / seconds[2]:.2f}x  [{uptime()}]")
+    pairs = sorted(a / b for a, b in zip(walls[1], walls[2]))
+    ratio = statistics.median(walls[1]) / statistics.median(walls[2])
+    print(
+        f"collect {name}: 2 workers vs 1: {ratio:.2f}x (ratio of medians; per pair "
+        f"{', '.join(f'{r:.2f}' for r in pairs)})  [{uptime()}]"
+    )
 
 
 def bench_stages(big: Path, small: Path, repeat: int) -> None:
@@ -331,7 +343,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--big", type=int, default=4, help="copies of the big vector")
     parser.add_argument("--small", type=int, default=10_000, help="small demo dumps")
-    parser.add_argument("--small-repeat", type=int, default=1, help="runs of the small case")
+    parser.add_argument(
+        "--small-repeat", type=int, default=0, help="runs of the small case (default --repeat)"
+    )
     parser.add_argument("--stage-repeat", type=int, default=5, help="runs of the stages")
     parser.add_argument("--events", type=int, default=10_000_000, help="events to query")
     parser.add_argument(
@@ -348,7 +362,7 @@ def main() -> None:
         bench_collect(f"{args.big} x big vector", big_copies(args.big), args.repeat)
     if "small" in parts:
         small = small_dumps(args.small)
-        bench_collect(f"{args.small} small demo dumps", small, args.small_repeat)
+        bench_collect(f"{args.small} small demo dumps", small, args.small_repeat or args.repeat)
     if "stages" in parts:
         bench_stages(
             big_copies(args.big), small_dumps(args.small), max(args.repeat, args.stage_repeat)

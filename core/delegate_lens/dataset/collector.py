@@ -1,15 +1,15 @@
 """``collect``: ETDumps -> the dataset, batch by batch, on one machine or a Dask cluster.
 
-Files are grouped into batches of about ``batch_bytes``; each batch is read, hashed, decoded
-and written as one part by one worker (:func:`~delegate_lens.dataset.batch.collect_batch`),
-so workers never share a file and the driver only gathers small reports
+Files are found as they are collected and cut into batches
+(:mod:`~delegate_lens.dataset.batching`); each batch is read, hashed, decoded and written as
+one part by one worker (:func:`~delegate_lens.dataset.batch.collect_batch`), so workers
+never share a file and the driver only gathers small reports
 (:mod:`~delegate_lens.dataset.engines` runs the batches).
 """
 
 from __future__ import annotations
 
 import sys
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -17,19 +17,31 @@ import attrs
 
 from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset.batch import FileResult, collect_batch
+from delegate_lens.dataset.batching import (
+    MAX_BATCH_FILES,
+    MIN_BATCH_BYTES,
+    STREAM_FIRST_BYTES,
+    iter_batches,
+)
 from delegate_lens.dataset.engines import Runner, run_dask, run_processes, run_serial
 from delegate_lens.dataset.sources import Source, iter_sources
 from delegate_lens.dataset.store import DatasetStore
 from delegate_lens.errors import UsageError
 
-__all__ = ["ENGINES", "CollectReport", "FileResult", "collect", "collect_batch"]
+__all__ = [
+    "ENGINES",
+    "MAX_BATCH_FILES",
+    "MIN_BATCH_BYTES",
+    "STREAM_FIRST_BYTES",
+    "CollectReport",
+    "FileResult",
+    "collect",
+    "collect_batch",
+    "iter_batches",
+]
 
 ENGINES = ("local", "dask")
 DEFAULT_BATCH_BYTES = 64 << 20
-MAX_BATCH_FILES = 2000
-STREAM_FIRST_BYTES = 4 << 20  # each worker's first batch
-MIN_BATCH_BYTES = 2 << 20  # the smallest batch of several files, at the end
-LOOKAHEAD_FILES = 100_000  # files found ahead of the batches, to size them
 
 
 @attrs.frozen
@@ -67,55 +79,6 @@ class CollectReport:
             f"{self.nbytes / 1e6:.1f} MB), skipped {len(self.skipped)} already collected, "
             f"{len(self.failed)} failed"
         )
-
-
-def iter_batches(
-    sources: Iterable[Source], batch_bytes: int, workers: int = 1
-) -> Iterator[list[Source]]:
-    """Consecutive groups of ``sources`` of up to ``batch_bytes`` and ``MAX_BATCH_FILES``
-    files, made as sources come.
-
-    With several workers: the first batch of each worker is small
-    (``STREAM_FIRST_BYTES``), so that all start at once while files are still being found;
-    then, looking up to ``LOOKAHEAD_FILES`` files ahead, each batch takes a share of what
-    is left (a quarter per worker while more files are coming, half per worker once all
-    are found, never under ``MIN_BATCH_BYTES``): batches shrink towards the end, so no
-    worker is left idle long while another finishes a big one."""
-    it = iter(sources)
-    ahead: deque[Source] = deque()
-    pending = 0  # bytes in ``ahead``
-    done = False
-    made = 0
-    while True:
-        quick = workers > 1 and made < workers
-        if workers > 1 and not quick:  # look ahead, to size batches by what is left
-            want, limit = LOOKAHEAD_FILES, None
-        else:  # only as many as this batch takes
-            want = MAX_BATCH_FILES
-            limit = min(batch_bytes, STREAM_FIRST_BYTES) if quick else batch_bytes
-        while not done and len(ahead) < want and (limit is None or pending <= limit):
-            source = next(it, None)
-            if source is None:
-                done = True
-            else:
-                ahead.append(source)
-                pending += source.size
-        if not ahead:
-            return
-        if limit is None:
-            share = pending // (2 * workers if done else 4 * workers)
-            limit = min(batch_bytes, max(MIN_BATCH_BYTES, share))
-        batch: list[Source] = []
-        size = 0
-        while ahead and len(batch) < MAX_BATCH_FILES:
-            if batch and size + ahead[0].size > limit:
-                break
-            source = ahead.popleft()
-            batch.append(source)
-            size += source.size
-        pending -= size
-        made += 1
-        yield batch
 
 
 class _Progress:

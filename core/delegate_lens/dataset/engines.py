@@ -87,11 +87,18 @@ def _start_method() -> str:
 
 
 def run_processes(workers: int) -> Runner:
+    """``workers`` processes collect: this one and ``workers - 1`` started for the run.
+
+    This process takes a batch whenever every other worker has one running and one
+    waiting: it is already warm (imports, memory), where a new process pays a few tens of
+    milliseconds on its first batch, and it would otherwise sit idle."""
+
     def run(
         location: str, batches: Iterable[list[Source]], known: frozenset[str]
     ) -> Iterator[list[FileResult]]:
-        """Start the workers with the first batch now (before any other thread of ours
-        starts, e.g. a progress bar's), then hand them each batch as it is made and yield
+        """Start the other workers with the first batch now (before any other thread of
+        ours starts, e.g. a progress bar's or the batches' finder), then ask for each next
+        batch when a worker is about to need it (so its size is decided late) and yield
         results as batches finish."""
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -100,6 +107,7 @@ def run_processes(workers: int) -> Runner:
         context = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
+        others = max(1, workers - 1)
         pending = iter(batches)
         first = next(pending, None)
         with warnings.catch_warnings():
@@ -108,26 +116,35 @@ def run_processes(workers: int) -> Runner:
             warnings.filterwarnings(
                 "ignore", "This process .* is multi-threaded", DeprecationWarning
             )
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-            # the first submit starts every worker (fork: all at once, before the pool's
+            pool = ProcessPoolExecutor(max_workers=others, mp_context=context)
+            # the first submit starts every process (fork: all at once, before the pool's
             # own thread)
             futures: set[Future[_PackedResults]] = set()
             if first is not None:
                 futures.add(pool.submit(_collect_packed, location, _pack(first), known))
 
+        def finished(block: bool) -> Iterator[list[FileResult]]:
+            done = (
+                wait(futures, return_when=FIRST_COMPLETED)[0]
+                if block
+                else [f for f in futures if f.done()]
+            )
+            for future in done:
+                futures.discard(future)
+                yield _unpack(future.result())
+
         def results() -> Iterator[list[FileResult]]:
             with pool:
-                for batch in pending:  # made here, while the workers collect
-                    futures.add(pool.submit(_collect_packed, location, _pack(batch), known))
-                    done = {f for f in futures if f.done()}
-                    for future in done:
-                        futures.discard(future)
-                        yield _unpack(future.result())
+                for batch in pending:  # cut when a worker is about to need it
+                    yield from finished(block=False)
+                    if len(futures) < 2 * others or workers == 1:  # one running, one waiting
+                        futures.add(pool.submit(_collect_packed, location, _pack(batch), known))
+                        if workers == 1 and len(futures) > 1:
+                            yield from finished(block=True)
+                    else:  # the others are busy: collect this one here
+                        yield collect_batch(location, batch, known)
                 while futures:
-                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        futures.discard(future)
-                        yield _unpack(future.result())
+                    yield from finished(block=True)
 
         return results()
 
