@@ -244,9 +244,9 @@ def test_worker_processes_start_when_the_runner_is_called(
 
 def test_batches_are_made_as_files_are_found() -> None:
     """iter_batches takes sources lazily, keeps them all, in order. With several workers
-    each worker's first batch is small and made before the rest are found; then batches
-    take a share of what is left and shrink towards the end. One worker takes
-    batch_bytes (or MAX_BATCH_FILES files) at a time."""
+    the first two batches per worker are small and made before the rest are found; then
+    batches take a quarter per worker of what is ahead, shrinking towards the end. One
+    worker takes batch_bytes (or MAX_BATCH_FILES files) at a time."""
     from delegate_lens.dataset.collector import (
         MIN_BATCH_BYTES,
         STREAM_FIRST_BYTES,
@@ -263,15 +263,15 @@ def test_batches_are_made_as_files_are_found() -> None:
 
     mb = 1 << 20
     batches = iter_batches(sources(400, mb), 64 * mb, workers=2)
-    first, second = next(batches), next(batches)
-    assert sum(s.size for s in first) == sum(s.size for s in second) == STREAM_FIRST_BYTES
-    assert len(taken) <= 2 * len(first) + 1  # made before the rest were found
+    quick = [next(batches) for _ in range(4)]
+    assert [sum(s.size for s in b) for b in quick] == [STREAM_FIRST_BYTES] * 4
+    assert len(taken) <= 4 * len(quick[0]) + 1  # made before the rest were found
     rest = list(batches)
-    assert [s.path for b in [first, second, *rest] for s in b] == [f"f{i}" for i in range(400)]
+    assert [s.path for b in [*quick, *rest] for s in b] == [f"f{i}" for i in range(400)]
     sizes = [sum(s.size for s in b) for b in rest]
-    left = (400 - 8) * mb
-    for size in sizes:  # half per worker of what is left, within MIN_BATCH_BYTES..64 MB
-        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 4) // mb * mb, left)
+    left = (400 - 16) * mb
+    for size in sizes:  # a quarter per worker of what is left, within MIN_BATCH_BYTES..64 MB
+        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 8) // mb * mb, left)
         assert size == want
         left -= size
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= MIN_BATCH_BYTES
