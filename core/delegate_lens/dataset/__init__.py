@@ -15,7 +15,7 @@ from delegate_lens.dataset.collector import (
 )
 from delegate_lens.dataset.query import FORMATS, connect, query, write_result
 from delegate_lens.dataset.schema import COLUMNS, schema
-from delegate_lens.dataset.sources import Source, find_sources
+from delegate_lens.dataset.sources import Source, find_sources, iter_sources
 from delegate_lens.dataset.store import DatasetStore
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "collect_batch",
     "connect",
     "find_sources",
+    "iter_sources",
     "query",
     "schema",
     "write_result",
