@@ -5,10 +5,11 @@ workers, batches are cut when a worker is about to need one, not when files are 
 
 1. the first two batches per worker are small (``STREAM_FIRST_BYTES``) and cut from the
    first files found, so the worker processes start within milliseconds;
-2. then the rest is found (up to ``LOOKAHEAD_FILES`` at a time) while they collect those,
-   and each next batch takes a quarter per worker of what is ahead (never under
-   ``MIN_BATCH_BYTES``): once every file is found, batches shrink towards the end, so no
-   worker waits long for another to finish a big one.
+2. then the rest is found, ``MAX_BATCH_FILES`` more before each next batch (up to
+   ``LOOKAHEAD_FILES`` ahead), while they collect; each next batch takes a quarter per
+   worker of what is ahead (never under ``MIN_BATCH_BYTES``): once every file is found,
+   batches shrink towards the end, so no worker waits long for another to finish a big
+   one.
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ def iter_batches(
             return
         yield batch
     while True:
-        ahead.fill(LOOKAHEAD_FILES)  # while the workers collect their first batches
+        # a step further at a time (up to LOOKAHEAD_FILES ahead): the workers are fed
+        # while the rest is found
+        ahead.fill(min(LOOKAHEAD_FILES, len(ahead) + MAX_BATCH_FILES))
         share = ahead.pending // (4 * workers)
         batch = ahead.cut(min(batch_bytes, max(MIN_BATCH_BYTES, share)))
         if not batch:
