@@ -29,7 +29,7 @@ __all__ = [
 
 MAX_BATCH_FILES = 2000
 STREAM_FIRST_BYTES = 4 << 20  # each worker's first batch
-MIN_BATCH_BYTES = 2 << 20  # the smallest batch of several files, at the end
+MIN_BATCH_BYTES = 4 << 20  # the smallest batch of several files, at the end
 LOOKAHEAD_FILES = 100_000  # files found ahead of the batches, to size them
 
 
