@@ -295,3 +295,25 @@ def test_a_path_without_etdumps_fails_before_anything_is_collected(
     with pytest.raises(UsageError, match="no such file"):
         collect([str(small_fleet), str(tmp_path / "missing")], str(tmp_path / "ds"))
     assert not (tmp_path / "ds").exists()
+
+
+def test_process_runner_shares_batches_and_passes_errors_on(
+    small_fleet: Path, tmp_path: Path
+) -> None:
+    """run_processes(2): this process and one started process both collect (each batch
+    one part); an error in a batch reaches the consumer, from either process."""
+    from delegate_lens.dataset import engines
+
+    sources = find_sources([str(small_fleet)])
+    batches = [[source] for source in sources]
+    results = [
+        r
+        for batch in engines.run_processes(2)(str(tmp_path / "ds"), batches, frozenset())
+        for r in batch
+    ]
+    assert sorted(r.source for r in results) == sorted(s.path for s in sources)
+    assert len({r.part for r in results}) == len(sources)  # one part per batch
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(UsageError, match="is a file"):
+        for _ in engines.run_processes(2)(str(tmp_path / "file"), batches, frozenset()):
+            pass

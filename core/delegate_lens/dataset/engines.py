@@ -86,21 +86,28 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
+_SWITCH_INTERVAL = 0.0002  # seconds, while collecting with several workers
+
+
 def run_processes(workers: int) -> Runner:
     """``workers`` processes collect: this one and ``workers - 1`` started for the run.
 
-    This process takes a batch whenever every other worker has one running and one
-    waiting: it is already warm (imports, memory), where a new process pays a few tens of
-    milliseconds on its first batch, and it would otherwise sit idle."""
+    A thread of this process hands each other worker its next batch the moment it is done
+    with one (no batch waits behind a running one, so none is left to the end), while this
+    process collects a batch itself whenever it is free: it is already warm (imports,
+    memory), where a new process pays a few tens of milliseconds on its first batch, and it
+    would otherwise sit idle. Batches are cut when a worker asks for one, so their size is
+    decided as late as possible (:mod:`~delegate_lens.dataset.batching`)."""
 
     def run(
         location: str, batches: Iterable[list[Source]], known: frozenset[str]
     ) -> Iterator[list[FileResult]]:
-        """Start the other workers with the first batch now (before any other thread of
-        ours starts, e.g. a progress bar's or the batches' finder), then ask for each next
-        batch when a worker is about to need it (so its size is decided late) and yield
-        results as batches finish."""
+        """Start the other workers with the first batch now, before any thread of ours
+        starts (a progress bar's, the dispatching one), then yield results as batches
+        finish."""
         import multiprocessing
+        import queue
+        import threading
         from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
         method = _start_method()
@@ -109,7 +116,13 @@ def run_processes(workers: int) -> Runner:
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
         others = max(1, workers - 1)
         pending = iter(batches)
-        first = next(pending, None)
+        cutting = threading.Lock()  # batches are cut by both threads, one at a time
+
+        def next_batch() -> list[Source] | None:
+            with cutting:
+                return next(pending, None)
+
+        first = next_batch()
         with warnings.catch_warnings():
             # Python >= 3.12 warns of fork in any process with native threads; ours are
             # numpy's and Arrow's, which are fork-safe, and no Python thread runs
@@ -119,32 +132,66 @@ def run_processes(workers: int) -> Runner:
             pool = ProcessPoolExecutor(max_workers=others, mp_context=context)
             # the first submit starts every process (fork: all at once, before the pool's
             # own thread)
-            futures: set[Future[_PackedResults]] = set()
+            running: set[Future[_PackedResults]] = set()
             if first is not None:
-                futures.add(pool.submit(_collect_packed, location, _pack(first), known))
+                running.add(pool.submit(_collect_packed, location, _pack(first), known))
+        done_ahead: queue.Queue[tuple[str, Any]] = queue.Queue()
+        stop = threading.Event()
 
-        def finished(block: bool) -> Iterator[list[FileResult]]:
-            done = (
-                wait(futures, return_when=FIRST_COMPLETED)[0]
-                if block
-                else [f for f in futures if f.done()]
-            )
-            for future in done:
-                futures.discard(future)
-                yield _unpack(future.result())
+        def dispatch() -> None:
+            """Keep every other worker busy with one batch; pass their results on."""
+            try:
+                while not stop.is_set():
+                    while len(running) < others and not stop.is_set():
+                        batch = next_batch()
+                        if batch is None:
+                            break
+                        running.add(pool.submit(_collect_packed, location, _pack(batch), known))
+                    if not running:
+                        break
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        running.discard(future)
+                        done_ahead.put(("results", _unpack(future.result())))
+            except BaseException as exc:  # raised again by the consumer
+                done_ahead.put(("error", exc))
+            finally:
+                done_ahead.put(("end", None))
+
+        dispatcher = threading.Thread(target=dispatch, name="delegate-lens-dispatch", daemon=True)
+
+        ended = threading.Event()
+
+        def passed_on(block: bool) -> Iterator[list[FileResult]]:
+            """Results the dispatching thread passed on (until it ends, when ``block``)."""
+            while not ended.is_set():
+                try:
+                    kind, value = done_ahead.get(block=block)
+                except queue.Empty:
+                    return
+                if kind == "end":
+                    ended.set()
+                    return
+                if kind == "error":
+                    raise value
+                yield value
 
         def results() -> Iterator[list[FileResult]]:
-            with pool:
-                for batch in pending:  # cut when a worker is about to need it
-                    yield from finished(block=False)
-                    if len(futures) < 2 * others or workers == 1:  # one running, one waiting
-                        futures.add(pool.submit(_collect_packed, location, _pack(batch), known))
-                        if workers == 1 and len(futures) > 1:
-                            yield from finished(block=True)
-                    else:  # the others are busy: collect this one here
+            # the dispatching thread waits on the others and finds files (system calls,
+            # each giving up the interpreter lock): with the default 5 ms switch interval
+            # it would wait up to 5 ms for the lock after each, behind this thread's work
+            interval = sys.getswitchinterval()
+            sys.setswitchinterval(_SWITCH_INTERVAL)
+            dispatcher.start()
+            try:
+                with pool:
+                    while (batch := next_batch()) is not None:  # this process collects too
                         yield collect_batch(location, batch, known)
-                while futures:
-                    yield from finished(block=True)
+                        yield from passed_on(block=False)
+                    yield from passed_on(block=True)
+            finally:
+                stop.set()
+                sys.setswitchinterval(interval)
 
         return results()
 
