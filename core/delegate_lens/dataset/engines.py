@@ -97,7 +97,10 @@ def run_processes(workers: int) -> Runner:
     process collects a batch itself whenever it is free: it is already warm (imports,
     memory), where a new process pays a few tens of milliseconds on its first batch, and it
     would otherwise sit idle. Batches are cut when a worker asks for one, so their size is
-    decided as late as possible (:mod:`~delegate_lens.dataset.batching`)."""
+    decided as late as possible (:mod:`~delegate_lens.dataset.batching`). One worker is
+    this process alone (:func:`run_serial`)."""
+    if workers <= 1:
+        return run_serial
 
     def run(
         location: str, batches: Iterable[list[Source]], known: frozenset[str]
@@ -114,7 +117,7 @@ def run_processes(workers: int) -> Runner:
         context = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
-        others = max(1, workers - 1)
+        others = workers - 1
         pending = iter(batches)
         cutting = threading.Lock()  # batches are cut by both threads, one at a time
 
