@@ -36,7 +36,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--engine", default="local", metavar="NAME", help="local (default) or dask")
     parser.add_argument(
-        "--workers", type=int, default=1, metavar="N", help="worker processes (default 1)"
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes that collect, this one included (default 1)",
     )
     parser.add_argument(
         "--scheduler",
