@@ -177,10 +177,11 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
 
     import pyarrow.parquet as pq
 
-    from delegate_lens.dataset.batch import _read_all, collect_batch, content_hash
-    from delegate_lens.dataset.rows import files_columns, files_columns_joined, labelled_table
+    from delegate_lens.dataset.batch import _decode, _joined, _read_all, collect_batch, content_hash
+    from delegate_lens.dataset.rows import labelled_table
     from delegate_lens.dataset.sources import find_sources
     from delegate_lens.dataset.store import _write_options
+    from delegate_lens.inspector.build import decoded_file_columns
 
     every = find_sources([str(small)])
     cases = [("big vector copy", find_sources([str(next(iter(sorted(big.glob("*.etdp")))))]))]
@@ -195,11 +196,9 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
             t.append(time.process_time())
             hashes = [content_hash(data) for data, _ in read]  # type: ignore[arg-type]
             t.append(time.process_time())
-            block = read[0][1]
-            if block is not None and len(block.sizes) == len(sources):
-                fc, run_file = files_columns_joined(block.data, block.starts, block.sizes)
-            else:
-                fc, run_file = files_columns([data for data, _ in read])  # type: ignore[misc]
+            block = _joined([block for _, block in read])
+            decoded = _decode([data for data, _ in read], block)  # type: ignore[misc]
+            fc, run_file = decoded_file_columns(decoded), decoded.run_file
             t.append(time.process_time())
             paths = [s.path for s in sources]
             table = labelled_table(fc, run_file, paths, hashes, [labels] * len(paths))

@@ -202,13 +202,24 @@ def _groups(pending: Sequence[_Pending]) -> Iterator[list[_Pending]]:
     yield from blocks.values()
 
 
-def _joined(group: Sequence[_Pending]) -> _Block | None:
-    """The block holding exactly ``group``'s files, in order, when there is one (then the
-    group is decoded in place); else None (the group's bytes are joined in a copy)."""
-    block = group[0].block
-    if block is None or not block.whole or len(block.sizes) != len(group):
+def _joined(blocks: Sequence[_Block | None]) -> _Block | None:
+    """The block holding exactly the files read into ``blocks`` (one entry per file, in
+    order), when there is one (then they are decoded in place); else None (their bytes are
+    joined in a copy)."""
+    block = blocks[0]
+    if block is None or not block.whole or len(block.sizes) != len(blocks):
         return None
-    return block if all(item.block is block for item in group) else None
+    return block if all(other is block for other in blocks) else None
+
+
+def _decode(datas: Sequence[bytes | memoryview], block: _Block | None) -> Any:
+    """Files decoded together (a ``DecodedColumns``): in place in ``block`` (from
+    :func:`_joined`), else joined in a copy."""
+    from delegate_lens.etdump import decode_joined, decode_many
+
+    if block is not None:
+        return decode_joined(block.data, block.starts, block.sizes)
+    return decode_many(datas)
 
 
 def _rows_per_file(table: Any, files: int) -> list[int]:
@@ -222,18 +233,16 @@ def _decode_group(
 ) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
     """Tables of ``group`` (all files in one, when all decode), or per file on failure:
     ``(files, table)`` for what was collected, ``(file, error)`` for a bad file."""
-    from delegate_lens.dataset.rows import files_columns, files_columns_joined, labelled_table
+    from delegate_lens.dataset.rows import labelled_table
+    from delegate_lens.inspector.build import decoded_file_columns
 
     def table(items: list[_Pending], block: _Block | None = None) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if block is not None:
-                fc, run_file = files_columns_joined(block.data, block.starts, block.sizes)
-            else:
-                fc, run_file = files_columns([item.data for item in items])
+            decoded = _decode([item.data for item in items], block)
             return labelled_table(
-                fc,
-                run_file,
+                decoded_file_columns(decoded),
+                decoded.run_file,
                 [item.source.path for item in items],
                 [item.file_hash for item in items],
                 [item.labels for item in items],
@@ -241,7 +250,7 @@ def _decode_group(
             )
 
     try:
-        yield group, table(group, _joined(group))
+        yield group, table(group, _joined([item.block for item in group]))
         return
     except Exception as exc:  # a bad file is reported and skipped, never fatal
         if len(group) == 1:
@@ -260,7 +269,6 @@ def _linked_group(
     """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
     Inspector per file (for its links); one file at a time when the group fails."""
     from delegate_lens.dataset.rows import events_table
-    from delegate_lens.etdump import decode_joined, decode_many
     from delegate_lens.inspector import Inspector
 
     def table(item: _Pending, inspector: Any) -> Any:
@@ -275,12 +283,10 @@ def _linked_group(
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        block = _joined(group)
         try:
-            if block is not None:
-                decoded = decode_joined(block.data, block.starts, block.sizes)
-            else:
-                decoded = decode_many([item.data for item in group])
+            decoded = _decode(
+                [item.data for item in group], _joined([item.block for item in group])
+            )
         except Exception:  # a bad file among them: one at a time, to tell which
             decoded = None
         for k, item in enumerate(group):
@@ -381,20 +387,19 @@ def _collect_batch(
 
     for group in _groups(plain):
         take(_decode_group(group, names))
-    records: dict[str, Any] = {}
     by_record: dict[str, list[_Pending]] = {}
     for item in linked:
         assert item.source.etrecord is not None
         by_record.setdefault(item.source.etrecord, []).append(item)
     for path, items in by_record.items():
         try:
-            records[path] = load_etrecord(path)
+            etrecord = load_etrecord(path)
         except Exception as exc:  # a bad ETRecord: its files are reported and skipped
             for item in items:
                 failed[item.index] = _message(item.source.path, exc)
             continue
         for group in _groups(items):
-            take(_linked_group(group, records[path], names))
+            take(_linked_group(group, etrecord, names))
 
     rows: dict[int, int] = {}
     for done, table in tables:

@@ -23,7 +23,7 @@ from delegate_lens.dataset.batching import (
     STREAM_FIRST_BYTES,
     iter_batches,
 )
-from delegate_lens.dataset.engines import Runner, run_dask, run_processes, run_serial
+from delegate_lens.dataset.engines import Runner, run_dask, run_processes
 from delegate_lens.dataset.sources import Source, iter_sources
 from delegate_lens.dataset.store import DatasetStore
 from delegate_lens.errors import UsageError
@@ -151,19 +151,12 @@ def collect(
     store = DatasetStore(dataset)
     store.create()
     known = frozenset(store.manifest())
-    if engine == "dask":
-        runner: Runner = run_dask(scheduler, workers)
-    elif workers > 1:
-        runner = run_processes(workers)
-    else:
-        runner = run_serial
-    sources: list[Source] = []  # in the order found
-    sizes: dict[str, int] = {}
+    runner: Runner = run_dask(scheduler, workers) if engine == "dask" else run_processes(workers)
+    sizes: dict[str, int] = {}  # of each file, in the order found
     found_bytes = [0]
 
     def recorded() -> Iterator[Source]:
         for source in found:
-            sources.append(source)
             sizes[source.path] = source.size
             found_bytes[0] += source.size
             yield source
@@ -184,6 +177,6 @@ def collect(
                     bar.advance(sum(sizes[r.source] for r in batch_results), found_bytes[0])
         finally:
             bar.close()
-        order = {source.path: i for i, source in enumerate(sources)}
+        order = {path: i for i, path in enumerate(sizes)}
         results.sort(key=lambda r: order.get(r.source, 0))
     return CollectReport(results)

@@ -125,6 +125,9 @@ def run_processes(workers: int) -> Runner:
             with cutting:
                 return next(pending, None)
 
+        def submit(batch: list[Source]) -> Future[_PackedResults]:
+            return pool.submit(_collect_packed, location, _pack(batch), known)
+
         first = next_batch()
         with warnings.catch_warnings():
             # Python >= 3.12 warns of fork in any process with native threads; ours are
@@ -137,7 +140,7 @@ def run_processes(workers: int) -> Runner:
             # own thread)
             running: set[Future[_PackedResults]] = set()
             if first is not None:
-                running.add(pool.submit(_collect_packed, location, _pack(first), known))
+                running.add(submit(first))
         done_ahead: queue.Queue[tuple[str, Any]] = queue.Queue()
         stop = threading.Event()
 
@@ -149,7 +152,7 @@ def run_processes(workers: int) -> Runner:
                         batch = next_batch()
                         if batch is None:
                             break
-                        running.add(pool.submit(_collect_packed, location, _pack(batch), known))
+                        running.add(submit(batch))
                     if not running:
                         break
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)

@@ -17,14 +17,13 @@ import numpy.typing as npt
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
 from delegate_lens.etdump.columns import EventKind
-from delegate_lens.etdump.reader import decode_joined, decode_many
+from delegate_lens.etdump.reader import decode_many
 from delegate_lens.inspector.build import FileColumns, decoded_file_columns
 
 __all__ = [
     "FileLabels",
     "events_table",
     "files_columns",
-    "files_columns_joined",
     "files_table",
     "labelled_table",
 ]
@@ -306,16 +305,4 @@ def files_columns(datas: Sequence[bytes | memoryview]) -> tuple[FileColumns, npt
     """Decode several ETDumps together (one vectorized pass for all): their columns, and
     the file of each run. A bad file raises for all (decode them one by one to find it)."""
     decoded = decode_many(datas)
-    return decoded_file_columns(decoded), decoded.run_file
-
-
-def files_columns_joined(
-    data: bytes | bytearray | memoryview,
-    starts: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-) -> tuple[FileColumns, npt.NDArray[np.int64]]:
-    """As :func:`files_columns` for files already in one buffer, where
-    :func:`~delegate_lens.etdump.reader.joined_layout` places them (file ``k`` is
-    ``data[starts[k]:starts[k] + sizes[k]]``): decoded in place, no copy to join them."""
-    decoded = decode_joined(data, starts, sizes)
     return decoded_file_columns(decoded), decoded.run_file

@@ -20,10 +20,18 @@ from delegate_lens.etdump.columns import EventColumns, FileSpan
 from delegate_lens.etdump.model import Allocator, ETDump, RunData, Value
 from delegate_lens.etdump.values import DebugEntries, ValueColumns
 
-__all__ = ["DecodedColumns", "RunColumns"]
+__all__ = ["DecodedColumns", "RunColumns", "bounds_of"]
 
 I64 = npt.NDArray[np.int64]
 _NO_ENTRIES: Mapping[int, Value] = MappingProxyType({})  # shared, so read-only
+
+
+def bounds_of(counts: npt.NDArray[np.integer[Any]]) -> I64:
+    """``[0, c0, c0 + c1, ...]``: where each of consecutive groups of ``counts`` items
+    starts (and, last, their total), as :class:`DecodedColumns` keeps run bounds."""
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return bounds
 
 
 @attrs.frozen(eq=False)

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.columns import COLUMN_SPECS
-from delegate_lens.etdump.decoded import DecodedColumns
+from delegate_lens.etdump.decoded import DecodedColumns, bounds_of
 from delegate_lens.etdump.values import decode_values
 
 __all__ = ["available", "columns"]
@@ -82,11 +82,11 @@ def _decoded(buf: Buffer, found: dict[str, Any]) -> DecodedColumns:
         values = decode_values(buf, entry[with_entry])
     return DecodedColumns(
         columns=MappingProxyType(cols),
-        bounds=_bounds(found["event_count"]),
+        bounds=bounds_of(found["event_count"]),
         run_file=found["run_file"],
         run_name=found["run_name"],
         run_bundled=found["run_bundled"],
-        allocator_bounds=_bounds(found["allocator_count"]),
+        allocator_bounds=bounds_of(found["allocator_count"]),
         allocator_names=found["allocator_names"],
         versions=found["versions"],
         strings=found["strings"],
@@ -94,9 +94,3 @@ def _decoded(buf: Buffer, found: dict[str, Any]) -> DecodedColumns:
         entry_events=entry_events,
         values=values,
     )
-
-
-def _bounds(counts: I64) -> I64:
-    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    return bounds

@@ -22,7 +22,7 @@ from delegate_lens.etdump import fastwalk
 from delegate_lens.etdump.buffer import Buffer
 from delegate_lens.etdump.columns import COLUMN_SPECS as _SPECS
 from delegate_lens.etdump.columns import EventKind
-from delegate_lens.etdump.decoded import DecodedColumns
+from delegate_lens.etdump.decoded import DecodedColumns, bounds_of
 from delegate_lens.etdump.model import ETDump
 from delegate_lens.etdump.strings import StringTable
 from delegate_lens.etdump.values import decode_values
@@ -214,9 +214,6 @@ class _Decoder:
         self.buf = buf
         self.strings = StringTable(buf)
 
-    def decode(self, root: int) -> ETDump:
-        return self.columns(np.array([root], dtype=np.int64)).etdump(0)
-
     def columns(self, roots: I64) -> DecodedColumns:
         """Every run of the ETDumps whose root tables are at ``roots``, as one set of columns.
 
@@ -245,7 +242,7 @@ class _Decoder:
         ev_start, ev_count = buf.optional_vectors(runs.offset(3, "events"), 4, "RunData.events")
         event_pos = buf.uoffset_targets(buf.expand(ev_start, ev_count, 4), "events entry")
         cols = self._events(event_pos)
-        bounds = np.concatenate([[0], np.cumsum(ev_count)]).astype(np.int64)
+        bounds = bounds_of(ev_count)
         # debug entries: every Value of the buffer decoded together
         entry_events = values = None
         if self._entry_events:
@@ -273,7 +270,7 @@ class _Decoder:
         pos = self.buf.uoffset_targets(self.buf.expand(start, count, 4), "allocators entry")
         tables = self.buf.tables(pos, "Allocator")
         codes = self.strings.intern(tables.offset(0, "name"), "Allocator.name")
-        return np.concatenate([[0], np.cumsum(count)]).astype(np.int64), codes
+        return bounds_of(count), codes
 
     def _events(self, event_pos: I64) -> dict[str, npt.NDArray[Any]]:
         """All event columns, decoded chunk by chunk (bounded temporary memory)."""
