@@ -7,8 +7,21 @@ stderr (``warning: skipped …``) and skipped. Exit 0 unless the arguments are b
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
+
+
+def _megabytes(text: str) -> float:
+    """A size in MB: a finite number > 0 (argparse reports anything else as a one-line
+    usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of MB > 0, got {text!r}")
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -48,7 +61,11 @@ def register(subparsers: Any) -> None:
         help="a Dask scheduler (tcp://host:8786) for --engine dask",
     )
     parser.add_argument(
-        "--batch-mb", type=float, default=64.0, metavar="MB", help="ETDump MB per part (default 64)"
+        "--batch-mb",
+        type=_megabytes,
+        default=64.0,
+        metavar="MB",
+        help="ETDump MB per part (default 64)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     parser.set_defaults(func=_run)
