@@ -152,7 +152,7 @@ def test_workers_fork_only_without_other_python_threads() -> None:
     import sys
     import threading
 
-    from delegate_lens.dataset.engines import _start_method
+    from delegate_lens.dataset.workers import _start_method
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
@@ -228,11 +228,11 @@ def test_worker_processes_start_when_the_runner_is_called(
 ) -> None:
     """collect calls the runner before starting its progress bar (a thread): the workers
     must be forked then, not when the first result is asked for."""
-    from delegate_lens.dataset import engines
+    from delegate_lens.dataset import engines, workers
 
     methods: list[str] = []
-    real = engines._start_method
-    monkeypatch.setattr(engines, "_start_method", lambda: methods.append(real()) or methods[-1])
+    real = workers._start_method
+    monkeypatch.setattr(workers, "_start_method", lambda: methods.append(real()) or methods[-1])
     sources = find_sources([str(small_fleet / "dev0")])
     outcomes = engines.run_processes(2)(
         str(tmp_path / "ds"), [sources[:5], sources[5:]], frozenset()

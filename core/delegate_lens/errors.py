@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BundledProgramError",
+    "CollectError",
     "ConfigError",
     "DelegateLensError",
     "DelegateLensWarning",
@@ -85,6 +86,11 @@ class RuntimeBackendError(DelegateLensError, RuntimeError):
 
 class InspectorError(DelegateLensError):
     """The Inspector could not build its tables from the given inputs."""
+
+
+class CollectError(DelegateLensError, RuntimeError):
+    """``collect`` could not finish its run (e.g. a worker process ended before its batches
+    were done; the message names it and its exit code)."""
 
 
 class MissingExtraError(DelegateLensError, ImportError):
