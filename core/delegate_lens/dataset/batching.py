@@ -24,6 +24,7 @@ __all__ = [
     "MAX_BATCH_FILES",
     "MIN_BATCH_BYTES",
     "STREAM_FIRST_BYTES",
+    "Batcher",
     "iter_batches",
 ]
 
@@ -72,33 +73,55 @@ class _Ahead:
         return batch
 
 
-def iter_batches(
-    sources: Iterable[Source], batch_bytes: int, workers: int = 1
-) -> Iterator[list[Source]]:
+class Batcher:
+    """The batches of ``sources``, cut as they are asked for (an iterator; see the
+    module's text for several workers). A driver may find files ahead itself, between
+    cuts (:meth:`find`): it then sets ``finds_on_cut`` to ``False``, and a cut finds only
+    what it needs when too little is ahead."""
+
+    def __init__(self, sources: Iterable[Source], batch_bytes: int, workers: int = 1) -> None:
+        self._ahead = _Ahead(iter(sources))
+        self._batch_bytes = batch_bytes
+        self._workers = workers
+        self._quick = 2 * workers if workers > 1 else 0  # quick batches still to cut
+        self.finds_on_cut = True
+
+    def __iter__(self) -> Batcher:
+        return self
+
+    @property
+    def wants_finding(self) -> bool:
+        """More files to find, and fewer than ``LOOKAHEAD_FILES`` ahead."""
+        return not self._ahead.done and len(self._ahead) < LOOKAHEAD_FILES
+
+    def find(self, files: int = MAX_BATCH_FILES) -> None:
+        """Find up to ``files`` more (up to ``LOOKAHEAD_FILES`` ahead)."""
+        self._ahead.fill(min(LOOKAHEAD_FILES, len(self._ahead) + files))
+
+    def __next__(self) -> list[Source]:
+        ahead = self._ahead
+        if self._workers <= 1:
+            ahead.fill(MAX_BATCH_FILES, self._batch_bytes)
+            limit = self._batch_bytes
+        elif self._quick:  # from the first files found: every worker starts at once
+            self._quick -= 1
+            limit = min(self._batch_bytes, STREAM_FIRST_BYTES)
+            ahead.fill(MAX_BATCH_FILES, limit)
+        else:
+            if self.finds_on_cut:  # a step further at a time: workers are fed meanwhile
+                self.find()
+            else:
+                ahead.fill(MAX_BATCH_FILES, MIN_BATCH_BYTES)
+            share = ahead.pending // (4 * self._workers)
+            limit = min(self._batch_bytes, max(MIN_BATCH_BYTES, share))
+        batch = ahead.cut(limit)
+        if not batch:
+            raise StopIteration
+        return batch
+
+
+def iter_batches(sources: Iterable[Source], batch_bytes: int, workers: int = 1) -> Batcher:
     """Consecutive groups of ``sources`` (all of them, in order) of up to ``batch_bytes``
     and ``MAX_BATCH_FILES`` files, cut as they are asked for (see the module's text for
     several workers). A file bigger than a batch goes alone."""
-    ahead = _Ahead(iter(sources))
-    if workers <= 1:
-        while True:
-            ahead.fill(MAX_BATCH_FILES, batch_bytes)
-            batch = ahead.cut(batch_bytes)
-            if not batch:
-                return
-            yield batch
-    first = min(batch_bytes, STREAM_FIRST_BYTES)
-    for _ in range(2 * workers):  # from the first files found: every worker starts at once
-        ahead.fill(MAX_BATCH_FILES, first)
-        batch = ahead.cut(first)
-        if not batch:
-            return
-        yield batch
-    while True:
-        # a step further at a time (up to LOOKAHEAD_FILES ahead): the workers are fed
-        # while the rest is found
-        ahead.fill(min(LOOKAHEAD_FILES, len(ahead) + MAX_BATCH_FILES))
-        share = ahead.pending // (4 * workers)
-        batch = ahead.cut(min(batch_bytes, max(MIN_BATCH_BYTES, share)))
-        if not batch:
-            return
-        yield batch
+    return Batcher(sources, batch_bytes, workers)

@@ -20,9 +20,11 @@ platform allows, else started from a fork server or spawned.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import sys
 import threading
+import time
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -31,6 +33,7 @@ from typing import Any
 import attrs
 
 from delegate_lens.dataset.batch import FileResult, collect_batch
+from delegate_lens.dataset.batching import Batcher
 from delegate_lens.dataset.sources import Source
 from delegate_lens.errors import CollectError
 
@@ -38,6 +41,7 @@ __all__ = ["DEPTH", "run_workers"]
 
 DEPTH = 2  # batches sent to a worker and not yet done: the one it collects, and the next
 _NONE_TAKEN = 1 << 62  # no batch of the worker taken back (a claim table value)
+_MIN_TAKE_SECONDS = 0.004  # less work than this left to share: not worth another part
 _PIPE_BYTES = 1 << 20  # a pipe's buffer where the OS lets it grow: a send seldom waits
 
 _Packed = tuple[list[str], list[int], list[str | None], list[str | None], list[int], list[Any]]
@@ -93,20 +97,100 @@ def _grow(connection: Any) -> None:
         pass
 
 
+class _Claims:
+    """Which files of the batches sent to each worker it collects, shared with the workers
+    and kept under one lock: per worker, the last batch it started and when, and what this
+    process took back: every batch after ``taken``, and ``taken`` itself from file
+    ``taken_from`` on (all of it when 0)."""
+
+    def __init__(self, context: Any, workers: int) -> None:
+        self.lock = context.Lock()
+        # per worker: started, taken, taken_from
+        self.table = context.RawArray("q", [-1, _NONE_TAKEN, 0] * workers)
+        self.since = context.RawArray("d", workers)  # time.monotonic() of the start
+
+    def claim(self, index: int, seq: int, files: int) -> int:
+        """A worker starts batch ``seq`` of ``files`` files: how many of the first it
+        collects (0: all taken back)."""
+        at = 3 * index
+        with self.lock:
+            taken = self.table[at + 1]
+            if seq > taken:
+                return 0
+            if seq == taken:
+                files = self.table[at + 2]
+            if files:
+                self.table[at] = seq
+                self.since[index] = time.monotonic()
+            return files
+
+    def started(self, index: int) -> tuple[int, float]:
+        """The last batch a worker started, and when."""
+        with self.lock:
+            return self.table[3 * index], self.since[index]
+
+    def take(self, index: int, seq: int, start: int) -> bool:
+        """Take back batch ``seq`` from file ``start`` on, unless the worker started it."""
+        at = 3 * index
+        with self.lock:
+            if seq <= self.table[at]:
+                return False
+            self.table[at + 1] = seq
+            self.table[at + 2] = start
+            return True
+
+    def drop(self, index: int) -> None:
+        """Take back every batch the worker has not started."""
+        at = 3 * index
+        with self.lock:
+            self.table[at + 1] = min(self.table[at + 1], self.table[at] + 1)
+            self.table[at + 2] = 0
+
+
+def _head(packed: _Packed, files: int) -> _Packed:
+    """The first ``files`` files of a packed batch."""
+    paths, sizes, etrecords, labels_files, which, shared = packed
+    return (
+        paths[:files],
+        sizes[:files],
+        etrecords[:files],
+        labels_files[:files],
+        which[:files],
+        shared,
+    )
+
+
+def _keep_freed_memory() -> None:
+    """In a worker (our own process, short-lived): let glibc's malloc keep memory freed
+    by one batch for the next, instead of returning it to the system and faulting fresh
+    pages in again (a batch allocates tens of MB: ~2,000 page faults each time). Not done
+    in the caller's process, whose allocator we leave alone."""
+    import ctypes
+    import ctypes.util
+
+    if os.environ.get("X_NOMALLOPT"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: its maximum; bigger blocks are still mapped
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GB freed at the heap's top
+
+
 def _serve(
     index: int,
     location: str,
     known: frozenset[str],
     inbox: Any,
     outbox: Any,
-    claims: Any,
-    lock: Any,
+    claims: _Claims,
 ) -> None:
-    """A started worker: collect each batch sent, unless taken back, and send its results.
-
-    A thread reads the pipe as batches come (the sender never waits on a full pipe while
-    this process collects); ``None`` ends the worker. ``claims[2 * index]`` is the last
-    batch started here, ``claims[2 * index + 1]`` the first taken back."""
+    """A started worker: collect each batch sent (the part not taken back), send its
+    results. A thread reads the pipe as batches come (the sender never waits on a full
+    pipe while this process collects); ``None`` ends the worker."""
+    _keep_freed_memory()
     received: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def read() -> None:
@@ -120,14 +204,12 @@ def _serve(
     threading.Thread(target=read, name="delegate-lens-inbox", daemon=True).start()
     while (message := received.get()) is not None:
         seq, packed = message
-        with lock:
-            taken = seq >= claims[2 * index + 1]
-            if not taken:
-                claims[2 * index] = seq
-        if taken:
+        files = claims.claim(index, seq, len(packed[0]))
+        if not files:
             continue
         try:
-            reply: tuple[int, str, Any] = (seq, "done", _collect_packed(location, packed, known))
+            results = _collect_packed(location, _head(packed, files), known)
+            reply: tuple[int, str, Any] = (seq, "done", results)
         except Exception as exc:
             reply = (seq, "error", exc)
         try:
@@ -174,8 +256,9 @@ class _Pool:
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
         self.books = threading.Lock()
         self.reaping = threading.Lock()
-        self.claim_lock = context.Lock()
-        self.claims = context.RawArray("q", [-1, _NONE_TAKEN] * others)
+        self.claims = _Claims(context, others)
+        # the receiving thread waits on this too: woken when workers are sent the end
+        self.wake_up, self._wake = context.Pipe(duplex=False)
         self.workers: list[_Worker] = []
         with warnings.catch_warnings():
             # Python >= 3.12 warns of fork in any process with native threads; ours are
@@ -197,7 +280,6 @@ class _Pool:
                         batches_in,
                         results_out,
                         self.claims,
-                        self.claim_lock,
                     ),
                     name=f"delegate-lens-collect-{index + 1}",
                     daemon=True,
@@ -213,21 +295,75 @@ class _Pool:
         worker.inbox.send((worker.seq, _pack(batch)))
         worker.seq += 1
 
-    def take_back(self) -> list[Source] | None:
-        """The newest batch sent but not started, from the worker with the most of them
-        (it will skip it); ``None`` when every batch sent has started."""
+    def _left(self, worker: _Worker, rate: float | None, now: float) -> tuple[float, int]:
+        """(seconds of work ``worker`` has left, at ``rate`` seconds per byte, else its
+        bytes not started; the last batch it started)."""
+        started, since = self.claims.started(worker.index)
+        left = 0.0
+        for seq, batch in worker.sent:
+            if seq < started or (rate is None and seq == started):
+                continue
+            work = float(sum(source.size for source in batch))
+            if rate is not None:
+                work *= rate
+                if seq == started:
+                    work = max(0.0, since + work - now)
+            left += work
+        return left, started
+
+    def hand_out(self, batches: Iterable[list[Source]], rate: float | None) -> None:
+        """Send ``batches`` (the last cut ahead), each to the worker with least left."""
+        now = time.monotonic()
         with self.books:
-            for worker in sorted(self.workers, key=lambda w: -len(w.sent)):
-                if not worker.sent:
-                    continue
-                seq, batch = worker.sent[-1]
-                with self.claim_lock:
-                    if seq <= self.claims[2 * worker.index]:
-                        continue  # started
-                    self.claims[2 * worker.index + 1] = seq
-                worker.sent.pop()
-                return batch
-        return None
+            for batch in batches:
+                worker = min(
+                    (w for w in self.workers if not w.closed),
+                    key=lambda w: self._left(w, rate, now)[0],
+                )
+                self.send(worker, batch)
+
+    def take_back(self, rate: float | None) -> list[Source] | None:
+        """Files sent to a worker that it has not started (it will skip them), for this
+        process, which has nothing else left; ``None`` when none is worth taking.
+
+        From the worker with the most left: half of it (at ``rate`` seconds per byte, this
+        process's own; half of what it has not started when unknown), the newest files
+        first, so that both finish together."""
+        while True:
+            now = time.monotonic()
+            with self.books:
+                lefts = [(*self._left(w, rate, now), w) for w in self.workers if w.sent]
+                if not lefts:
+                    return None
+                left, started, worker = max(lefts, key=lambda item: item[0])
+                if rate is not None and left / 2 < _MIN_TAKE_SECONDS:
+                    return None  # not worth a part
+                want = left / 2 / rate if rate is not None else left / 2  # bytes
+                sent = list(worker.sent)
+                # from the newest file back, while a file is at least half wanted: the
+                # batches after ``k`` whole, and batch ``k`` from file ``start`` on
+                k, start = len(sent), 0
+                while k > 0 and sent[k - 1][0] > started and not start:
+                    k -= 1
+                    batch = sent[k][1]
+                    start = len(batch)
+                    while start > 0 and want >= batch[start - 1].size / 2:
+                        start -= 1
+                        want -= batch[start].size
+                if k < len(sent) and start == len(sent[k][1]):  # none of batch k
+                    k, start = k + 1, 0
+                if k == len(sent):
+                    return None  # nothing (worth) taking
+                if not self.claims.take(worker.index, sent[k][0], start):
+                    continue  # it started batch k just now: look again
+                taken = sent[k][1][start:]
+                for _, batch in sent[k + 1 :]:
+                    taken.extend(batch)
+                del sent[k + (start > 0) :]
+                if start:
+                    sent[k] = (sent[k][0], sent[k][1][:start])
+                worker.sent = deque(sent)
+                return taken
 
     def close(self, *, drop: bool) -> None:
         """Send every worker the end (after its batches; with ``drop``, any not started
@@ -235,12 +371,12 @@ class _Pool:
         with self.books:
             for worker in self.workers:
                 if drop:
-                    with self.claim_lock:
-                        self.claims[2 * worker.index + 1] = self.claims[2 * worker.index] + 1
+                    self.claims.drop(worker.index)
                 if not worker.closed:
                     worker.closed = True
                     with contextlib.suppress(OSError):  # it is gone
                         worker.inbox.send(None)
+            self._wake.send(None)
 
     def reap(self, worker: _Worker) -> int | None:
         """Wait for ``worker`` to end (a minute at most, then stop it): its exit code.
@@ -253,11 +389,25 @@ class _Pool:
             code: int | None = worker.process.exitcode
             return code
 
+    def woken(self) -> None:
+        """Take the wake-up (what for, the books say)."""
+        self.wake_up.recv()
+
     def join(self) -> None:
+        """Wait for every worker to end, then close the pipes."""
         for worker in self.workers:
             self.reap(worker)
+        self.release()
+
+    def release(self) -> None:
+        """Close the pipes. Workers sent the end and done with their batches end on their
+        own (tearing a process down takes milliseconds: no need to wait for it); the
+        multiprocessing module reaps them."""
+        for worker in self.workers:
             worker.inbox.close()
             worker.outbox.close()
+        self.wake_up.close()
+        self._wake.close()
 
 
 def run_workers(
@@ -268,6 +418,9 @@ def run_workers(
     this process (a progress bar's, the receiving one); each batch is cut when a worker
     is about to need it."""
     pending = iter(batches)
+    finder = pending if isinstance(pending, Batcher) else None  # found here, between cuts
+    if finder is not None:
+        finder.finds_on_cut = False
     cutting = threading.Lock()  # batches are cut by both threads, one at a time
     ready: deque[list[Source]] = deque()  # cut ahead, for a worker that finishes one
     first = next(pending, None)
@@ -309,7 +462,10 @@ def run_workers(
         live = {worker.outbox: worker for worker in pool.workers}
         try:
             while live:
-                for connection in wait(list(live)):
+                for connection in wait([*live, pool.wake_up]):
+                    if connection is pool.wake_up:
+                        pool.woken()
+                        continue
                     worker = live[connection]
                     try:
                         seq, kind, value = worker.outbox.recv()
@@ -332,6 +488,9 @@ def run_workers(
                     if kind == "error":
                         raise value
                     done.put(("results", _unpack(value)))
+                with pool.books:  # sent the end and done: no need to wait for it to end
+                    for worker in [w for w in live.values() if w.closed and not w.sent]:
+                        del live[worker.outbox]
         except BaseException as exc:  # raised again by the consumer
             done.put(("error", exc))
         finally:
@@ -358,21 +517,36 @@ def run_workers(
     def results() -> Iterator[list[FileResult]]:
         receiver.start()
         finished = False
+        spent = 0.0  # seconds this process spent collecting
+        collected = 0  # bytes
         try:
             while True:
                 top_up()
-                batch = next_batch() or take_ready()
-                if batch is None:
-                    pool.close(drop=False)  # no batch is left to send: they end when done
-                    batch = pool.take_back()
+                if finder is not None and finder.wants_finding:
+                    with cutting:  # a step at a time, the others topped up in between
+                        finder.find()
+                    continue
+                batch = next_batch()
+                if batch is None:  # all cut: those cut ahead go out, then the end
+                    rate = spent / collected if collected else None
+                    pool.hand_out(iter(take_ready, None), rate)
+                    pool.close(drop=False)
+                    batch = pool.take_back(rate)  # half of what is left, or nothing
                     if batch is None:
                         break
-                yield collect_batch(location, batch, known)
+                start = time.perf_counter()
+                done_here = collect_batch(location, batch, known)
+                spent += time.perf_counter() - start
+                collected += sum(source.size for source in batch)
+                yield done_here
                 yield from passed_on(block=False)
             yield from passed_on(block=True)
             finished = True
         finally:
             pool.close(drop=not finished)
-            pool.join()
+            if finished:
+                pool.release()
+            else:  # none may still be writing when the error reaches the caller
+                pool.join()
 
     return results()
