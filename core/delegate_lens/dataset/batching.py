@@ -3,13 +3,15 @@
 One worker takes ``batch_bytes`` (or ``MAX_BATCH_FILES`` files) at a time. With several
 workers, batches are cut when a worker is about to need one, not when files are found:
 
-1. the first two batches per worker are small (``STREAM_FIRST_BYTES``) and cut from the
-   first files found, so the worker processes start within milliseconds;
-2. then the rest is found, ``MAX_BATCH_FILES`` more before each next batch (up to
-   ``LOOKAHEAD_FILES`` ahead), while they collect; each next batch takes a quarter per
-   worker of what is ahead (never under ``MIN_BATCH_BYTES``): once every file is found,
-   batches shrink towards the end, so no worker waits long for another to finish a big
-   one.
+1. the first batches are small (``STREAM_FIRST_BYTES``) and cut from the first files
+   found, so the worker processes start within milliseconds: two per worker, or, when the
+   driver finds files itself (:meth:`Batcher.find`, as the local engine does, between
+   topping its workers up), every batch cut before it has found them all (or
+   ``LOOKAHEAD_FILES``);
+2. then each batch takes a quarter per worker of what is ahead (never under
+   ``MIN_BATCH_BYTES``), so batches shrink towards the end and no worker waits long for
+   another to finish a big one. Left alone, a :class:`Batcher` finds ``MAX_BATCH_FILES``
+   more before each of these.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class Batcher:
         self._workers = workers
         self._quick = 2 * workers if workers > 1 else 0  # quick batches still to cut
         self.finds_on_cut = True
+        self._warming = True  # the driver has not yet found all, or LOOKAHEAD_FILES
 
     def __iter__(self) -> Batcher:
         return self
@@ -97,13 +100,16 @@ class Batcher:
     def find(self, files: int = MAX_BATCH_FILES) -> None:
         """Find up to ``files`` more (up to ``LOOKAHEAD_FILES`` ahead)."""
         self._ahead.fill(min(LOOKAHEAD_FILES, len(self._ahead) + files))
+        if not self.wants_finding:
+            self._warming = False
 
     def __next__(self) -> list[Source]:
         ahead = self._ahead
         if self._workers <= 1:
             ahead.fill(MAX_BATCH_FILES, self._batch_bytes)
             limit = self._batch_bytes
-        elif self._quick:  # from the first files found: every worker starts at once
+        elif self._quick if self.finds_on_cut else self._warming:
+            # from the first files found: every worker starts at once
             self._quick -= 1
             limit = min(self._batch_bytes, STREAM_FIRST_BYTES)
             ahead.fill(MAX_BATCH_FILES, limit)

@@ -9,6 +9,7 @@ never share a file and the driver only gathers small reports
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -152,19 +153,21 @@ def collect(
     store.create()
     known = frozenset(store.manifest())
     runner: Runner = run_dask(scheduler, workers) if engine == "dask" else run_processes(workers)
-    sizes: dict[str, int] = {}  # of each file, in the order found
+    place: dict[str, int] = {}  # each file's place in the order found
+    sizes: list[int] = []  # each file's size, in that order
     found_bytes = [0]
 
     def recorded() -> Iterator[Source]:
         for source in found:
-            sizes[source.path] = source.size
+            place[source.path] = len(sizes)
+            sizes.append(source.size)
             found_bytes[0] += source.size
             yield source
 
     batches = iter_batches(
         recorded(), batch_bytes, workers if engine == "local" else max(workers, 2)
     )
-    results: list[FileResult] = []
+    chunks: list[list[FileResult]] = []  # each batch's results (or a part of a batch's)
     with no_cycle_collection():
         # workers start (with the first batch) before the bar's thread; files are found
         # while they collect, so the bar's total grows until all are found
@@ -172,11 +175,15 @@ def collect(
         bar = _Progress(progress)
         try:
             for batch_results in outcomes:
-                results.extend(batch_results)
+                if batch_results:
+                    chunks.append(batch_results)
                 if bar.enabled:
-                    bar.advance(sum(sizes[r.source] for r in batch_results), found_bytes[0])
+                    done = sum(sizes[place[r.source]] for r in batch_results)
+                    bar.advance(done, found_bytes[0])
         finally:
             bar.close()
-        order = {path: i for i, path in enumerate(sizes)}
-        results.sort(key=lambda r: order.get(r.source, 0))
+        # a batch's results are in its order, and a batch is a run of files in the order
+        # found: the chunks in the order of their first files are every file in order
+        chunks.sort(key=lambda chunk: place.get(chunk[0].source, 0))
+        results = list(itertools.chain.from_iterable(chunks))
     return CollectReport(results)

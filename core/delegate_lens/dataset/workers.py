@@ -20,7 +20,6 @@ platform allows, else started from a fork server or spawned.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import sys
 import threading
@@ -168,8 +167,6 @@ def _keep_freed_memory() -> None:
     import ctypes
     import ctypes.util
 
-    if os.environ.get("X_NOMALLOPT"):
-        return
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
