@@ -319,9 +319,11 @@ class _Pool:
                 )
                 self.send(worker, batch)
 
-    def take_back(self, rate: float | None) -> list[Source] | None:
+    def take_back(self, rate: float | None) -> list[list[Source]] | None:
         """Files sent to a worker that it has not started (it will skip them), for this
-        process, which has nothing else left; ``None`` when none is worth taking.
+        process, which has nothing else left, as runs of files in the order found (the
+        tail of one batch, and any later batches whole); ``None`` when none is worth
+        taking.
 
         From the worker with the most left: half of it (at ``rate`` seconds per byte, this
         process's own; half of what it has not started when unknown), the newest files
@@ -353,9 +355,7 @@ class _Pool:
                     return None  # nothing (worth) taking
                 if not self.claims.take(worker.index, sent[k][0], start):
                     continue  # it started batch k just now: look again
-                taken = sent[k][1][start:]
-                for _, batch in sent[k + 1 :]:
-                    taken.extend(batch)
+                taken = [sent[k][1][start:], *(batch for _, batch in sent[k + 1 :])]
                 del sent[k + (start > 0) :]
                 if start:
                     sent[k] = (sent[k][0], sent[k][1][:start])
@@ -528,14 +528,21 @@ def run_workers(
                     rate = spent / collected if collected else None
                     pool.hand_out(iter(take_ready, None), rate)
                     pool.close(drop=False)
-                    batch = pool.take_back(rate)  # half of what is left, or nothing
-                    if batch is None:
+                    runs = pool.take_back(rate)  # half of what is left, or nothing
+                    if runs is None:
                         break
+                else:
+                    runs = [batch]
+                batch = [source for run in runs for source in run]  # one part
                 start = time.perf_counter()
                 done_here = collect_batch(location, batch, known)
                 spent += time.perf_counter() - start
                 collected += sum(source.size for source in batch)
-                yield done_here
+                # each run's results apart: the caller orders results by runs
+                at = 0
+                for run in runs:
+                    yield done_here[at : at + len(run)]
+                    at += len(run)
                 yield from passed_on(block=False)
             yield from passed_on(block=True)
             finished = True

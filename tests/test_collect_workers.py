@@ -1,0 +1,239 @@
+"""collect's local engine (``dataset.workers``): batches sent ahead to started workers, the
+claim table that lets this process take back what a worker has not started (even part of
+a batch), and what happens when a worker fails, dies, or the caller stops early. Every
+file must be collected exactly once, and results come back in the order found."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from etdump_variants import vary
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("duckdb")
+
+from delegate_lens.dataset import DatasetStore, collect, find_sources, query
+from delegate_lens.dataset import workers as engine
+from delegate_lens.dataset.batching import MIN_BATCH_BYTES, STREAM_FIRST_BYTES, Batcher
+from delegate_lens.dataset.engines import run_processes
+from delegate_lens.dataset.sources import Source
+from delegate_lens.errors import CollectError, UsageError
+
+_FORK = "fork" in multiprocessing.get_all_start_methods()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, vectors_dir: Path) -> Path:
+    """40 distinct small dumps in two folders."""
+    base = (vectors_dir / "mlp_xnnpack" / "etdump.etdp").read_bytes()
+    root = tmp_path / "fleet"
+    for i in range(40):
+        folder = root / f"dev{i % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"run{i:02d}.etdp").write_bytes(vary(base, i) if i else base)
+    return root
+
+
+def _claims(workers: int = 1) -> engine._Claims:
+    return engine._Claims(multiprocessing.get_context(), workers)
+
+
+def test_claims_a_worker_collects_what_was_not_taken_back() -> None:
+    claims = _claims(2)
+    assert claims.claim(0, 0, 10) == 10  # nothing taken: all of it
+    assert claims.started(0)[0] == 0 and claims.started(1)[0] == -1
+    assert not claims.take(0, 0, 4)  # started: too late
+    assert claims.take(0, 2, 6)  # batch 2 from file 6 on, and every later batch
+    assert claims.claim(0, 1, 10) == 10
+    assert claims.claim(0, 2, 10) == 6
+    assert claims.started(0)[0] == 2
+    assert claims.claim(0, 3, 10) == 0  # after the batch taken from: all taken
+    assert claims.take(1, 0, 0)  # all of batch 0 of worker 1
+    assert claims.claim(1, 0, 5) == 0 and claims.started(1)[0] == -1  # skipped: not started
+    claims.drop(0)  # the caller stopped: nothing more is started
+    assert claims.claim(0, 3, 10) == 0 and claims.started(0)[0] == 2
+
+
+class _Inbox:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+
+
+def _books(batches: list[list[int]], started: int, since: float) -> engine._Pool:
+    """A pool's books without processes: one worker sent ``batches`` (file sizes), the
+    last it started ``started`` (at ``since``)."""
+    pool = engine._Pool.__new__(engine._Pool)
+    pool.books = __import__("threading").Lock()
+    pool.claims = _claims(1)
+    worker = engine._Worker(0, None, _Inbox(), None)
+    worker.sent = deque(
+        (seq, [Source(f"s{seq}f{k}", size) for k, size in enumerate(sizes)])
+        for seq, sizes in enumerate(batches)
+    )
+    worker.seq = len(batches)
+    pool.workers = [worker]
+    for seq in range(started + 1):
+        assert pool.claims.claim(0, seq, len(batches[seq]))
+    pool.claims.since[0] = since
+    return pool
+
+
+def _files(runs: list[list[Source]] | None) -> list[str]:
+    assert runs is not None
+    return [source.path for run in runs for source in run]
+
+
+def test_take_back_takes_half_of_what_is_left_from_the_newest_files() -> None:
+    """Worker: batch 0 running (1,000 bytes, just started), batch 1 (10 x 100 bytes) not
+    started. At 1 ms per 100 bytes it has 20 ms left: this process takes the newest 10 ms
+    of it, the last 10 files; the worker then collects batch 0 alone."""
+    pool = _books([[1000], [100] * 10], started=0, since=time.monotonic())
+    taken = _files(pool.take_back(rate=1e-5))
+    assert taken == [f"s1f{k}" for k in range(10)]
+    assert [seq for seq, _ in pool.workers[0].sent] == [0]
+    assert pool.claims.claim(0, 1, 10) == 0  # the worker skips batch 1
+    # with 1,000 bytes of batch 1 running instead, half is taken from inside batch 2
+    pool = _books([[1000], [500] * 2, [100] * 10], started=1, since=time.monotonic())
+    assert _files(pool.take_back(rate=1e-5)) == [f"s2f{k}" for k in range(10)]
+    pool = _books([[100] * 10, [100] * 10], started=0, since=time.monotonic())
+    # 20 ms left: the last 10 ms
+    assert _files(pool.take_back(rate=1e-5)) == [f"s1f{k}" for k in range(10)]
+    pool = _books([[100] * 10, [100] * 20], started=0, since=time.monotonic())
+    # 30 ms left: 15 ms, from inside batch 1
+    assert _files(pool.take_back(rate=1e-5)) == [f"s1f{k}" for k in range(5, 20)]
+    assert [len(batch) for _, batch in pool.workers[0].sent] == [10, 5]
+    assert pool.claims.claim(0, 1, 20) == 5  # the worker collects the first 5 of batch 1
+
+
+def test_take_back_without_a_rate_halves_what_was_not_started() -> None:
+    pool = _books([[100] * 4, [100] * 8], started=0, since=time.monotonic())
+    assert _files(pool.take_back(rate=None)) == [f"s1f{k}" for k in range(4, 8)]
+    # two batches not started, 600 bytes: the last whole and the last file of the other,
+    # as two runs (each in the order found)
+    pool = _books([[100] * 4, [100] * 4, [100] * 2], started=0, since=time.monotonic())
+    runs = pool.take_back(rate=None)
+    assert runs is not None and [[s.path for s in run] for run in runs] == [
+        ["s1f3"],
+        ["s2f0", "s2f1"],
+    ]
+    assert pool.claims.claim(0, 1, 4) == 3 and pool.claims.claim(0, 2, 2) == 0
+
+
+def test_take_back_leaves_what_is_not_worth_a_part() -> None:
+    pool = _books([[100] * 4, [100]], started=0, since=time.monotonic())
+    assert pool.take_back(rate=1e-9) is None  # microseconds of work left
+    pool = _books([[100] * 4], started=0, since=time.monotonic())
+    assert pool.take_back(rate=1e-5) is None  # all started
+    assert len(pool.workers[0].sent) == 1
+
+
+def _batches(fleet: Path, size: int) -> list[list[Source]]:
+    sources = find_sources([str(fleet)])
+    return [sources[i : i + size] for i in range(0, len(sources), size)]
+
+
+def _counted(location: str) -> dict[str, int]:
+    """Rows per source file in the dataset."""
+    table = query(location, "SELECT source, count(*) AS n FROM events GROUP BY source")
+    return dict(zip(table.column("source").to_pylist(), table.column("n").to_pylist()))
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_every_file_is_collected_once_whoever_takes_it(fleet: Path, tmp_path: Path) -> None:
+    """Batches sent ahead, cut ahead, and taken back at the end (in part or whole): each
+    file has one result and its rows once in the dataset."""
+    sources = find_sources([str(fleet)])
+    serial = collect([str(fleet)], str(tmp_path / "serial"))
+    for size in (1, 3, 7, 40):
+        location = str(tmp_path / f"ds{size}")
+        results = [
+            r
+            for batch in run_processes(2)(location, _batches(fleet, size), frozenset())
+            for r in batch
+        ]
+        assert sorted(r.source for r in results) == sorted(s.path for s in sources)
+        assert {r.status for r in results} == {"collected"}
+        assert _counted(location) == _counted(str(tmp_path / "serial"))
+        assert len(DatasetStore(location).manifest()) == len(sources)
+    assert serial.rows == sum(_counted(str(tmp_path / "serial")).values())
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_collect_with_workers_reports_in_the_order_found(fleet: Path, tmp_path: Path) -> None:
+    sources = find_sources([str(fleet)])
+    report = collect([str(fleet)], str(tmp_path / "ds"), workers=2, batch_bytes=20_000)
+    assert [r.source for r in report.results] == [s.path for s in sources]
+    again = collect([str(fleet)], str(tmp_path / "ds"), workers=3, batch_bytes=20_000)
+    assert [r.source for r in again.results] == [s.path for s in sources]
+    assert {r.status for r in again.results} == {"skipped"}  # incremental
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_worker_that_dies_is_an_error_not_a_hang(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def die(*args: Any) -> Any:
+        os._exit(3)
+
+    monkeypatch.setattr(engine, "_collect_packed", die)  # the forked worker runs this
+    outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 5), frozenset())
+    with pytest.raises(CollectError, match=r"worker process 1 ended \(exit code 3\)"):
+        list(outcomes)
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_stopping_early_ends_the_workers(fleet: Path, tmp_path: Path) -> None:
+    outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 2), frozenset())
+    assert isinstance(outcomes, Generator)
+    first = next(outcomes)
+    assert first
+    outcomes.close()  # the caller stops: workers skip what they have not started, and end
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_an_error_in_a_worker_reaches_the_caller(fleet: Path, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(UsageError, match="is a file"):
+        for _ in run_processes(3)(str(tmp_path / "file"), _batches(fleet, 2), frozenset()):
+            pass
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+
+
+def test_batcher_driven_by_its_finder() -> None:
+    """With the driver finding files (finds_on_cut off), batches cut before it found them
+    all stay small; afterwards each takes a quarter per worker of what is ahead."""
+    mb = 1 << 20
+    made: list[int] = []
+
+    def sources(n: int) -> Any:
+        for i in range(n):
+            made.append(i)
+            yield Source(f"f{i}", mb)
+
+    batcher = Batcher(sources(300), 64 * mb, workers=2)
+    batcher.finds_on_cut = False
+    early = [next(batcher) for _ in range(3)]
+    assert [sum(s.size for s in b) for b in early] == [STREAM_FIRST_BYTES] * 3
+    assert len(made) <= 3 * STREAM_FIRST_BYTES // mb + 3  # only what they needed
+    while batcher.wants_finding:
+        batcher.find(100)
+    assert len(made) == 300
+    rest = list(batcher)
+    left = (300 - 12) * mb
+    for batch in rest:
+        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 8) // mb * mb, left)
+        assert sum(s.size for s in batch) == want
+        left -= want
+    assert [s.path for b in [*early, *rest] for s in b] == [f"f{i}" for i in range(300)]
