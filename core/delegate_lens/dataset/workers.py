@@ -20,6 +20,7 @@ platform allows, else started from a fork server or spawned.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import sys
 import threading
@@ -69,8 +70,13 @@ def _pack(batch: list[Source]) -> _Packed:
     )
 
 
+_RESULT_FIELDS = tuple(field.name for field in attrs.fields(FileResult))[1:]  # not source
+
+
 def _collect_packed(location: str, packed: _Packed, known: frozenset[str]) -> _PackedResults:
-    """:func:`collect_batch` of a packed batch, its results packed too (what a worker runs)."""
+    """:func:`collect_batch` of a packed batch, its results packed too (what a worker
+    runs): a list per field but ``source`` (one result per file, in the batch's order,
+    so the sender knows each one's file)."""
     paths, sizes, etrecords, labels_files, which, shared = packed
     sources = [
         Source(path, size, etrecord, labels_file, shared[k])
@@ -79,11 +85,12 @@ def _collect_packed(location: str, packed: _Packed, known: frozenset[str]) -> _P
         )
     ]
     results = collect_batch(location, sources, known)
-    return tuple(list(column) for column in zip(*(attrs.astuple(r) for r in results)))
+    return tuple([getattr(r, name) for r in results] for name in _RESULT_FIELDS)
 
 
-def _unpack(packed: _PackedResults) -> list[FileResult]:
-    return [FileResult(*fields) for fields in zip(*packed)]
+def _unpack(packed: _PackedResults, batch: list[Source]) -> list[FileResult]:
+    """The results of ``batch`` from :func:`_collect_packed`."""
+    return [FileResult(source.path, *fields) for source, fields in zip(batch, zip(*packed))]
 
 
 def _grow(connection: Any) -> None:
@@ -421,6 +428,10 @@ def run_workers(
     cutting = threading.Lock()  # batches are cut by both threads, one at a time
     ready: deque[list[Source]] = deque()  # cut ahead, for a worker that finishes one
     first = next(pending, None)
+    if os.environ.get("X_TRIM"):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     pool = _Pool(workers - 1, location, known)
     if first is not None:
         with pool.books:
@@ -475,16 +486,17 @@ def run_workers(
                             ) from None
                         continue
                     with pool.books:
-                        if not worker.sent or worker.sent.popleft()[0] != seq:
+                        if not worker.sent or worker.sent[0][0] != seq:
                             raise CollectError(
                                 f"collect: worker process {worker.index + 1} answered a "
                                 f"batch it was not sent ({seq})"
                             )
+                        _, answered = worker.sent.popleft()
                         if not worker.closed and (batch := take_ready()) is not None:
                             pool.send(worker, batch)
                     if kind == "error":
                         raise value
-                    done.put(("results", _unpack(value)))
+                    done.put(("results", _unpack(value, answered)))
                 with pool.books:  # sent the end and done: no need to wait for it to end
                     for worker in [w for w in live.values() if w.closed and not w.sent]:
                         del live[worker.outbox]
