@@ -20,7 +20,6 @@ platform allows, else started from a fork server or spawned.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import sys
 import threading
@@ -428,10 +427,6 @@ def run_workers(
     cutting = threading.Lock()  # batches are cut by both threads, one at a time
     ready: deque[list[Source]] = deque()  # cut ahead, for a worker that finishes one
     first = next(pending, None)
-    if os.environ.get("X_TRIM"):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
     pool = _Pool(workers - 1, location, known)
     if first is not None:
         with pool.books:
