@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+import types
 from collections import deque
 from collections.abc import Generator
 from pathlib import Path
@@ -93,34 +94,45 @@ def _files(runs: list[list[Source]] | None) -> list[str]:
     return [source.path for run in runs for source in run]
 
 
-def test_take_back_takes_half_of_what_is_left_from_the_newest_files() -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> float:
+    """The engine's clock stopped (a running batch's work left does not shrink while a
+    test looks at it)."""
+    now = time.monotonic()
+    monkeypatch.setattr(
+        engine, "time", types.SimpleNamespace(monotonic=lambda: now, perf_counter=time.perf_counter)
+    )
+    return now
+
+
+def test_take_back_takes_half_of_what_is_left_from_the_newest_files(clock: float) -> None:
     """Worker: batch 0 running (1,000 bytes, just started), batch 1 (10 x 100 bytes) not
     started. At 1 ms per 100 bytes it has 20 ms left: this process takes the newest 10 ms
     of it, the last 10 files; the worker then collects batch 0 alone."""
-    pool = _books([[1000], [100] * 10], started=0, since=time.monotonic())
+    pool = _books([[1000], [100] * 10], started=0, since=clock)
     taken = _files(pool.take_back(rate=1e-5))
     assert taken == [f"s1f{k}" for k in range(10)]
     assert [seq for seq, _ in pool.workers[0].sent] == [0]
     assert pool.claims.claim(0, 1, 10) == 0  # the worker skips batch 1
     # with 1,000 bytes of batch 1 running instead, half is taken from inside batch 2
-    pool = _books([[1000], [500] * 2, [100] * 10], started=1, since=time.monotonic())
+    pool = _books([[1000], [500] * 2, [100] * 10], started=1, since=clock)
     assert _files(pool.take_back(rate=1e-5)) == [f"s2f{k}" for k in range(10)]
-    pool = _books([[100] * 10, [100] * 10], started=0, since=time.monotonic())
+    pool = _books([[100] * 10, [100] * 10], started=0, since=clock)
     # 20 ms left: the last 10 ms
     assert _files(pool.take_back(rate=1e-5)) == [f"s1f{k}" for k in range(10)]
-    pool = _books([[100] * 10, [100] * 20], started=0, since=time.monotonic())
+    pool = _books([[100] * 10, [100] * 20], started=0, since=clock)
     # 30 ms left: 15 ms, from inside batch 1
     assert _files(pool.take_back(rate=1e-5)) == [f"s1f{k}" for k in range(5, 20)]
     assert [len(batch) for _, batch in pool.workers[0].sent] == [10, 5]
     assert pool.claims.claim(0, 1, 20) == 5  # the worker collects the first 5 of batch 1
 
 
-def test_take_back_without_a_rate_halves_what_was_not_started() -> None:
-    pool = _books([[100] * 4, [100] * 8], started=0, since=time.monotonic())
+def test_take_back_without_a_rate_halves_what_was_not_started(clock: float) -> None:
+    pool = _books([[100] * 4, [100] * 8], started=0, since=clock)
     assert _files(pool.take_back(rate=None)) == [f"s1f{k}" for k in range(4, 8)]
     # two batches not started, 600 bytes: the last whole and the last file of the other,
     # as two runs (each in the order found)
-    pool = _books([[100] * 4, [100] * 4, [100] * 2], started=0, since=time.monotonic())
+    pool = _books([[100] * 4, [100] * 4, [100] * 2], started=0, since=clock)
     runs = pool.take_back(rate=None)
     assert runs is not None and [[s.path for s in run] for run in runs] == [
         ["s1f3"],
@@ -129,10 +141,10 @@ def test_take_back_without_a_rate_halves_what_was_not_started() -> None:
     assert pool.claims.claim(0, 1, 4) == 3 and pool.claims.claim(0, 2, 2) == 0
 
 
-def test_take_back_leaves_what_is_not_worth_a_part() -> None:
-    pool = _books([[100] * 4, [100]], started=0, since=time.monotonic())
+def test_take_back_leaves_what_is_not_worth_a_part(clock: float) -> None:
+    pool = _books([[100] * 4, [100]], started=0, since=clock)
     assert pool.take_back(rate=1e-9) is None  # microseconds of work left
-    pool = _books([[100] * 4], started=0, since=time.monotonic())
+    pool = _books([[100] * 4], started=0, since=clock)
     assert pool.take_back(rate=1e-5) is None  # all started
     assert len(pool.workers[0].sent) == 1
 

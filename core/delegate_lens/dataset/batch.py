@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.dataset._arrow import to_numpy
 from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, read_labels
@@ -225,7 +226,7 @@ def _decode(datas: Sequence[bytes | memoryview], block: _Block | None) -> Any:
 def _rows_per_file(table: Any, files: int) -> list[int]:
     """Rows of each file in a table from ``files_table`` (its ``source`` codes)."""
     source = table.column("source").combine_chunks()
-    return np.bincount(source.indices.to_numpy(), minlength=files).tolist()
+    return np.bincount(to_numpy(source.indices, np.int32), minlength=files).tolist()
 
 
 def _decode_group(

@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.dataset._arrow import from_numpy, int_lists, string_lists, strings
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
 from delegate_lens.etdump.columns import EventKind
@@ -35,17 +36,17 @@ def _text(
     """A dictionary array (null where ``codes`` < 0). ``ours``: codes this module made,
     known to be in range (Arrow's check of every index is skipped)."""
     codes = codes.astype(np.int32, copy=False)
-    values = pa.array(list(dictionary) or [""], type=pa.string())
+    values = strings(pa, list(dictionary) or [""])
     if ours or not len(codes) or int(codes.min()) >= 0:
-        indices = pa.array(codes, type=pa.int32())
+        indices = from_numpy(pa, codes)
         return pa.DictionaryArray.from_arrays(indices, values, safe=not ours)
     mask = codes < 0
-    indices = pa.array(np.where(mask, 0, codes), type=pa.int32(), mask=mask)
+    indices = from_numpy(pa, np.where(mask, 0, codes), mask=mask)
     return pa.DictionaryArray.from_arrays(indices, values)
 
 
 def _null_text(pa: Any, n: int) -> Any:
-    return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([""], pa.string()))
+    return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), strings(pa, [""]))
 
 
 def _labels_column(
@@ -105,7 +106,7 @@ def _links(
         }
     picked = pick(link_of)
     mask = picked < 0
-    take = pa.array(np.where(mask, 0, picked), mask=mask if mask.any() else None)
+    take = from_numpy(pa, np.where(mask, 0, picked), mask=mask)
 
     def handles(link: Any) -> list[int] | None:
         h = link.debug_handles
@@ -116,16 +117,12 @@ def _links(
         return paths[0] if paths else None
 
     return {
-        "op_types": pa.array([list(link.op_types) for link in links], pa.list_(pa.string())).take(
-            take
-        ),
-        "debug_handles": pa.array([handles(link) for link in links], pa.list_(pa.int32())).take(
-            take
-        ),
-        "delegate_backend": pa.array([link.delegate_backend_name for link in links], pa.string())
+        "op_types": string_lists(pa, [list(link.op_types) for link in links]).take(take),
+        "debug_handles": int_lists(pa, [handles(link) for link in links]).take(take),
+        "delegate_backend": strings(pa, [link.delegate_backend_name for link in links])
         .dictionary_encode()
         .take(take),
-        "module_path": pa.array([first_path(link) for link in links], pa.string())
+        "module_path": strings(pa, [first_path(link) for link in links])
         .dictionary_encode()
         .take(take),
     }
@@ -275,15 +272,15 @@ def labelled_table(
     columns = {
         "source": _text(pa, file_of_event, sources, ours=True),
         "file_hash": _text(pa, file_of_event, hashes, ours=True),
-        "run": pa.array(per_event(run_in_file)),
+        "run": from_numpy(pa, per_event(run_in_file)),
         "block": _text(pa, per_event(block_of_run), list(block_names), ours=True),
-        "event_index": pa.array(event_index.astype(np.int32)),
+        "event_index": from_numpy(pa, event_index.astype(np.int32)),
         "event_name": _text(pa, event_name, dictionary),
-        "instruction_id": pa.array(iid, mask=no_iid if no_iid.any() else None),
-        "chain_index": pa.array(pick(fc.chain_index).astype(np.int64, copy=False)),
-        "start_time": pa.array(start),
-        "duration": pa.array(end - start),
-        "is_delegated": pa.array(delegated),
+        "instruction_id": from_numpy(pa, iid, mask=no_iid),
+        "chain_index": from_numpy(pa, pick(fc.chain_index).astype(np.int64, copy=False)),
+        "start_time": from_numpy(pa, start),
+        "duration": from_numpy(pa, end - start),
+        "is_delegated": from_numpy(pa, delegated),
         "delegate_identifier": _text(pa, identifier, dictionary),
         **_links(pa, inspector, fc, pick, n),
     }
