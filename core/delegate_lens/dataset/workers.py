@@ -171,12 +171,10 @@ def _keep_freed_memory() -> None:
     pages in again (a batch allocates tens of MB: ~2,000 page faults each time). Not done
     in the caller's process, whose allocator we leave alone."""
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc
+        mallopt = ctypes.CDLL(None).mallopt  # this process's own symbols: glibc's, if glibc
+    except (OSError, AttributeError, TypeError):  # not glibc (or not Unix)
         return
     mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: its maximum; bigger blocks are still mapped
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GB freed at the heap's top
