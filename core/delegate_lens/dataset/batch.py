@@ -107,7 +107,7 @@ def _read_block(sources: Sequence[Source]) -> tuple[_Block, list[bytes | memoryv
     starts, sizes = joined_layout([source.size for source in sources])
     # numpy's zeroed memory: fresh pages, which numpy marks for huge pages when big (one
     # fault per 2 MB where the kernel can, against 512 for a bytearray's)
-    view = memoryview(np.zeros(int(starts[-1] + sizes[-1]) + _GAP, np.uint8))
+    view = np.zeros(int(starts[-1] + sizes[-1]) + _GAP, np.uint8).data
     block = _Block(view, starts, sizes)
     out: list[bytes | memoryview | Exception] = []
     for source, start, size in zip(sources, starts.tolist(), sizes.tolist()):
