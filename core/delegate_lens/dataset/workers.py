@@ -2,19 +2,22 @@
 
 How batches move:
 
-* this process cuts the batches (finding files as it goes:
-  :mod:`~delegate_lens.dataset.batching`), keeps every other worker ``DEPTH`` batches ahead
-  (the one it collects and the next, sent through a pipe), and collects a batch itself
-  between two top-ups. A worker never waits for this process between two batches;
+* this process finds the files, in steps, and cuts the batches
+  (:mod:`~delegate_lens.dataset.batching`); between steps it keeps every other worker
+  ``DEPTH`` batches ahead (the one it collects and the next, sent through a pipe), so a
+  worker never waits for this process between two batches. Once all are found (or enough
+  ahead), it collects a batch itself between two top-ups;
 * one more batch per other worker is cut ahead (``ready``): a thread of this process
-  receives the workers' results and hands a worker that finished one of those, so a long
-  batch here does not starve the others;
-* at the end, when no batch is left to cut, this process takes back a batch it sent but
-  the worker has not started (a claim table shared with the workers decides who has it,
-  the newest first), so no batch waits behind another while a process is idle.
+  receives the workers' results and hands a worker that finished a batch one of those, so
+  a long batch here does not starve the others;
+* at the end, when no batch is left to cut, those cut ahead go out, and this process takes
+  back half of what the busiest worker has not started, the newest files first, even from
+  inside a batch (a claim table shared with the workers says who collects which files), so
+  both finish together.
 
 Workers are forked (instant: they share this process's imports and memory) where the
-platform allows, else started from a fork server or spawned.
+platform allows, else started from a fork server or spawned. A worker is our own process:
+it tells glibc's malloc to keep freed memory (:func:`_keep_freed_memory`).
 """
 
 from __future__ import annotations
@@ -422,7 +425,6 @@ def run_workers(
     finder = pending if isinstance(pending, Batcher) else None  # found here, between cuts
     if finder is not None:
         finder.finds_on_cut = False
-    cutting = threading.Lock()  # batches are cut by both threads, one at a time
     ready: deque[list[Source]] = deque()  # cut ahead, for a worker that finishes one
     first = next(pending, None)
     pool = _Pool(workers - 1, location, known)
@@ -431,9 +433,8 @@ def run_workers(
             pool.send(pool.workers[0], first)
     done: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
 
-    def next_batch() -> list[Source] | None:
-        with cutting:
-            return next(pending, None)
+    def next_batch() -> list[Source] | None:  # (only this thread cuts and finds)
+        return next(pending, None)
 
     def take_ready() -> list[Source] | None:
         try:
@@ -525,8 +526,7 @@ def run_workers(
             while True:
                 top_up()
                 if finder is not None and finder.wants_finding:
-                    with cutting:  # a step at a time, the others topped up in between
-                        finder.find()
+                    finder.find()  # a step at a time, the others topped up in between
                     continue
                 batch = next_batch()
                 if batch is None:  # all cut: those cut ahead go out, then the end
