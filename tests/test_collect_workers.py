@@ -5,8 +5,12 @@ file must be collected exactly once, and results come back in the order found.""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import signal
+import subprocess
+import sys
 import time
 import types
 from collections import deque
@@ -249,3 +253,55 @@ def test_batcher_driven_by_its_finder() -> None:
         assert sum(s.size for s in batch) == want
         left -= want
     assert [s.path for b in [*early, *rest] for s in b] == [f"f{i}" for i in range(300)]
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_ctrl_c_stops_collect_cleanly(tmp_path: Path, vectors_dir: Path) -> None:
+    """Ctrl-C in the middle of `collect --workers 2`: exit 130, no traceback (from this
+    process or a worker), every part written whole and listed, no temporary file left,
+    no worker left running."""
+    base = (vectors_dir / "mlp_xnnpack" / "etdump.etdp").read_bytes()
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    for i in range(600):
+        (fleet / f"run{i:04d}.etdp").write_bytes(vary(base, i) if i else base)
+    dataset = tmp_path / "ds"
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from delegate_lens.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "collect",
+            str(fleet),
+            "-o",
+            str(dataset),
+            "-q",
+            "--workers",
+            "2",
+            "--batch-mb",
+            "0.01",
+        ],  # a part per file or two: many
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 60
+    while not list(dataset.glob("part-*.parquet")) and process.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: to every process of the group
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err  # (hundreds of parts to go when interrupted)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    parts = {p.name for p in dataset.glob("part-*.parquet")}
+    listed = {json.loads(p.read_text())["part"] for p in (dataset / "_manifest").glob("*.json")}
+    assert parts and parts == listed
+    assert not [p for p in dataset.rglob(".*") if p.is_file()]  # no temporary file
+    rows = query(str(dataset), "SELECT count(*) AS n FROM events").column("n")[0].as_py()
+    assert rows == 37 * len(DatasetStore(str(dataset)).manifest())
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]

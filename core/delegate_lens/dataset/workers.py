@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import signal
 import sys
 import threading
 import time
@@ -195,6 +196,10 @@ def _serve(
     results. A thread reads the pipe as batches come (the sender never waits on a full
     pipe while this process collects); ``None`` ends the worker."""
     _keep_freed_memory()
+    with contextlib.suppress(ValueError, AttributeError):  # only the main thread may
+        # Ctrl-C is this worker's parent's to handle: it stops the run, and this worker
+        # ends after the batch it is writing (no half-written part, no second traceback)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     received: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def read() -> None:
