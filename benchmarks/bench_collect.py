@@ -12,9 +12,11 @@ Measures, each into a fresh dataset (medians of ``--repeat`` runs):
 * query: p50 of duration per operator and device over a dataset of ``--events`` events
   (parts written from the big vector's table with three device labels, cached per schema
   and write options);
-* ``--only stages``: CPU time per file by stage (find, read, hash, decode, table,
-  Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
-* ``--only parquet`` (not by default): Parquet write options compared, CPU time and size.
+* ``--only stages``: CPU time and page faults per file by stage (find, read, hash, decode,
+  table, Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
+* ``--only parquet`` (not by default): Parquet write options compared, CPU time and size;
+* ``--only fresh`` (not by default): the small case with each run in a new interpreter, as
+  the CLI runs (every process cold; imports not timed).
 
 MB/s per core = ETDump MB / seconds / workers. Targets: >= 100 MB/s per core, >= 1.7x with
 2 workers, query < 1 s. Other jobs load this machine: ``uptime`` is printed with each figure.
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine import REPO, VECTORS
+from machine import REPO, VECTORS, user_env
 from machine import describe as describe_machine
 
 from delegate_lens.dataset import DatasetStore, collect, query
@@ -168,6 +170,56 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
     )
 
 
+_FRESH_RUN = """
+import json, shutil, sys, tempfile, time
+from delegate_lens.dataset import collect
+folder, workers = sys.argv[1], int(sys.argv[2])
+target = tempfile.mkdtemp(prefix="bench-fresh-")
+try:
+    collect([sys.argv[3]], target + "/warm")  # imports: not timed (nor counted as warm-up)
+    start = time.perf_counter()
+    collect([folder], target + "/ds", workers=workers)
+    print(json.dumps(time.perf_counter() - start))
+finally:
+    shutil.rmtree(target, ignore_errors=True)
+"""
+
+
+def bench_fresh(name: str, folder: Path, repeat: int) -> None:
+    """1 and 2 workers, each run in a new interpreter (as the CLI runs: every process
+    cold, imports done and not timed), interleaved; medians and the ratio of each pair."""
+    one = str(next(folder.rglob("*.etdp")))
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(repeat):
+        for workers in (1, 2):
+            out = subprocess.run(
+                [sys.executable, "-c", _FRESH_RUN, str(folder), str(workers), one],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=user_env(),
+            )
+            walls[workers].append(float(out.stdout))
+    for workers in (1, 2):
+        print(
+            f"collect {name} in a fresh process, {workers} worker(s): "
+            f"{statistics.median(walls[workers]):.3f} s median wall of {repeat}"
+        )
+    pairs = sorted(a / b for a, b in zip(walls[1], walls[2]))
+    ratio = statistics.median(walls[1]) / statistics.median(walls[2])
+    print(
+        f"collect {name} in a fresh process: 2 workers vs 1: {ratio:.2f}x (per pair "
+        f"{', '.join(f'{r:.2f}' for r in pairs)})  [{uptime()}]"
+    )
+
+
+def _faults() -> int:
+    """Page faults of this process so far (a fault costs microseconds on a VM)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def bench_stages(big: Path, small: Path, repeat: int) -> None:
     """CPU time per file by stage, as ``collect_batch`` runs them (medians of ``repeat``):
     one big copy alone, and a group of 2,000 small dumps decoded together (per file);
@@ -190,23 +242,33 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
         stages: dict[str, list[float]] = {}
         nbytes = sum(s.size for s in sources)
         labels = {"device": "a"}
+        faults: dict[str, list[float]] = {}
         for _ in range(repeat):
             t = [time.process_time()]
+            f = [_faults()]
             read = _read_all(sources)
             t.append(time.process_time())
+            f.append(_faults())
             hashes = [content_hash(data) for data, _ in read]  # type: ignore[arg-type]
             t.append(time.process_time())
+            f.append(_faults())
             block = _joined([block for _, block in read])
             decoded = _decode([data for data, _ in read], block)  # type: ignore[misc]
             fc, run_file = decoded_file_columns(decoded), decoded.run_file
             t.append(time.process_time())
+            f.append(_faults())
             paths = [s.path for s in sources]
             table = labelled_table(fc, run_file, paths, hashes, [labels] * len(paths))
             t.append(time.process_time())
+            f.append(_faults())
             pq.write_table(table, io.BytesIO(), **_write_options(table))
             t.append(time.process_time())
-            for stage, a, b in zip(("read", "hash", "decode", "table", "parquet"), t, t[1:]):
+            f.append(_faults())
+            for stage, a, b, fa, fb in zip(
+                ("read", "hash", "decode", "table", "parquet"), t, t[1:], f, f[1:]
+            ):
                 stages.setdefault(stage, []).append((b - a) / len(sources))
+                faults.setdefault(stage, []).append((fb - fa) / len(sources))
             stages.setdefault("total", []).append((t[-1] - t[0]) / len(sources))
             del read, fc, table
             if name.startswith("small"):
@@ -229,6 +291,10 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
                 f"{k} {v:,.0f}" if v >= 1000 else f"{k} {v:.3g}" for k, v in per_file.items()
             )
             + f" -> find+batch {mb / whole * 1e6:.1f} MB per CPU second  [{uptime()}]"
+        )
+        print(
+            f"  page faults per file by stage ({name}, medians): "
+            + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in faults.items())
         )
 
 
@@ -349,7 +415,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000, help="events to query")
     parser.add_argument(
         "--only",
-        choices=("big", "small", "stages", "parquet", "query"),
+        choices=("big", "small", "fresh", "stages", "parquet", "query"),
         action="append",
         help="run only these parts",
     )
@@ -362,6 +428,12 @@ def main() -> None:
     if "small" in parts:
         small = small_dumps(args.small)
         bench_collect(f"{args.small} small demo dumps", small, args.small_repeat or args.repeat)
+    if "fresh" in args.only or ():  # not by default: a process per run
+        bench_fresh(
+            f"{args.small} small demo dumps",
+            small_dumps(args.small),
+            args.small_repeat or args.repeat,
+        )
     if "stages" in parts:
         bench_stages(
             big_copies(args.big), small_dumps(args.small), max(args.repeat, args.stage_repeat)
