@@ -162,10 +162,16 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
             f"{nbytes / 1e6:.1f} MB, {rows} events, {nbytes / 1e6 / t / workers:.1f} MB/s "
             f"per core (wall){on_cpu}, {t * workers / files * 1e3:.3f} ms per file per worker"
         )
+    print_ratio(f"collect {name}", walls)
+
+
+def print_ratio(label: str, walls: dict[int, list[float]]) -> None:
+    """2 workers vs 1: the ratio of the medians, and of each interleaved pair (the
+    spread)."""
     pairs = sorted(a / b for a, b in zip(walls[1], walls[2]))
     ratio = statistics.median(walls[1]) / statistics.median(walls[2])
     print(
-        f"collect {name}: 2 workers vs 1: {ratio:.2f}x (ratio of medians; per pair "
+        f"{label}: 2 workers vs 1: {ratio:.2f}x (ratio of medians; per pair "
         f"{', '.join(f'{r:.2f}' for r in pairs)})  [{uptime()}]"
     )
 
@@ -176,7 +182,7 @@ from delegate_lens.dataset import collect
 folder, workers = sys.argv[1], int(sys.argv[2])
 target = tempfile.mkdtemp(prefix="bench-fresh-")
 try:
-    collect([sys.argv[3]], target + "/warm")  # imports: not timed (nor counted as warm-up)
+    collect([sys.argv[3]], target + "/warm")  # one file, for the imports: not timed
     start = time.perf_counter()
     collect([folder], target + "/ds", workers=workers)
     print(json.dumps(time.perf_counter() - start))
@@ -205,12 +211,7 @@ def bench_fresh(name: str, folder: Path, repeat: int) -> None:
             f"collect {name} in a fresh process, {workers} worker(s): "
             f"{statistics.median(walls[workers]):.3f} s median wall of {repeat}"
         )
-    pairs = sorted(a / b for a, b in zip(walls[1], walls[2]))
-    ratio = statistics.median(walls[1]) / statistics.median(walls[2])
-    print(
-        f"collect {name} in a fresh process: 2 workers vs 1: {ratio:.2f}x (per pair "
-        f"{', '.join(f'{r:.2f}' for r in pairs)})  [{uptime()}]"
-    )
+    print_ratio(f"collect {name} in a fresh process", walls)
 
 
 def _faults() -> int:

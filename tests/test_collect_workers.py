@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from collections import deque
@@ -78,7 +79,7 @@ def _books(batches: list[list[int]], started: int, since: float) -> engine._Pool
     """A pool's books without processes: one worker sent ``batches`` (file sizes), the
     last it started ``started`` (at ``since``)."""
     pool = engine._Pool.__new__(engine._Pool)
-    pool.books = __import__("threading").Lock()
+    pool.books = threading.Lock()
     pool.claims = _claims(1)
     worker = engine._Worker(0, None, _Inbox(), None)
     worker.sent = deque(

@@ -378,14 +378,16 @@ class _Pool:
         """Send every worker the end (after its batches; with ``drop``, any not started
         is skipped)."""
         with self.books:
+            changed = False
             for worker in self.workers:
                 if drop:
                     self.claims.drop(worker.index)
                 if not worker.closed:
-                    worker.closed = True
+                    worker.closed = changed = True
                     with contextlib.suppress(OSError):  # it is gone
                         worker.inbox.send(None)
-            self._wake.send(None)
+            if changed:  # the receiving thread looks again at who is done
+                self._wake.send(None)
 
     def reap(self, worker: _Worker) -> int | None:
         """Wait for ``worker`` to end (a minute at most, then stop it): its exit code.
