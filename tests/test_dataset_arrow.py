@@ -4,6 +4,7 @@ and ``Array.to_numpy`` would: about 0.2 s on every run)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("duckdb")
 
 import pyarrow as pa
+from etdump_variants import vary
 
+from delegate_lens.dataset import collect, query
 from delegate_lens.dataset._arrow import from_numpy, int_lists, string_lists, strings, to_numpy
 
 _DTYPES = st.sampled_from([np.int8, np.int32, np.int64, np.uint64, np.bool_])
@@ -76,6 +79,36 @@ def test_int_lists(values: list[list[int] | None]) -> None:
     ours = int_lists(pa, values)
     ours.validate(full=True)
     assert ours.equals(pa.array(values, pa.list_(pa.int32())))
+
+
+def test_strings_escape_text_that_is_not_unicode() -> None:
+    """A file name that is not UTF-8 decodes to lone surrogates: stored escaped."""
+    name = os.fsdecode(b"run\xff.etdp")
+    array = strings(pa, [name, "ok", None])
+    array.validate(full=True)
+    assert array.to_pylist() == ["run\\udcff.etdp", "ok", None]
+
+
+def test_a_file_name_that_is_not_utf8_is_collected(vectors_dir: Path, tmp_path: Path) -> None:
+    """It used to fail its whole group of files (the good ones too) with a
+    UnicodeEncodeError naming only the first."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    data = (vectors_dir / "mlp_xnnpack" / "etdump.etdp").read_bytes()
+    try:
+        (folder / os.fsdecode(b"bad\xff.etdp")).write_bytes(vary(data, 1))
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    (folder / "good.etdp").write_bytes(data)
+    report = collect([str(folder)], str(tmp_path / "ds"))
+    assert [r.status for r in report.results] == ["collected", "collected"]
+    sources = query(str(tmp_path / "ds"), "SELECT DISTINCT source FROM events ORDER BY 1")
+    assert sources.column("source").to_pylist() == [
+        str(folder / "bad\\udcff.etdp"),
+        str(folder / "good.etdp"),
+    ]
+    again = collect([str(folder)], str(tmp_path / "ds"))  # the manifest knows both
+    assert [r.status for r in again.results] == ["skipped", "skipped"]
 
 
 def test_to_numpy_views_a_slice_and_refuses_nulls() -> None:

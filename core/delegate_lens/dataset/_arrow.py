@@ -50,9 +50,18 @@ def _offsets(lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
     return offsets.astype(np.int32)
 
 
+def _utf8(value: str) -> bytes:
+    try:
+        return value.encode()
+    except UnicodeEncodeError:  # lone surrogates: a file name that is not UTF-8, say
+        return value.encode("utf-8", "backslashreplace")
+
+
 def strings(pa: Any, values: Sequence[str | None]) -> Any:
-    """A ``string`` array of ``values`` (None: null)."""
-    encoded = [b"" if value is None else value.encode() for value in values]
+    """A ``string`` array of ``values`` (None: null). Text that is not valid Unicode
+    (lone surrogates, as Python decodes a file name that is not UTF-8) is stored with
+    those characters escaped (``\\udcff``), not refused."""
+    encoded = [b"" if value is None else _utf8(value) for value in values]
     lengths = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
     mask = np.fromiter((value is None for value in values), bool, count=len(values))
     validity, nulls = _validity(pa, mask)
