@@ -259,8 +259,8 @@ def test_batcher_driven_by_its_finder() -> None:
 @pytest.mark.skipif(not _FORK, reason="needs fork")
 def test_ctrl_c_stops_collect_cleanly(tmp_path: Path, vectors_dir: Path) -> None:
     """Ctrl-C in the middle of `collect --workers 2`: exit 130, no traceback (from this
-    process or a worker), every part written whole and listed, no temporary file left,
-    no worker left running."""
+    process or a worker), every part written whole and known to the manifest, no
+    temporary file left, no worker left running."""
     base = (vectors_dir / "mlp_xnnpack" / "etdump.etdp").read_bytes()
     fleet = tmp_path / "fleet"
     fleet.mkdir()
@@ -301,8 +301,12 @@ def test_ctrl_c_stops_collect_cleanly(tmp_path: Path, vectors_dir: Path) -> None
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     parts = {p.name for p in dataset.glob("part-*.parquet")}
     listed = {json.loads(p.read_text())["part"] for p in (dataset / "_manifest").glob("*.json")}
-    assert parts and parts == listed
+    # this process may be stopped between a part and its manifest entry (by design: the
+    # part lists its files itself, and the manifest recovers them from it)
+    assert parts and listed <= parts
+    known = DatasetStore(str(dataset)).manifest()
+    assert {entry["part"] for entry in known.values()} == parts
     assert not [p for p in dataset.rglob(".*") if p.is_file()]  # no temporary file
     rows = query(str(dataset), "SELECT count(*) AS n FROM events").column("n")[0].as_py()
-    assert rows == 37 * len(DatasetStore(str(dataset)).manifest())
+    assert rows == 37 * len(known)
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
