@@ -41,3 +41,15 @@ def fresh_plugin_manager() -> Iterator[None]:
     reset_plugin_manager()
     yield
     reset_plugin_manager()
+
+
+@pytest.fixture(autouse=True)
+def no_kept_workers() -> Iterator[None]:
+    """Each test starts without collect's worker processes kept from another (a test that
+    patches what a worker runs needs its own); tests of keeping them keep them within."""
+    yield
+    import sys
+
+    workers = sys.modules.get("delegate_lens.dataset.workers")
+    if workers is not None:
+        workers.shutdown_workers()

@@ -256,6 +256,145 @@ def test_batcher_driven_by_its_finder() -> None:
     assert [s.path for b in [*early, *rest] for s in b] == [f"f{i}" for i in range(300)]
 
 
+def _kept_pids() -> list[int]:
+    return [worker.process.pid for pool in engine._kept for worker in pool.workers]
+
+
+def _ours() -> list[Any]:
+    return [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_workers_are_kept_for_the_next_run(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that ends well keeps its workers; the next sends them its dataset, known
+    hashes and working folder (relative paths are the caller's), and they collect it as
+    new ones would, with nothing left over from the last run's taken-back batches."""
+    serial = collect([str(fleet)], str(tmp_path / "serial"))
+    first = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    kept = _kept_pids()
+    assert len(kept) == 1 and _ours()[0].pid == kept[0]
+    second = collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
+    assert _kept_pids() == kept  # the same worker
+    for report, name in ((first, "a"), (second, "b")):
+        assert [r.source for r in report.results] == [r.source for r in serial.results]
+        assert {r.status for r in report.results} == {"collected"}
+        assert _counted(str(tmp_path / name)) == _counted(str(tmp_path / "serial"))
+    again = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    assert {r.status for r in again.results} == {"skipped"}  # the new run's known hashes
+    monkeypatch.chdir(fleet)  # relative paths, from another working folder
+    relative = collect(["dev0", "dev1"], "../rel", workers=2, batch_bytes=3_000)
+    assert _kept_pids() == kept
+    assert {r.status for r in relative.results} == {"collected"}
+    assert len(DatasetStore(str(tmp_path / "rel")).manifest()) == len(serial.results)
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_run_after_take_backs_collects_everything(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept worker's claims start afresh each run: batches taken back from it in one run
+    (whose numbers the next run uses again) are not skipped in the next."""
+    real = engine._collect_packed
+    slow_down = tmp_path / "slow"  # while it exists, the worker is slow
+    slow_down.touch()
+
+    def slow(*args: Any) -> Any:  # this process then takes back from the worker
+        if slow_down.exists():
+            time.sleep(0.3)
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_collect_packed", slow)
+    monkeypatch.setattr(engine, "_MIN_TAKE_SECONDS", 0.0)  # any work left is worth taking
+
+    def hung(*args: Any) -> None:
+        raise TimeoutError("collect did not end")
+
+    # (in this thread: with another thread running, workers would not be forked, and
+    # would not run the slow version)
+    previous = signal.signal(signal.SIGALRM, hung)
+    try:
+        for name in ("a", "b"):
+            signal.alarm(60)
+            report = collect([str(fleet)], str(tmp_path / name), workers=2, batch_bytes=3_000)
+            signal.alarm(0)
+            assert {r.status for r in report.results} == {"collected"}
+            assert len(DatasetStore(str(tmp_path / name)).manifest()) == 40
+            if name == "a":
+                (pool,) = engine._kept
+                assert pool.claims.table[1] != engine._NONE_TAKEN  # took back from the worker
+                slow_down.unlink()  # the next run: the worker collects every batch it is sent
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_kept_worker_that_ended_is_replaced(fleet: Path, tmp_path: Path) -> None:
+    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    (pid,) = _kept_pids()
+    os.kill(pid, signal.SIGKILL)
+    _ours()[0].join(10)
+    report = collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
+    assert {r.status for r in report.results} == {"collected"}
+    assert len(DatasetStore(str(tmp_path / "b")).manifest()) == len(report.results)
+    assert _kept_pids() != [pid] and len(_ours()) == 1
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_kept_worker_ends_when_idle_and_on_shutdown(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "IDLE_SECONDS", 0.3)  # the forked worker reads this
+    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    (worker,) = _ours()
+    worker.join(10)  # it ends on its own
+    assert worker.exitcode == 0
+    collect([str(fleet)], str(tmp_path / "b"), workers=3, batch_bytes=3_000)  # new ones
+    assert len(_ours()) == 2
+    engine.shutdown_workers()
+    assert not _ours() and not engine._kept
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_kept_workers_are_not_used_under_other_plugins(fleet: Path, tmp_path: Path) -> None:
+    from delegate_lens.pluginmanager import get_plugin_manager, reset_plugin_manager
+
+    get_plugin_manager()
+    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    kept = _kept_pids()
+    reset_plugin_manager()
+    try:
+        get_plugin_manager()  # another plugin manager: workers forked under the old one
+        collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
+        assert _kept_pids() != kept and len(_ours()) == 1
+    finally:
+        reset_plugin_manager()
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_two_threads_collecting_at_once(fleet: Path, tmp_path: Path) -> None:
+    """One set of workers is kept; a run that finds it in use starts its own."""
+    serial = collect([str(fleet)], str(tmp_path / "serial"))
+    collect([str(fleet)], str(tmp_path / "warm"), workers=2, batch_bytes=3_000)
+    reports: dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        reports[name] = collect([str(fleet)], str(tmp_path / name), workers=2, batch_bytes=3_000)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("x", "y")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    for name in ("x", "y"):
+        assert {r.status for r in reports[name].results} == {"collected"}
+        assert _counted(str(tmp_path / name)) == _counted(str(tmp_path / "serial"))
+    assert len(engine._kept) == 1
+    assert serial.rows == sum(_counted(str(tmp_path / "x")).values())
+
+
 @pytest.mark.skipif(not _FORK, reason="needs fork")
 def test_ctrl_c_stops_collect_cleanly(tmp_path: Path, vectors_dir: Path) -> None:
     """Ctrl-C in the middle of `collect --workers 2`: exit 130, no traceback (from this

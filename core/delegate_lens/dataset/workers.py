@@ -18,11 +18,23 @@ How batches move:
 Workers are forked (instant: they share this process's imports and memory) where the
 platform allows, else started from a fork server or spawned. A worker is our own process:
 it tells glibc's malloc to keep freed memory (:func:`_keep_freed_memory`).
+
+Workers are kept for the next run in this process, as a connection pool keeps its
+connections: a new worker pays for its start and, more, for its first batch (its memory
+is new to it: page faults, cold caches), while a kept one is as warm as this process.
+A run that ends well leaves its workers idle (blocked on their pipe, no CPU); the next
+sends each its dataset, known hashes and working folder, and waits for its answer, so a
+worker that ended meanwhile is replaced. A worker idle for ``IDLE_SECONDS`` ends on its
+own; :func:`shutdown_workers` ends them now, and they end with this process. A run that
+fails or stops early ends its workers. One set of workers is kept; a run that finds it
+in use (another thread's) or unfit (another number of workers, other plugins, or this
+process is a fork of the one that started them) starts its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import signal
 import sys
@@ -40,12 +52,14 @@ from delegate_lens.dataset.batching import Batcher
 from delegate_lens.dataset.sources import Source
 from delegate_lens.errors import CollectError
 
-__all__ = ["DEPTH", "run_workers"]
+__all__ = ["DEPTH", "IDLE_SECONDS", "run_workers", "shutdown_workers"]
 
 DEPTH = 2  # batches sent to a worker and not yet done: the one it collects, and the next
 _NONE_TAKEN = 1 << 62  # no batch of the worker taken back (a claim table value)
 _MIN_TAKE_SECONDS = 0.004  # less work than this left to share: not worth another part
 _PIPE_BYTES = 1 << 20  # a pipe's buffer where the OS lets it grow: a send seldom waits
+IDLE_SECONDS = 300.0  # a kept worker with no run for this long ends
+_ANSWER_SECONDS = 10.0  # a kept worker answers a new run within this (it is idle)
 
 _Packed = tuple[list[str], list[int], list[str | None], list[str | None], list[int], list[Any]]
 _PackedResults = tuple[list[Any], ...]
@@ -148,6 +162,12 @@ class _Claims:
             self.table[at + 2] = start
             return True
 
+    def reset(self, index: int) -> None:
+        """A new run: nothing started, nothing taken back (the worker, between runs)."""
+        at = 3 * index
+        with self.lock:
+            self.table[at : at + 3] = [-1, _NONE_TAKEN, 0]
+
     def drop(self, index: int) -> None:
         """Take back every batch the worker has not started."""
         at = 3 * index
@@ -193,8 +213,11 @@ def _serve(
     claims: _Claims,
 ) -> None:
     """A started worker: collect each batch sent (the part not taken back), send its
-    results. A thread reads the pipe as batches come (the sender never waits on a full
-    pipe while this process collects); ``None`` ends the worker."""
+    results, run after run. A thread reads the pipe as batches come (the sender never
+    waits on a full pipe while this process collects). A new run (a negative number) sets
+    the dataset, known hashes and working folder, and is answered ``ready``; ``None``, or
+    ``IDLE_SECONDS`` without a message, ends the worker. Batches of an earlier run still
+    in the pipe were all taken back: they are skipped before the new run begins."""
     _keep_freed_memory()
     with contextlib.suppress(ValueError, AttributeError):  # only the main thread may
         # Ctrl-C is this worker's parent's to handle: it stops the run, and this worker
@@ -211,8 +234,23 @@ def _serve(
         received.put(None)
 
     threading.Thread(target=read, name="delegate-lens-inbox", daemon=True).start()
-    while (message := received.get()) is not None:
+    while True:
+        try:
+            message = received.get(timeout=IDLE_SECONDS)
+        except queue.Empty:  # idle too long: end (a new run then starts a new worker)
+            return
+        if message is None:
+            return
         seq, packed = message
+        if seq < 0:  # a new run: (dataset, known hashes, working folder)
+            location, known, folder = packed
+            try:
+                os.chdir(folder)  # the run's relative paths are the caller's
+                claims.reset(index)
+                outbox.send((seq, "ready", None))
+            except Exception as exc:
+                outbox.send((seq, "error", CollectError(f"{exc!r}")))
+            continue
         files = claims.claim(index, seq, len(packed[0]))
         if not files:
             continue
@@ -253,11 +291,25 @@ class _Worker:
     closed: bool = False  # sent the end: no more batches
 
 
+def _plugins_state() -> object:
+    """What the workers' plugins depend on in this process (kept workers started under
+    another state are not reused): the ``-p`` options and the registered plugins."""
+    module = sys.modules.get("delegate_lens.pluginmanager")
+    if module is None:
+        return None
+    manager = module._pm
+    names = None if manager is None else frozenset(n for n, _ in manager.list_name_plugin())
+    return (module._options, id(manager), names)
+
+
 class _Pool:
     """The started workers, and the books of what each has (kept under ``books``)."""
 
     def __init__(self, others: int, location: str, known: frozenset[str]) -> None:
         import multiprocessing
+
+        self.pid = os.getpid()
+        self.plugins = _plugins_state()
 
         method = _start_method()
         context: Any = multiprocessing.get_context(method)
@@ -297,6 +349,33 @@ class _Pool:
                 batches_in.close()
                 results_out.close()
                 self.workers.append(_Worker(index, process, batches_out, results_in))
+
+    def fits(self, others: int) -> bool:
+        """Whether this pool may serve a run of ``others`` started workers here."""
+        return (
+            self.pid == os.getpid()
+            and len(self.workers) == others
+            and self.plugins == _plugins_state()
+            and all(worker.process.is_alive() for worker in self.workers)
+        )
+
+    def begin(self, location: str, known: frozenset[str]) -> bool:
+        """A new run for kept workers: each is sent the dataset, known hashes and this
+        process's working folder, and answers; ``False`` when one does not (it ended)."""
+        folder = os.getcwd()
+        try:
+            for worker in self.workers:
+                worker.seq, worker.closed = 0, False
+                worker.sent.clear()
+                worker.inbox.send((-1, (location, known, folder)))
+            for worker in self.workers:
+                if not worker.outbox.poll(_ANSWER_SECONDS):
+                    return False
+                if worker.outbox.recv()[1] != "ready":
+                    return False
+        except (OSError, EOFError):  # it ended (idle, or killed)
+            return False
+        return True
 
     def send(self, worker: _Worker, batch: list[Source]) -> None:
         """Give ``worker`` one more batch (under ``books``)."""
@@ -375,8 +454,8 @@ class _Pool:
                 return taken
 
     def close(self, *, drop: bool) -> None:
-        """Send every worker the end (after its batches; with ``drop``, any not started
-        is skipped)."""
+        """No more batches for this run (with ``drop``, any a worker has not started is
+        skipped)."""
         with self.books:
             changed = False
             for worker in self.workers:
@@ -384,10 +463,14 @@ class _Pool:
                     self.claims.drop(worker.index)
                 if not worker.closed:
                     worker.closed = changed = True
-                    with contextlib.suppress(OSError):  # it is gone
-                        worker.inbox.send(None)
             if changed:  # the receiving thread looks again at who is done
                 self._wake.send(None)
+
+    def end(self) -> None:
+        """Send every worker the end (each ends after the batches it has)."""
+        for worker in self.workers:
+            with contextlib.suppress(OSError):  # it is gone
+                worker.inbox.send(None)
 
     def reap(self, worker: _Worker) -> int | None:
         """Wait for ``worker`` to end (a minute at most, then stop it): its exit code.
@@ -405,20 +488,73 @@ class _Pool:
         self.wake_up.recv()
 
     def join(self) -> None:
-        """Wait for every worker to end, then close the pipes."""
+        """End every worker and wait for it, then close the pipes."""
+        self.end()
         for worker in self.workers:
             self.reap(worker)
         self.release()
 
     def release(self) -> None:
-        """Close the pipes. Workers sent the end and done with their batches end on their
-        own (tearing a process down takes milliseconds: no need to wait for it); the
-        multiprocessing module reaps them."""
+        """Close the pipes."""
         for worker in self.workers:
             worker.inbox.close()
             worker.outbox.close()
         self.wake_up.close()
         self._wake.close()
+
+
+_kept_lock = threading.Lock()
+_kept: list[_Pool] = []  # idle workers kept for the next run (one set at most)
+_exit_registered = False
+
+
+def _end_kept_at_exit() -> None:
+    """At this process's exit: kept workers are sent the end (multiprocessing's own exit
+    handler, which runs after this one, then reaps them)."""
+    with _kept_lock:
+        pools, _kept[:] = list(_kept), []
+    for pool in pools:
+        if pool.pid == os.getpid():
+            pool.end()
+
+
+def _take_pool(others: int, location: str, known: frozenset[str]) -> _Pool:
+    """Workers for a run: the kept ones when they fit and answer, else new ones."""
+    global _exit_registered
+    with _kept_lock:
+        pool = _kept.pop() if _kept else None
+    if pool is not None:
+        if pool.fits(others) and pool.begin(location, known):
+            return pool
+        if pool.pid == os.getpid():  # (a fork's copy of another process's: left alone)
+            pool.join()
+    if not _exit_registered:
+        import atexit
+        import multiprocessing.util  # noqa: F401  (its exit handler first: it runs after ours)
+
+        atexit.register(_end_kept_at_exit)
+        _exit_registered = True
+    return _Pool(others, location, known)
+
+
+def _keep(pool: _Pool) -> None:
+    """After a run that ended well: keep its workers for the next (one set at most)."""
+    with _kept_lock:
+        if not _kept:
+            _kept.append(pool)
+            return
+    pool.end()  # another run's are kept already: these end (not waited for)
+    pool.release()
+
+
+def shutdown_workers() -> None:
+    """End the worker processes kept for the next ``collect`` in this process, and wait
+    for them (they also end after ``IDLE_SECONDS`` idle, and with this process)."""
+    with _kept_lock:
+        pools, _kept[:] = list(_kept), []
+    for pool in pools:
+        if pool.pid == os.getpid():
+            pool.join()
 
 
 def run_workers(
@@ -427,14 +563,15 @@ def run_workers(
     """Collect ``batches`` with this process and ``workers - 1`` started ones, yielding
     each batch's results as it finishes. The workers start now, before any thread of
     this process (a progress bar's, the receiving one); each batch is cut when a worker
-    is about to need it."""
+    is about to need it. Workers kept from an earlier run are used when they fit, and
+    kept for the next when this one ends well."""
     pending = iter(batches)
     finder = pending if isinstance(pending, Batcher) else None  # found here, between cuts
     if finder is not None:
         finder.finds_on_cut = False
     ready: deque[list[Source]] = deque()  # cut ahead, for a worker that finishes one
     first = next(pending, None)
-    pool = _Pool(workers - 1, location, known)
+    pool = _take_pool(workers - 1, location, known)
     if first is not None:
         with pool.books:
             pool.send(pool.workers[0], first)
@@ -561,7 +698,7 @@ def run_workers(
         finally:
             pool.close(drop=not finished)
             if finished:
-                pool.release()
+                _keep(pool)
             else:  # none may still be writing when the error reaches the caller
                 pool.join()
 
