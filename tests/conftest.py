@@ -53,3 +53,8 @@ def no_kept_workers() -> Iterator[None]:
     workers = sys.modules.get("delegate_lens.dataset.workers")
     if workers is not None:
         workers.shutdown_workers()
+        import multiprocessing
+
+        for process in multiprocessing.active_children():  # ending ones (not waited for)
+            if process.name.startswith("delegate-lens-collect"):
+                process.join(30)

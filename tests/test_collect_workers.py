@@ -229,8 +229,10 @@ def test_an_error_in_a_worker_reaches_the_caller(fleet: Path, tmp_path: Path) ->
 
 
 def test_batcher_driven_by_its_finder() -> None:
-    """With the driver finding files (finds_on_cut off), batches cut before it found them
-    all stay small; afterwards each takes a quarter per worker of what is ahead."""
+    """With the driver finding files (finds_on_cut off): each started worker's first batch
+    is small and cut from the first files found; then each takes half per worker of what
+    is ahead (never under MIN_BATCH_BYTES), found yet or not; every file comes once, in
+    order."""
     mb = 1 << 20
     made: list[int] = []
 
@@ -239,21 +241,25 @@ def test_batcher_driven_by_its_finder() -> None:
             made.append(i)
             yield Source(f"f{i}", mb)
 
-    batcher = Batcher(sources(300), 64 * mb, workers=2)
+    batcher = Batcher(sources(300), 64 * mb, workers=3)
     batcher.finds_on_cut = False
-    early = [next(batcher) for _ in range(3)]
-    assert [sum(s.size for s in b) for b in early] == [STREAM_FIRST_BYTES] * 3
-    assert len(made) <= 3 * STREAM_FIRST_BYTES // mb + 3  # only what they needed
+    first = [next(batcher) for _ in range(2)]  # one per started worker
+    assert [sum(s.size for s in b) for b in first] == [STREAM_FIRST_BYTES] * 2
+    assert len(made) <= 2 * STREAM_FIRST_BYTES // mb + 2  # only what they needed
+    batcher.find(60)  # 60 ahead (the driver's step)
+    step = next(batcher)
+    assert sum(s.size for s in step) == 60 * mb // 6
     while batcher.wants_finding:
         batcher.find(100)
     assert len(made) == 300
     rest = list(batcher)
-    left = (300 - 12) * mb
+    left = (300 - 2 * STREAM_FIRST_BYTES // mb - 10) * mb
     for batch in rest:
-        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 8) // mb * mb, left)
+        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 6) // mb * mb, left)
         assert sum(s.size for s in batch) == want
         left -= want
-    assert [s.path for b in [*early, *rest] for s in b] == [f"f{i}" for i in range(300)]
+    assert left == 0 and len(rest) > 5
+    assert [s.path for b in [*first, step, *rest] for s in b] == [f"f{i}" for i in range(300)]
 
 
 def _kept_pids() -> list[int]:
