@@ -12,6 +12,9 @@ Measures, each into a fresh dataset (medians of ``--repeat`` runs):
 * query: p50 of duration per operator and device over a dataset of ``--events`` events
   (parts written from the big vector's table with three device labels, cached per schema
   and write options);
+* with the 1- and 2-worker runs, a reference pair: this process and a kept helper each
+  collect half of the inputs at once, without the engine (what two processes give on this
+  machine now), and the engine's speed relative to it;
 * ``--only stages``: CPU time and page faults per file by stage (find, read, hash, decode,
   table, Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
 * ``--only parquet`` (not by default): Parquet write options compared, CPU time and size;
@@ -135,15 +138,69 @@ def time_collect(folder: Path, workers: int) -> tuple[float, float, int, int]:
         shutil.rmtree(target, ignore_errors=True)
 
 
+def _halves(folder: Path) -> tuple[list[str], list[str]]:
+    """The inputs in two halves: by subfolder when there are several, else by file."""
+    subs = sorted(str(p) for p in folder.iterdir() if p.is_dir())
+    items = subs if len(subs) > 1 else sorted(str(p) for p in folder.glob("*.etdp"))
+    return items[: len(items) // 2], items[len(items) // 2 :]
+
+
+def _helper(connection: Any) -> None:
+    """A kept process collecting what it is sent (the reference pair's second process)."""
+    while (message := connection.recv()) is not None:
+        paths, target = message
+        collect(paths, target)
+        connection.send(None)
+
+
+class TwoHalves:
+    """The most two processes give on this machine now, without the engine: this process
+    and a kept helper (warm, as kept workers are) each collect half of the inputs at
+    once, each as one worker. Measured between the 1- and 2-worker runs, it separates
+    what the machine gives two processes (its cores share caches, memory and, on a VM,
+    the host) from what the engine loses."""
+
+    def __init__(self, folder: Path) -> None:
+        import multiprocessing
+
+        self.halves = _halves(folder)
+        self.connection, theirs = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context("fork").Process(
+            target=_helper, args=(theirs,), daemon=True
+        )
+        self.process.start()
+
+    def time(self) -> float:
+        target = Path(tempfile.mkdtemp(prefix="bench-halves-"))
+        try:
+            start = time.perf_counter()
+            self.connection.send((self.halves[1], str(target / "b")))
+            collect(self.halves[0], str(target / "a"))
+            self.connection.recv()
+            return time.perf_counter() - start
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+
+    def close(self) -> None:
+        self.connection.send(None)
+        self.process.join()
+
+
 def bench_collect(name: str, folder: Path, repeat: int) -> None:
     """1 and 2 workers, ``repeat`` times each, interleaved (1, 2, 1, 2, ...: this VM's
     speed drifts by tens of percent within a minute; interleaving puts both in the same
-    conditions), then medians; the ratio is also given per pair, to show the spread."""
+    conditions), then medians; the ratio is also given per pair, to show the spread.
+    Between them, the reference pair (:class:`TwoHalves`): what two processes give here
+    without the engine, and how close the engine comes to it."""
     warm = Path(tempfile.mkdtemp(prefix="bench-warm-"))  # imports happen here, not timed
     collect([str(next(folder.rglob("*.etdp")))], str(warm / "ds"))
+    pair = TwoHalves(folder)  # forked after the imports, before any worker
+    pair.connection.send(([str(next(folder.rglob("*.etdp")))], str(warm / "helper")))
+    pair.connection.recv()
     shutil.rmtree(warm)
     files = len(list(folder.rglob("*.etdp")))
     walls: dict[int, list[float]] = {1: [], 2: []}
+    pairs: list[float] = []
     cpus: list[float] = []
     nbytes = rows = 0
     for _ in range(repeat):
@@ -152,6 +209,8 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
             walls[workers].append(wall)
             if workers == 1:
                 cpus.append(cpu)
+                pairs.append(pair.time())
+    pair.close()
     for workers in (1, 2):
         t = statistics.median(walls[workers])
         on_cpu = ""
@@ -163,6 +222,14 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
             f"per core (wall){on_cpu}, {t * workers / files * 1e3:.3f} ms per file per worker"
         )
     print_ratio(f"collect {name}", walls)
+    reference = statistics.median(walls[1]) / statistics.median(pairs)
+    reached = sorted(p / w for p, w in zip(pairs, walls[2]))
+    print(
+        f"collect {name}: two processes without the engine (each half, at once): "
+        f"{statistics.median(pairs):.3f} s median, {reference:.2f}x vs 1 worker; the "
+        f"2-worker engine's speed relative to it: {statistics.median(reached):.2f} (median "
+        f"of {repeat} runs side by side)"
+    )
 
 
 def print_ratio(label: str, walls: dict[int, list[float]]) -> None:
