@@ -364,6 +364,30 @@ def test_a_kept_worker_ends_when_idle_and_on_shutdown(
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_worker_waiting_in_a_run_does_not_end_as_idle(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idle limit is for kept workers between runs: within a run, a worker waits for
+    this process however long its own batch takes."""
+    monkeypatch.setattr(engine, "IDLE_SECONDS", 0.2)
+    real, here = engine.collect_batch, os.getpid()
+
+    def slow_here(*args: Any) -> Any:  # this process's batches are slow, not the worker's
+        if os.getpid() == here:
+            time.sleep(0.6)
+        return real(*args)
+
+    monkeypatch.setattr(engine, "collect_batch", slow_here)
+    report = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=30_000)
+    assert {r.status for r in report.results} == {"collected"}
+    assert len(DatasetStore(str(tmp_path / "a")).manifest()) == 40
+    assert len({r.part for r in report.results}) > 4  # the worker had batches after a wait
+    (worker,) = _ours()
+    worker.join(10)  # the run is over: now it ends when idle
+    assert worker.exitcode == 0
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
 def test_kept_workers_are_not_used_under_other_plugins(fleet: Path, tmp_path: Path) -> None:
     from delegate_lens.pluginmanager import get_plugin_manager, reset_plugin_manager
 

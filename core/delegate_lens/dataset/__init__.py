@@ -17,6 +17,7 @@ from delegate_lens.dataset.query import FORMATS, connect, query, write_result
 from delegate_lens.dataset.schema import COLUMNS, schema
 from delegate_lens.dataset.sources import Source, find_sources, iter_sources
 from delegate_lens.dataset.store import DatasetStore
+from delegate_lens.dataset.workers import shutdown_workers
 
 __all__ = [
     "COLUMNS",
@@ -33,5 +34,6 @@ __all__ = [
     "iter_sources",
     "query",
     "schema",
+    "shutdown_workers",
     "write_result",
 ]

@@ -56,6 +56,7 @@ __all__ = ["DEPTH", "IDLE_SECONDS", "run_workers", "shutdown_workers"]
 
 DEPTH = 2  # batches sent to a worker and not yet done: the one it collects, and the next
 _NONE_TAKEN = 1 << 62  # no batch of the worker taken back (a claim table value)
+_NEW_RUN, _RUN_OVER = -1, -2  # a worker's messages that are not batches
 _MIN_TAKE_SECONDS = 0.004  # less work than this left to share: not worth another part
 _PIPE_BYTES = 1 << 20  # a pipe's buffer where the OS lets it grow: a send seldom waits
 IDLE_SECONDS = 300.0  # a kept worker with no run for this long ends
@@ -214,10 +215,11 @@ def _serve(
 ) -> None:
     """A started worker: collect each batch sent (the part not taken back), send its
     results, run after run. A thread reads the pipe as batches come (the sender never
-    waits on a full pipe while this process collects). A new run (a negative number) sets
-    the dataset, known hashes and working folder, and is answered ``ready``; ``None``, or
-    ``IDLE_SECONDS`` without a message, ends the worker. Batches of an earlier run still
-    in the pipe were all taken back: they are skipped before the new run begins."""
+    waits on a full pipe while this process collects). A new run sets the dataset, known
+    hashes and working folder, and is answered ``ready``; once a run is over (no more
+    batches), ``IDLE_SECONDS`` without a message ends the worker, as does ``None``.
+    Batches of an earlier run still in the pipe were all taken back: they are skipped
+    before the new run begins."""
     _keep_freed_memory()
     with contextlib.suppress(ValueError, AttributeError):  # only the main thread may
         # Ctrl-C is this worker's parent's to handle: it stops the run, and this worker
@@ -234,15 +236,20 @@ def _serve(
         received.put(None)
 
     threading.Thread(target=read, name="delegate-lens-inbox", daemon=True).start()
+    in_run = True  # (started for a run)
     while True:
         try:
-            message = received.get(timeout=IDLE_SECONDS)
+            message = received.get(timeout=None if in_run else IDLE_SECONDS)
         except queue.Empty:  # idle too long: end (a new run then starts a new worker)
             return
         if message is None:
             return
         seq, packed = message
-        if seq < 0:  # a new run: (dataset, known hashes, working folder)
+        if seq == _RUN_OVER:
+            in_run = False
+            continue
+        if seq == _NEW_RUN:  # (dataset, known hashes, working folder)
+            in_run = True
             location, known, folder = packed
             try:
                 os.chdir(folder)  # the run's relative paths are the caller's
@@ -367,7 +374,7 @@ class _Pool:
             for worker in self.workers:
                 worker.seq, worker.closed = 0, False
                 worker.sent.clear()
-                worker.inbox.send((-1, (location, known, folder)))
+                worker.inbox.send((_NEW_RUN, (location, known, folder)))
             for worker in self.workers:
                 if not worker.outbox.poll(_ANSWER_SECONDS):
                     return False
@@ -379,8 +386,14 @@ class _Pool:
 
     def send(self, worker: _Worker, batch: list[Source]) -> None:
         """Give ``worker`` one more batch (under ``books``)."""
+        try:
+            worker.inbox.send((worker.seq, _pack(batch)))
+        except OSError:  # its end of the pipe is closed: it ended
+            raise CollectError(
+                f"collect: worker process {worker.index + 1} ended (exit code "
+                f"{self.reap(worker)}) before it was sent all its batches"
+            ) from None
         worker.sent.append((worker.seq, batch))
-        worker.inbox.send((worker.seq, _pack(batch)))
         worker.seq += 1
 
     def _left(self, worker: _Worker, rate: float | None, now: float) -> tuple[float, int]:
@@ -463,6 +476,8 @@ class _Pool:
                     self.claims.drop(worker.index)
                 if not worker.closed:
                     worker.closed = changed = True
+                    with contextlib.suppress(OSError):  # it is gone
+                        worker.inbox.send((_RUN_OVER, None))
             if changed:  # the receiving thread looks again at who is done
                 self._wake.send(None)
 
