@@ -262,8 +262,12 @@ def test_batcher_driven_by_its_finder() -> None:
     assert [s.path for b in [*first, step, *rest] for s in b] == [f"f{i}" for i in range(300)]
 
 
+def _kept_processes() -> list[Any]:
+    return [worker.process for pool in engine._kept for worker in pool.workers]
+
+
 def _kept_pids() -> list[int]:
-    return [worker.process.pid for pool in engine._kept for worker in pool.workers]
+    return [process.pid for process in _kept_processes()]
 
 
 def _ours() -> list[Any]:
@@ -352,15 +356,17 @@ def test_a_kept_worker_that_ended_is_replaced(fleet: Path, tmp_path: Path) -> No
 def test_a_kept_worker_ends_when_idle_and_on_shutdown(
     fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine, "IDLE_SECONDS", 0.3)  # the forked worker reads this
+    monkeypatch.setattr(engine, "IDLE_SECONDS", 1.0)  # the forked worker reads these
+    monkeypatch.setattr(engine, "TRIM_SECONDS", 0.5)
     collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    (worker,) = _ours()
+    worker = _kept_processes()[0]
     worker.join(10)  # it ends on its own
     assert worker.exitcode == 0
     collect([str(fleet)], str(tmp_path / "b"), workers=3, batch_bytes=3_000)  # new ones
-    assert len(_ours()) == 2
+    kept = _kept_processes()
+    assert len(kept) == 2 and worker not in kept
     engine.shutdown_workers()
-    assert not _ours() and not engine._kept
+    assert not engine._kept and all(process.exitcode == 0 for process in kept)
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
@@ -382,7 +388,7 @@ def test_a_worker_waiting_in_a_run_does_not_end_as_idle(
     assert {r.status for r in report.results} == {"collected"}
     assert len(DatasetStore(str(tmp_path / "a")).manifest()) == 40
     assert len({r.part for r in report.results}) > 4  # the worker had batches after a wait
-    (worker,) = _ours()
+    worker = _kept_processes()[0]
     worker.join(10)  # the run is over: now it ends when idle
     assert worker.exitcode == 0
 
@@ -404,10 +410,69 @@ def test_kept_workers_are_not_used_under_other_plugins(fleet: Path, tmp_path: Pa
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_two_threads_collecting_at_once(fleet: Path, tmp_path: Path) -> None:
+def test_kept_workers_are_not_used_under_another_environment(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    kept = _kept_pids()
+    monkeypatch.setenv("DELEGATE_LENS_TEST_SETTING", "changed")  # e.g. a config file's path
+    collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
+    assert _kept_pids() != kept
+    again = _kept_pids()
+    collect([str(fleet)], str(tmp_path / "c"), workers=2, batch_bytes=3_000)
+    assert _kept_pids() == again  # the same setting: kept again
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_kept_workers_end_when_their_process_is_killed(tmp_path: Path, fleet: Path) -> None:
+    """However this process ends (here: SIGKILL, no exit handler runs), its kept workers
+    do not outlive it."""
+    code = (
+        "import sys; from delegate_lens.dataset import collect, workers; "
+        "collect([sys.argv[1]], sys.argv[2], workers=3, batch_bytes=3_000); "
+        "print(*[w.process.pid for w in workers._kept[0].workers], flush=True); "
+        "import time; time.sleep(60)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, str(fleet), str(tmp_path / "ds")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    pids = [int(pid) for pid in process.stdout.readline().split()]
+    assert len(pids) == 2
+    process.kill()
+    process.wait(10)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, "a worker outlived its process"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Running (not ended, and not a zombie waiting to be reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_two_threads_collecting_at_once(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One set of workers is kept; a run that finds it in use starts its own."""
     serial = collect([str(fleet)], str(tmp_path / "serial"))
     collect([str(fleet)], str(tmp_path / "warm"), workers=2, batch_bytes=3_000)
+    started: list[int] = []
+    real_init = engine._Pool.__init__
+
+    def counted(self: Any, *args: Any) -> None:
+        started.append(1)
+        real_init(self, *args)
+
+    monkeypatch.setattr(engine._Pool, "__init__", counted)
     reports: dict[str, Any] = {}
 
     def run(name: str) -> None:
@@ -422,6 +487,7 @@ def test_two_threads_collecting_at_once(fleet: Path, tmp_path: Path) -> None:
         assert {r.status for r in reports[name].results} == {"collected"}
         assert _counted(str(tmp_path / name)) == _counted(str(tmp_path / "serial"))
     assert len(engine._kept) == 1
+    assert len(started) == 1  # one of the two used the kept workers, the other its own
     assert serial.rows == sum(_counted(str(tmp_path / "x")).values())
 
 

@@ -22,19 +22,22 @@ it tells glibc's malloc to keep freed memory (:func:`_keep_freed_memory`).
 Workers are kept for the next run in this process, as a connection pool keeps its
 connections: a new worker pays for its start and, more, for its first batch (its memory
 is new to it: page faults, cold caches), while a kept one is as warm as this process.
-A run that ends well leaves its workers idle (blocked on their pipe, no CPU); the next
-sends each its dataset, known hashes and working folder, and waits for its answer, so a
-worker that ended meanwhile is replaced. A worker idle for ``IDLE_SECONDS`` ends on its
-own; :func:`shutdown_workers` ends them now, and they end with this process. A run that
-fails or stops early ends its workers. One set of workers is kept; a run that finds it
-in use (another thread's) or unfit (another number of workers, other plugins, or this
-process is a fork of the one that started them) starts its own.
+A run that ends well leaves its workers idle (blocked on their pipe, no CPU; after
+``TRIM_SECONDS`` a worker hands its kept memory back); the next sends each its dataset,
+known hashes and working folder, and waits for its answer, so a worker that ended
+meanwhile is replaced. A worker idle for ``IDLE_SECONDS`` ends on its own;
+:func:`shutdown_workers` ends them now, and they end with this process, however it ends
+(each watches its parent). A run that fails or stops early ends its workers. One set of
+workers is kept; a run that finds it in use (another thread's) or unfit (another number
+of workers, a setting changed since they started: :class:`_Setting`, or this process
+is a fork of the one that started them) starts its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import queue
 import signal
 import sys
@@ -60,6 +63,7 @@ _NEW_RUN, _RUN_OVER = -1, -2  # a worker's messages that are not batches
 _MIN_TAKE_SECONDS = 0.004  # less work than this left to share: not worth another part
 _PIPE_BYTES = 1 << 20  # a pipe's buffer where the OS lets it grow: a send seldom waits
 IDLE_SECONDS = 300.0  # a kept worker with no run for this long ends
+TRIM_SECONDS = 5.0  # a kept worker with no run for this long hands its free memory back
 _ANSWER_SECONDS = 10.0  # a kept worker answers a new run within this (it is idle)
 
 _Packed = tuple[list[str], list[int], list[str | None], list[str | None], list[int], list[Any]]
@@ -191,10 +195,11 @@ def _head(packed: _Packed, files: int) -> _Packed:
 
 
 def _keep_freed_memory() -> None:
-    """In a worker (our own process, short-lived): let glibc's malloc keep memory freed
-    by one batch for the next, instead of returning it to the system and faulting fresh
-    pages in again (a batch allocates tens of MB: ~2,000 page faults each time). Not done
-    in the caller's process, whose allocator we leave alone."""
+    """In a worker (our own process): let glibc's malloc keep memory freed by one batch
+    for the next, instead of returning it to the system and faulting fresh pages in again
+    (a batch allocates tens of MB: ~2,000 page faults each time); an idle kept worker
+    hands it back after ``TRIM_SECONDS`` (:func:`_give_back_memory`). Not done in the
+    caller's process, whose allocator we leave alone."""
     import ctypes
 
     try:
@@ -203,6 +208,15 @@ def _keep_freed_memory() -> None:
         return
     mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: its maximum; bigger blocks are still mapped
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GB freed at the heap's top
+
+
+def _give_back_memory() -> None:
+    """In an idle kept worker: hand the memory glibc's malloc keeps for the next batch
+    (:func:`_keep_freed_memory`) back to the system."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _serve(
@@ -227,26 +241,49 @@ def _serve(
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     received: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    # the worker ends when its parent does, however it ends: a forked worker holds the
+    # sending end of its own pipe too, so the pipe alone would never say so
+    watched = [inbox] if parent is None else [inbox, parent.sentinel]
+
     def read() -> None:
         try:
-            while (message := inbox.recv()) is not None:
+            while True:
+                if inbox not in wait(watched):  # the parent ended
+                    break
+                if (message := inbox.recv()) is None:
+                    break
                 received.put(message)
-        except (EOFError, OSError):  # this process's parent is gone
+        except (EOFError, OSError):  # the pipe is closed
             pass
         received.put(None)
 
     threading.Thread(target=read, name="delegate-lens-inbox", daemon=True).start()
     in_run = True  # (started for a run)
+    trimmed = False
     while True:
         try:
-            message = received.get(timeout=None if in_run else IDLE_SECONDS)
-        except queue.Empty:  # idle too long: end (a new run then starts a new worker)
-            return
+            if in_run:
+                message = received.get()
+            elif not trimmed:  # idle for a while: the memory kept for the next batch goes
+                message = received.get(timeout=min(TRIM_SECONDS, IDLE_SECONDS))
+            else:
+                message = received.get(timeout=max(0.0, IDLE_SECONDS - TRIM_SECONDS))
+        except queue.Empty:
+            if trimmed or TRIM_SECONDS >= IDLE_SECONDS:  # idle too long: end (a new run
+                return  # then starts a new worker)
+            _give_back_memory()
+            trimmed = True
+            continue
         if message is None:
             return
         seq, packed = message
         if seq == _RUN_OVER:
-            in_run = False
+            in_run, trimmed = False, False
+            known = frozenset()  # (the next run sends its own)
             continue
         if seq == _NEW_RUN:  # (dataset, known hashes, working folder)
             in_run = True
@@ -298,15 +335,40 @@ class _Worker:
     closed: bool = False  # sent the end: no more batches
 
 
-def _plugins_state() -> object:
-    """What the workers' plugins depend on in this process (kept workers started under
-    another state are not reused): the ``-p`` options and the registered plugins."""
-    module = sys.modules.get("delegate_lens.pluginmanager")
-    if module is None:
-        return None
-    manager = module._pm
-    names = None if manager is None else frozenset(n for n, _ in manager.list_name_plugin())
-    return (module._options, id(manager), names)
+@attrs.frozen(eq=False)
+class _Setting:
+    """What a worker took from this process when it started, besides its imports, and
+    what this process may change later: its environment, its loaded configuration, the
+    plugin manager and its plugins. Kept workers are reused only while these are the same
+    (the same objects, not just equal ones); else new ones start with the new setting."""
+
+    environment: dict[str, str]
+    config: object  # delegate_lens.config's cache (None: not loaded yet)
+    manager: object  # the plugin manager (None: not built yet)
+    options: object  # the -p options
+    plugins: frozenset[str] | None  # the names registered in it
+
+    @classmethod
+    def now(cls) -> _Setting:
+        config = sys.modules.get("delegate_lens.config")
+        plugins = sys.modules.get("delegate_lens.pluginmanager")
+        manager = None if plugins is None else plugins._pm
+        return cls(
+            dict(os.environ),
+            None if config is None else config._cache,
+            manager,
+            None if plugins is None else plugins._options,
+            None if manager is None else frozenset(n for n, _ in manager.list_name_plugin()),
+        )
+
+    def same(self, other: _Setting) -> bool:
+        return (
+            self.config is other.config
+            and self.manager is other.manager
+            and self.options == other.options
+            and self.plugins == other.plugins
+            and self.environment == other.environment
+        )
 
 
 class _Pool:
@@ -316,7 +378,7 @@ class _Pool:
         import multiprocessing
 
         self.pid = os.getpid()
-        self.plugins = _plugins_state()
+        self.setting = _Setting.now()
 
         method = _start_method()
         context: Any = multiprocessing.get_context(method)
@@ -362,25 +424,28 @@ class _Pool:
         return (
             self.pid == os.getpid()
             and len(self.workers) == others
-            and self.plugins == _plugins_state()
+            and self.setting.same(_Setting.now())
             and all(worker.process.is_alive() for worker in self.workers)
         )
 
     def begin(self, location: str, known: frozenset[str]) -> bool:
         """A new run for kept workers: each is sent the dataset, known hashes and this
         process's working folder, and answers; ``False`` when one does not (it ended)."""
-        folder = os.getcwd()
         try:
+            # pickled once for every worker (the known hashes may be millions)
+            message = pickle.dumps(
+                (_NEW_RUN, (location, known, os.getcwd())), pickle.HIGHEST_PROTOCOL
+            )
             for worker in self.workers:
                 worker.seq, worker.closed = 0, False
                 worker.sent.clear()
-                worker.inbox.send((_NEW_RUN, (location, known, folder)))
+                worker.inbox.send_bytes(message)
             for worker in self.workers:
                 if not worker.outbox.poll(_ANSWER_SECONDS):
                     return False
                 if worker.outbox.recv()[1] != "ready":
                     return False
-        except (OSError, EOFError):  # it ended (idle, or killed)
+        except (OSError, EOFError):  # it ended (idle, or killed); or no working folder
             return False
         return True
 
@@ -525,7 +590,8 @@ _exit_registered = False
 
 def _end_kept_at_exit() -> None:
     """At this process's exit: kept workers are sent the end (multiprocessing's own exit
-    handler, which runs after this one, then reaps them)."""
+    handler then stops and reaps its daemon processes, ours among them; a worker also
+    ends by itself when this process is gone, however it ends)."""
     with _kept_lock:
         pools, _kept[:] = list(_kept), []
     for pool in pools:
@@ -539,8 +605,12 @@ def _take_pool(others: int, location: str, known: frozenset[str]) -> _Pool:
     with _kept_lock:
         pool = _kept.pop() if _kept else None
     if pool is not None:
-        if pool.fits(others) and pool.begin(location, known):
-            return pool
+        try:
+            if pool.fits(others) and pool.begin(location, known):
+                return pool
+        except BaseException:  # (Ctrl-C while it answers)
+            pool.join()
+            raise
         if pool.pid == os.getpid():  # (a fork's copy of another process's: left alone)
             pool.join()
     if not _exit_registered:
@@ -588,8 +658,12 @@ def run_workers(
     first = next(pending, None)
     pool = _take_pool(workers - 1, location, known)
     if first is not None:
-        with pool.books:
-            pool.send(pool.workers[0], first)
+        try:
+            with pool.books:
+                pool.send(pool.workers[0], first)
+        except BaseException:
+            pool.join()
+            raise
     done: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
 
     def next_batch() -> list[Source] | None:  # (only this thread cuts and finds)
