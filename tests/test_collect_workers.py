@@ -341,11 +341,47 @@ def test_a_run_after_take_backs_collects_everything(
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_run_ends_when_all_a_worker_had_left_is_taken_back(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker is slow to start its second batch: this process takes back everything
+    it has left, so no answer is coming from it; the run must still end (a kept worker
+    does not end, so its pipe says nothing)."""
+    here, real = os.getpid(), engine._Claims.claim
+
+    def late(self: Any, index: int, seq: int, files: int) -> int:
+        if os.getpid() != here and seq >= 1:
+            time.sleep(1.0)
+        return real(self, index, seq, files)
+
+    monkeypatch.setattr(engine._Claims, "claim", late)
+    monkeypatch.setattr(engine, "_MIN_TAKE_SECONDS", 0.0)
+
+    def hung(*args: Any) -> None:
+        raise TimeoutError("the run did not end")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        results = [
+            r
+            for batch in run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 4), frozenset())
+            for r in batch
+        ]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert sorted(r.source for r in results) == sorted(s.path for s in find_sources([str(fleet)]))
+    assert len(DatasetStore(str(tmp_path / "ds")).manifest()) == 40
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
 def test_a_kept_worker_that_ended_is_replaced(fleet: Path, tmp_path: Path) -> None:
     collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    (pid,) = _kept_pids()
+    (worker,) = _kept_processes()
+    pid = worker.pid
     os.kill(pid, signal.SIGKILL)
-    _ours()[0].join(10)
+    worker.join(10)
     report = collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
     assert {r.status for r in report.results} == {"collected"}
     assert len(DatasetStore(str(tmp_path / "b")).manifest()) == len(report.results)

@@ -529,6 +529,10 @@ class _Pool:
                 if start:
                     sent[k] = (sent[k][0], sent[k][1][:start])
                 worker.sent = deque(sent)
+                if not sent and worker.closed:
+                    # no answer is coming from it: the receiving thread must look again
+                    # (a kept worker does not end, so its pipe says nothing)
+                    self._wake.send(None)
                 return taken
 
     def close(self, *, drop: bool) -> None:
