@@ -29,6 +29,7 @@ Inputs are cached under ``$TMPDIR/delegate-lens-bench-collect``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -193,9 +194,10 @@ def bench_collect(name: str, folder: Path, repeat: int) -> None:
     Between them, the reference pair (:class:`TwoHalves`): what two processes give here
     without the engine, and how close the engine comes to it."""
     warm = Path(tempfile.mkdtemp(prefix="bench-warm-"))  # imports happen here, not timed
-    collect([str(next(folder.rglob("*.etdp")))], str(warm / "ds"))
+    one = str(next(folder.rglob("*.etdp")))
+    collect([one], str(warm / "ds"))
     pair = TwoHalves(folder)  # forked after the imports, before any worker
-    pair.connection.send(([str(next(folder.rglob("*.etdp")))], str(warm / "helper")))
+    pair.connection.send(([one], str(warm / "helper")))
     pair.connection.recv()
     shutil.rmtree(warm)
     files = len(list(folder.rglob("*.etdp")))
@@ -288,6 +290,12 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def _mark(times: list[float], faults: list[int]) -> None:
+    """The end of a stage: CPU time and page faults so far."""
+    times.append(time.process_time())
+    faults.append(_faults())
+
+
 def bench_stages(big: Path, small: Path, repeat: int) -> None:
     """CPU time per file by stage, as ``collect_batch`` runs them (medians of ``repeat``):
     one big copy alone, and a group of 2,000 small dumps decoded together (per file);
@@ -312,26 +320,23 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
         labels = {"device": "a"}
         faults: dict[str, list[float]] = {}
         for _ in range(repeat):
-            t = [time.process_time()]
-            f = [_faults()]
+            t: list[float] = []
+            f: list[int] = []
+            mark = functools.partial(_mark, t, f)
+            mark()
             read = _read_all(sources)
-            t.append(time.process_time())
-            f.append(_faults())
+            mark()
             hashes = [content_hash(data) for data, _ in read]  # type: ignore[arg-type]
-            t.append(time.process_time())
-            f.append(_faults())
+            mark()
             block = _joined([block for _, block in read])
             decoded = _decode([data for data, _ in read], block)  # type: ignore[misc]
             fc, run_file = decoded_file_columns(decoded), decoded.run_file
-            t.append(time.process_time())
-            f.append(_faults())
+            mark()
             paths = [s.path for s in sources]
             table = labelled_table(fc, run_file, paths, hashes, [labels] * len(paths))
-            t.append(time.process_time())
-            f.append(_faults())
+            mark()
             pq.write_table(table, io.BytesIO(), **_write_options(table))
-            t.append(time.process_time())
-            f.append(_faults())
+            mark()
             for stage, a, b, fa, fb in zip(
                 ("read", "hash", "decode", "table", "parquet"), t, t[1:], f, f[1:]
             ):

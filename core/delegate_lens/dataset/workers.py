@@ -194,17 +194,24 @@ def _head(packed: _Packed, files: int) -> _Packed:
     )
 
 
+def _glibc() -> Any:
+    """This process's own C library symbols (glibc's, if glibc); None where it has none."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None)
+    except (OSError, TypeError):  # not Unix
+        return None
+
+
 def _keep_freed_memory() -> None:
     """In a worker (our own process): let glibc's malloc keep memory freed by one batch
     for the next, instead of returning it to the system and faulting fresh pages in again
     (a batch allocates tens of MB: ~2,000 page faults each time); an idle kept worker
     hands it back after ``TRIM_SECONDS`` (:func:`_give_back_memory`). Not done in the
     caller's process, whose allocator we leave alone."""
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # this process's own symbols: glibc's, if glibc
-    except (OSError, AttributeError, TypeError):  # not glibc (or not Unix)
+    mallopt = getattr(_glibc(), "mallopt", None)
+    if mallopt is None:  # not glibc
         return
     mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: its maximum; bigger blocks are still mapped
     mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GB freed at the heap's top
@@ -213,10 +220,9 @@ def _keep_freed_memory() -> None:
 def _give_back_memory() -> None:
     """In an idle kept worker: hand the memory glibc's malloc keeps for the next batch
     (:func:`_keep_freed_memory`) back to the system."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
-        ctypes.CDLL(None).malloc_trim(0)
+    trim = getattr(_glibc(), "malloc_trim", None)
+    if trim is not None:  # (glibc)
+        trim(0)
 
 
 def _serve(
@@ -592,15 +598,20 @@ _kept: list[_Pool] = []  # idle workers kept for the next run (one set at most)
 _exit_registered = False
 
 
+def _take_kept() -> list[_Pool]:
+    """The kept workers, no longer kept: those this process started (a fork's copy of
+    another process's are left alone)."""
+    with _kept_lock:
+        pools, _kept[:] = list(_kept), []
+    return [pool for pool in pools if pool.pid == os.getpid()]
+
+
 def _end_kept_at_exit() -> None:
     """At this process's exit: kept workers are sent the end (multiprocessing's own exit
     handler then stops and reaps its daemon processes, ours among them; a worker also
     ends by itself when this process is gone, however it ends)."""
-    with _kept_lock:
-        pools, _kept[:] = list(_kept), []
-    for pool in pools:
-        if pool.pid == os.getpid():
-            pool.end()
+    for pool in _take_kept():
+        pool.end()
 
 
 def _take_pool(others: int, location: str, known: frozenset[str]) -> _Pool:
@@ -639,11 +650,8 @@ def _keep(pool: _Pool) -> None:
 def shutdown_workers() -> None:
     """End the worker processes kept for the next ``collect`` in this process, and wait
     for them (they also end after ``IDLE_SECONDS`` idle, and with this process)."""
-    with _kept_lock:
-        pools, _kept[:] = list(_kept), []
-    for pool in pools:
-        if pool.pid == os.getpid():
-            pool.join()
+    for pool in _take_kept():
+        pool.join()
 
 
 def run_workers(
