@@ -56,3 +56,32 @@ def run_blocks_torch_free(
         capture_output=True,
         text=True,
     )
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def _last_digit(shown: str) -> float:
+    """One unit in the last digit ``shown`` prints (``3.13e-09`` -> ``1e-11``)."""
+    mantissa, _, exponent = shown.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return float(10 ** (int(exponent or 0) - decimals))
+
+
+def same_output(actual: str, expected: str) -> bool:
+    """``actual`` is the output ``expected`` shows, except that a decimal number may differ
+    by one unit in its last shown digit: rounding on another CPU or maths library (a SIMD
+    ``exp``, another BLAS) can tip it. Words, integers and layout must be the same."""
+    if _NUMBER.split(actual) != _NUMBER.split(expected):
+        return False
+    pairs = zip(_NUMBER.findall(actual), _NUMBER.findall(expected), strict=True)
+    for got, shown in pairs:
+        if got == shown:
+            continue
+        if not re.search(r"[.eE]", shown) or not re.search(r"[.eE]", got):
+            return False  # an integer (a count, an index) is exact
+        if _last_digit(got) != _last_digit(shown) and "e" not in shown.lower():
+            return False  # printed to other decimals: another format, not rounding
+        if abs(float(got) - float(shown)) > _last_digit(shown) * 1.000001:
+            return False
+    return True

@@ -1,12 +1,13 @@
 """docs/compare.md: every ```python block runs (in order, one namespace) on two GPT
-vectors without torch, and prints what the doc says."""
+vectors without torch, and prints what the doc says (a decimal may differ by one unit in
+its last shown digit: rounding on another CPU or maths library)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from docblocks import DOCS, blocks, run_blocks_torch_free
+from docblocks import DOCS, blocks, run_blocks_torch_free, same_output
 
 DOC = DOCS / "compare.md"
 
@@ -27,4 +28,14 @@ def test_python_examples_run(vectors_dir: Path, tmp_path: Path) -> None:
     )
     expected = _expected_outputs()
     assert len(expected) == 5
-    assert result.stdout == "".join(expected)
+    assert same_output(result.stdout, "".join(expected)), result.stdout
+
+
+def test_outputs_compare_numbers_to_the_last_shown_digit() -> None:
+    shown = "1.45 [1.11, 1.79] slower\nExecute 3.6607525 3.485056\n50 2000\n"
+    assert same_output(shown.replace("1.11", "1.12"), shown)  # rounding tipped
+    assert same_output(shown.replace("3.6607525", "3.6607524"), shown)
+    assert not same_output(shown.replace("1.11", "1.13"), shown)
+    assert not same_output(shown.replace("1.11", "1.1"), shown)
+    assert not same_output(shown.replace("2000", "2001"), shown)  # counts are exact
+    assert not same_output(shown.replace("slower", "faster"), shown)

@@ -37,11 +37,25 @@ def _inspector(vectors_dir: Path, etrecord: Path) -> Inspector:
     )
 
 
-def _same_gap(ours: float, theirs: float | str) -> bool:
+# A gap the reference computed as exactly nothing (the run's output equals the AOT output
+# bit for bit on its machine) is float32 rounding noise on a machine whose BLAS sums in
+# another order: it must stay far below the distance's threshold, not be 0 to the last bit.
+_NOISE = {"MSE": 1e-12, "L1": 1e-5, "SNR": 120.0}
+
+
+def _same_gap(distance: str, ours: float, theirs: float | str) -> bool:
     theirs = float(theirs)
-    if math.isinf(theirs):
-        return math.isinf(ours) and (ours > 0) == (theirs > 0)
-    return ours == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+    if distance == "SNR" and math.isinf(theirs):
+        return (math.isinf(ours) and ours > 0) or ours > _NOISE["SNR"]
+    if theirs == 0.0:
+        return 0.0 <= ours < _NOISE[distance]
+    return ours == pytest.approx(theirs, rel=1e-4)
+
+
+def test_same_gap_allows_rounding_noise_only() -> None:
+    assert _same_gap("L1", 3e-8, 0.0) and _same_gap("SNR", 150.0, "inf")
+    assert not _same_gap("L1", 1e-3, 0.0) and not _same_gap("SNR", 40.0, "inf")
+    assert not _same_gap("MSE", 0.0057 * 1.01, 0.0057)
 
 
 @pytest.mark.parametrize("distance", ["MSE", "L1", "SNR"])
@@ -59,7 +73,7 @@ def test_reference_written_inputs_give_the_reference_rows(
         assert row["runtime_ops"] == ref["runtime_ops"]
         assert list(row["runtime_debug_handle"]) == ref["runtime_debug_handle"]
         assert list(row["aot_intermediate_output"].shape) == ref["aot_shape"]
-        assert all(_same_gap(a, b) for a, b in zip(row["gap"], ref["gap"]))
+        assert all(_same_gap(distance, a, b) for a, b in zip(row["gap"], ref["gap"]))
 
 
 @pytest.mark.parametrize("distance", ["MSE", "L1", "SNR"])
@@ -73,8 +87,10 @@ def test_nonzero_gaps_agree_with_the_reference(
     (expected,) = shifted["distances"][distance]
     (row,) = table.rows
     assert list(row["aot_debug_handle"]) == expected["aot_debug_handle"]
-    np.testing.assert_allclose(row["aot_intermediate_output"], expected["aot_output"], rtol=1e-6)
-    assert row["gap"][0] == pytest.approx(expected["gap"][0], rel=1e-6)
+    # torch's float32 linear on this machine against the reference's: rounding may differ
+    aot = row["aot_intermediate_output"]
+    np.testing.assert_allclose(aot, expected["aot_output"], rtol=1e-5, atol=1e-6)
+    assert _same_gap(distance, row["gap"][0], expected["gap"][0])
     assert row["gap"][0] > 0 and row["first_divergence"]
 
 
