@@ -113,10 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (the console script exits with it)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from delegate_lens.fileio import guard_inputs
+
     try:
         args.plugin_options = _plugin_options(args)
         _apply_plugin_options(args.plugin_options)
-        status: int = args.func(args)
+        with guard_inputs():  # an output that is one of the inputs is refused
+            status: int = args.func(args)
     except DelegateLensError as exc:
         _fail(str(exc))
     except BrokenPipeError:

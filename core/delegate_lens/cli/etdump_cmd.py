@@ -59,9 +59,10 @@ def _to_json(args: argparse.Namespace) -> int:
 def _from_json(args: argparse.Namespace) -> int:
     from delegate_lens.etdump import dumps
     from delegate_lens.etdump.jsonview import from_json
-    from delegate_lens.fileio import write_bytes_atomic
+    from delegate_lens.fileio import note_input, write_bytes_atomic
 
     with open(args.json_file, encoding="utf-8") as f:
+        note_input(args.json_file)
         try:
             obj = json.load(f)
         except json.JSONDecodeError as exc:

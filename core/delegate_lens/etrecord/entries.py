@@ -161,6 +161,10 @@ class ZipSource:
         else:
             self._path = os.fspath(source)
         with self._open() as archive:
+            if self._path is not None:
+                from delegate_lens.fileio import note_input
+
+                note_input(self._path)
             try:
                 infos = archive.infolist()
             except _ZIP_ERRORS as exc:  # pragma: no cover - infolist is a plain list
