@@ -20,40 +20,102 @@ FORMATS = ("table", "csv", "json", "parquet")
 VIEW = "events"
 
 
+# Settings of every connection: no extension is installed or loaded behind the query's
+# back, and once the view exists the configuration is locked with file access limited to
+# the dataset's folder (``enable_external_access`` off, ``allowed_directories``).
+_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+}
+
+
+def _dataset_directory(store: DatasetStore) -> str:
+    """The dataset's folder as DuckDB names it (with a trailing slash: a prefix)."""
+    root = store.root.rstrip("/") + "/"
+    if store.local:
+        return root
+    return f"{store.location.split('://', 1)[0]}://{root}"
+
+
 def connect(dataset: str) -> Any:
-    """An in-memory DuckDB connection with the dataset as the view ``events``."""
+    """An in-memory DuckDB connection with the dataset as the view ``events``, locked: it
+    reads files only inside the dataset's folder, loads no extension and its settings
+    cannot be changed."""
     duckdb = require("duckdb", "query")
     store = DatasetStore(dataset)
     if not store.exists():
         raise UsageError(f"{dataset}: no such dataset (collect into it first)")
-    con = duckdb.connect()
-    parts = store.part_uris()
-    if parts:
-        listing = ", ".join("'" + p.replace("'", "''") + "'" for p in parts)
-        con.execute(
-            f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{listing}], union_by_name = true)"
-        )
-    else:  # an empty dataset still has its columns
-        pa = require("pyarrow", "query")
-        con.register("_empty_events", pa.Table.from_batches([], schema=schema()))
-        con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM _empty_events")
+    con = duckdb.connect(config=dict(_CONFIG))
+    try:
+        parts = store.part_uris()
+        if not store.local:  # s3://, gs://...: read through httpfs, loaded now, not on use
+            con.execute("INSTALL httpfs")
+            con.execute("LOAD httpfs")
+        if parts:
+            listing = ", ".join("'" + p.replace("'", "''") + "'" for p in parts)
+            con.execute(
+                f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{listing}], "
+                "union_by_name = true)"
+            )
+        else:  # an empty dataset still has its columns
+            pa = require("pyarrow", "query")
+            con.register("_empty_events", pa.Table.from_batches([], schema=schema()))
+            con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM _empty_events")
+        folder = _dataset_directory(store).replace("'", "''")
+        con.execute(f"SET allowed_directories = ['{folder}']")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except duckdb.Error as exc:
+        con.close()
+        raise UsageError(f"{dataset}: cannot open the dataset: {_first_line(exc)}") from None
     return con
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _check_reading(con: Any, sql: str) -> None:
+    """Raise :class:`UsageError` unless ``sql`` is one SELECT (``WITH``, ``VALUES``,
+    ``FROM events`` ... are SELECTs): no statement that writes, sets or loads anything."""
+    duckdb = require("duckdb", "query")
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {_first_line(exc)}") from None
+    if len(statements) != 1:
+        raise UsageError(f"query takes one SELECT statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        name = getattr(kind, "name", str(kind))
+        raise UsageError(
+            f"query runs only a SELECT over the view {VIEW}, not {name} (the dataset is read-only)"
+        )
+
+
 def query(dataset: str, sql: str) -> Any:
-    """Run ``sql`` over the dataset; the result as a ``pyarrow.Table``. A bad query is a
-    :class:`UsageError` carrying DuckDB's message."""
+    """Run ``sql`` — one SELECT — over the dataset; the result as a ``pyarrow.Table``.
+    Other statements (COPY, DROP, SET, ATTACH, INSTALL, ...), files outside the dataset
+    and extensions are refused. A bad query is a :class:`UsageError` carrying DuckDB's
+    message."""
     duckdb = require("duckdb", "query")
     con = connect(dataset)
     try:
+        _check_reading(con, sql)
         relation = con.sql(sql)
         if relation is None:
             raise UsageError("the SQL statement returns no rows (use a SELECT)")
         fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
         return fetch()
+    except duckdb.PermissionException as exc:
+        raise UsageError(
+            f"query failed: {_first_line(exc)} (a query reads only the dataset's own files)"
+        ) from None
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"query failed: {first}") from None
+        raise UsageError(f"query failed: {_first_line(exc)}") from None
     finally:
         con.close()
 
