@@ -7,6 +7,7 @@ import struct
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,22 @@ def _bomb(inflated: int, *, lie_to: int | None = None) -> bytes:
     return bytes(raw)
 
 
+@pytest.fixture
+def ratio_raised(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The compression-ratio limit raised on purpose (these bombs test the entry cap)."""
+    from delegate_lens.config import reset_config
+
+    monkeypatch.setenv(
+        "DELEGATE_LENS_OPTIONS",
+        "etrecord.max_compression_ratio = 1e9; etrecord.max_inflated_total = 1073741824",
+    )
+    reset_config()
+    yield
+    monkeypatch.delenv("DELEGATE_LENS_OPTIONS")
+    reset_config()
+
+
+@pytest.mark.usefixtures("ratio_raised")
 def test_zip_bomb_refused_from_its_header() -> None:
     bomb = _bomb(8 << 20)
     assert len(bomb) < 200_000  # 8 MiB of JSON deflates to a few KiB
@@ -59,6 +76,7 @@ def test_zip_bomb_refused_from_its_header() -> None:
     assert parse_etrecord(bomb, max_entry_size=16 << 20).debug_handle_map == {"forward": {}}
 
 
+@pytest.mark.usefixtures("ratio_raised")
 def test_zip_bomb_with_lying_header_never_inflates_past_it() -> None:
     bomb = _bomb(8 << 20, lie_to=100)
     with pytest.raises(ETRecordFormatError) as info:
@@ -70,19 +88,24 @@ def test_cap_comes_from_the_configuration(monkeypatch: pytest.MonkeyPatch) -> No
     from delegate_lens.config import reset_config
 
     bomb = _bomb(4 << 20)
-    monkeypatch.setenv("DELEGATE_LENS_OPTIONS", "etrecord.max_entry_size = 1048576")
+    raised = "etrecord.max_compression_ratio = 1e9"
+    monkeypatch.setenv("DELEGATE_LENS_OPTIONS", f"{raised}; etrecord.max_entry_size = 1048576")
     reset_config()
     try:
         with pytest.raises(ETRecordFormatError, match="1,048,576-byte cap"):
             parse_etrecord(bomb)
-        monkeypatch.setenv("DELEGATE_LENS_OPTIONS", "etrecord.max_entry_size = 'big'")
+        monkeypatch.setenv("DELEGATE_LENS_OPTIONS", f"{raised}; etrecord.max_entry_size = 'big'")
         reset_config()
         with pytest.raises(ConfigError, match=r"etrecord\.max_entry_size"):
             parse_etrecord(bomb)
+        monkeypatch.setenv("DELEGATE_LENS_OPTIONS", raised)
+        reset_config()
+        assert parse_etrecord(bomb).methods == ("forward",)  # default entry cap: 1 GiB
     finally:
         monkeypatch.delenv("DELEGATE_LENS_OPTIONS")
         reset_config()
-    assert parse_etrecord(bomb).methods == ("forward",)  # default cap: 1 GiB
+    with pytest.raises(ETRecordFormatError, match="inflates more than 100 times"):
+        parse_etrecord(bomb)  # default ratio: 100
 
 
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9, 0.999])

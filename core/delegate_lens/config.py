@@ -51,6 +51,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "Section",
+    "chosen_config",
     "derived_per_config",
     "get_config",
     "load_config",
@@ -177,9 +178,16 @@ class Config:
 
 
 def load_config(
-    cwd: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    chosen_only: bool = False,
 ) -> Config:
-    """Read the configuration afresh (see the module docstring for where from)."""
+    """Read the configuration afresh (see the module docstring for where from).
+
+    ``chosen_only``: only what the user named (the file of ``DELEGATE_LENS_CONFIG`` and
+    ``DELEGATE_LENS_OPTIONS``), never a file found in the current folder: what may raise a
+    safety limit (see :func:`chosen_config`)."""
     env = os.environ if environ is None else environ
     base = Path.cwd() if cwd is None else Path(cwd)
     data: dict[str, Any] = {}
@@ -194,6 +202,8 @@ def load_config(
         data, origin = _read_toml(path), str(explicit)
         if path.name == "pyproject.toml":
             data = _pyproject_table(data, origin)
+    elif chosen_only:
+        pass
     elif (base / CONFIG_FILE).is_file():
         data, origin = _read_toml(base / CONFIG_FILE), CONFIG_FILE
     elif (base / "pyproject.toml").is_file():
@@ -227,10 +237,29 @@ def get_config() -> Config:
     return config
 
 
+_chosen_cache: tuple[tuple[str, ...], Config] | None = None
+
+
+def chosen_config() -> Config:
+    """The configuration the user chose on purpose (cached): the file named by
+    ``DELEGATE_LENS_CONFIG`` and ``DELEGATE_LENS_OPTIONS``, never a file that merely lies
+    in the current folder. Safety limits (e.g. ``[etrecord]``'s) are raised only from here;
+    a file in the current folder may only lower them."""
+    global _chosen_cache
+    key = (os.getcwd(), os.environ.get(CONFIG_ENV, ""), os.environ.get(OPTIONS_ENV, ""))
+    cached = _chosen_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    config = load_config(chosen_only=True)
+    _chosen_cache = (key, config)
+    return config
+
+
 def reset_config() -> None:
     """Forget the cached configuration (e.g. after editing the file)."""
-    global _cache
+    global _cache, _chosen_cache
     _cache = None
+    _chosen_cache = None
 
 
 def plugin_config(name: str) -> Section:

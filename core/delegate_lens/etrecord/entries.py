@@ -8,6 +8,7 @@ ETRecords of big models stay cheap to open.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import struct
@@ -17,12 +18,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Protocol, cast
 
+import attrs
+
 from delegate_lens.errors import ETRecordFormatError
 
 __all__ = [
     "ARTIFACT_SUFFIXES",
     "DEBUG_HANDLE_MAP",
+    "DEFAULT_MAX_COMPRESSION_RATIO",
     "DEFAULT_MAX_ENTRY_SIZE",
+    "DEFAULT_MAX_INFLATED_TOTAL",
     "DELEGATE_MAP",
     "EDGE_PROGRAM_PREFIX",
     "EXPORTED_PROGRAM",
@@ -33,9 +38,11 @@ __all__ = [
     "REPRESENTATIVE_INPUTS",
     "EntrySource",
     "MemorySource",
+    "ReadLimits",
     "ZipSource",
     "describe_foreign",
     "max_entry_size",
+    "read_limits",
     "write_zip_atomic",
     "zip_bytes",
 ]
@@ -56,23 +63,69 @@ ARTIFACT_SUFFIXES = ("_state_dict", "_constants", "_example_inputs")
 """Suffixes of the three binary artifacts that accompany every serialized program."""
 
 DEFAULT_MAX_ENTRY_SIZE = 1 << 30
-"""Default cap on one entry's uncompressed size (1 GiB); see :func:`max_entry_size`."""
+"""Default cap on one entry's uncompressed size (1 GiB); see :func:`read_limits`."""
+DEFAULT_MAX_COMPRESSION_RATIO = 100
+"""Default cap on how many times its stored size one compressed entry may inflate to."""
+DEFAULT_MAX_INFLATED_TOTAL = 16 << 20
+"""Default cap on the bytes an archive's compressed entries may inflate to beyond their
+stored size, all entries together (16 MiB). Entries stored uncompressed (as the reference
+writes them) count nothing: their bytes are the file's own."""
+RATIO_SLACK = 1 << 20
+"""An entry may always inflate to this many bytes (a small entry of zeros compresses
+far past any ratio)."""
 _READ_CHUNK = 1 << 20
 _LOCAL_HEADER = b"PK\x03\x04"
 _END_RECORD = b"PK\x05\x06"
 
 
-def max_entry_size() -> int:
-    """The cap on one entry's uncompressed size: ``[etrecord] max_entry_size`` of the
-    configuration (bytes), else :data:`DEFAULT_MAX_ENTRY_SIZE`."""
-    from delegate_lens.config import get_config
+@attrs.frozen
+class ReadLimits:
+    """What reading one ETRecord archive may cost (see ``docs/trust.md``).
 
-    section = get_config().section("etrecord")
-    section.check_keys({"max_entry_size"})
-    value = section.get_number("max_entry_size", DEFAULT_MAX_ENTRY_SIZE, positive=True)
-    if not isinstance(value, int):
-        raise section.error("max_entry_size", f"expected a whole number of bytes, got {value!r}")
-    return value
+    :param max_entry_size: bytes one entry may inflate to.
+    :param max_compression_ratio: times its stored size one compressed entry may inflate
+        to (plus :data:`RATIO_SLACK`).
+    :param max_inflated_total: bytes the compressed entries of one archive may inflate to
+        beyond their stored sizes, together.
+    """
+
+    max_entry_size: int = DEFAULT_MAX_ENTRY_SIZE
+    max_compression_ratio: float = DEFAULT_MAX_COMPRESSION_RATIO
+    max_inflated_total: int = DEFAULT_MAX_INFLATED_TOTAL
+
+
+_LIMIT_KEYS = {
+    "max_entry_size": DEFAULT_MAX_ENTRY_SIZE,
+    "max_compression_ratio": DEFAULT_MAX_COMPRESSION_RATIO,
+    "max_inflated_total": DEFAULT_MAX_INFLATED_TOTAL,
+}
+
+
+def read_limits() -> ReadLimits:
+    """The limits of the ``[etrecord]`` configuration table, else the defaults.
+
+    A limit is raised above its default only by the configuration the user chose (the
+    file named by ``DELEGATE_LENS_CONFIG``, or ``DELEGATE_LENS_OPTIONS``); a
+    ``delegate-lens.toml`` or ``pyproject.toml`` that merely lies in the current folder
+    may lower a limit, never raise it."""
+    from delegate_lens.config import chosen_config, get_config
+
+    found = get_config().section("etrecord")
+    found.check_keys(set(_LIMIT_KEYS))
+    chosen = chosen_config().section("etrecord")
+    values: dict[str, int | float] = {}
+    for key, default in _LIMIT_KEYS.items():
+        section = chosen if key in chosen else found
+        value = section.get_number(key, default, positive=True)
+        if key != "max_compression_ratio" and not isinstance(value, int):
+            raise section.error(key, f"expected a whole number of bytes, got {value!r}")
+        values[key] = value if section is chosen else min(value, default)
+    return ReadLimits(**values)  # type: ignore[arg-type]
+
+
+def max_entry_size() -> int:
+    """The cap on one entry's uncompressed size (see :func:`read_limits`)."""
+    return read_limits().max_entry_size
 
 
 def describe_foreign(head: bytes) -> str | None:
@@ -151,11 +204,17 @@ class ZipSource:
         origin: str,
         *,
         max_entry_size: int | None = None,
+        limits: ReadLimits | None = None,
     ) -> None:
         self.origin = origin
         self._path: str | None = None
         self._data: bytes | None = None
-        self.max_entry_size = max_entry_size if max_entry_size is not None else _default_cap()
+        limits = read_limits() if limits is None else limits
+        if max_entry_size is not None:
+            limits = attrs.evolve(limits, max_entry_size=max_entry_size)
+        self.limits = limits
+        self.max_entry_size = limits.max_entry_size
+        self._inflated: dict[str, int] = {}  # bytes each compressed entry inflated beyond
         if isinstance(source, bytes):
             self._data = source
         else:
@@ -246,6 +305,8 @@ class ZipSource:
             for name in wanted:
                 try:
                     out[name] = self._read_capped(archive, name)
+                except ETRecordFormatError:
+                    raise
                 except OSError as exc:
                     if isinstance(exc, zipfile.BadZipFile):
                         raise self._error(name, exc) from None
@@ -255,12 +316,25 @@ class ZipSource:
         return out
 
     def _read_capped(self, archive: zipfile.ZipFile, name: str) -> bytes:
-        """One entry, refused when its header or its inflated bytes exceed the cap."""
-        cap = self.max_entry_size
-        declared = archive.getinfo(name).file_size
+        """One entry, refused when its header or its inflated bytes exceed a limit: the
+        entry cap, the compression ratio, the archive's total (:class:`ReadLimits`)."""
+        limits = self.limits
+        info = archive.getinfo(name)
+        declared = info.file_size
+        cap = limits.max_entry_size
         if declared > cap:
             raise self._too_big(name, f"its header declares {declared:,} bytes")
-        parts: list[bytes] = []
+        compressed = info.compress_type != zipfile.ZIP_STORED
+        if compressed:
+            by_ratio = int(limits.max_compression_ratio * info.compress_size) + RATIO_SLACK
+            spent = sum(v for k, v in self._inflated.items() if k != name)
+            by_total = limits.max_inflated_total - spent + info.compress_size
+            if declared > by_ratio:
+                raise self._bomb(name, f"its header declares {declared:,} bytes", info)
+            if declared > by_total:
+                raise self._over_total(name, declared, spent)
+            cap = min(cap, by_ratio, max(by_total, 0))
+        buffer = io.BytesIO()
         total = 0
         with archive.open(name) as stream:
             while True:
@@ -269,9 +343,15 @@ class ZipSource:
                     break
                 total += len(chunk)
                 if total > cap:
-                    raise self._too_big(name, "it inflates past the cap")
-                parts.append(chunk)
-        return b"".join(parts)
+                    if total > limits.max_entry_size:
+                        raise self._too_big(name, "it inflates past the cap")
+                    if compressed and total > by_ratio:
+                        raise self._bomb(name, "it inflates past that", info)
+                    raise self._over_total(name, total, spent)
+                buffer.write(chunk)
+        if compressed:
+            self._inflated[name] = max(0, total - info.compress_size)
+        return buffer.getvalue()
 
     def _too_big(self, name: str, why: str) -> ETRecordFormatError:
         return ETRecordFormatError(
@@ -280,9 +360,21 @@ class ZipSource:
             "or pass max_entry_size= to parse_etrecord if the file is trusted"
         )
 
+    def _bomb(self, name: str, why: str, info: zipfile.ZipInfo) -> ETRecordFormatError:
+        ratio = self.limits.max_compression_ratio
+        return ETRecordFormatError(
+            f"{self.origin}: entry {name!r} inflates more than {ratio:g} times its "
+            f"{info.compress_size:,} stored bytes ({why}; a zip bomb?); if the file is "
+            "trusted, raise [etrecord] max_compression_ratio (see docs/trust.md)"
+        )
 
-def _default_cap() -> int:
-    return max_entry_size()
+    def _over_total(self, name: str, size: int, spent: int) -> ETRecordFormatError:
+        return ETRecordFormatError(
+            f"{self.origin}: entry {name!r} would take the archive's compressed entries past "
+            f"{self.limits.max_inflated_total:,} inflated bytes ({spent:,} so far, this one "
+            f"{size:,}); if the file is trusted, raise [etrecord] max_inflated_total "
+            "(see docs/trust.md)"
+        )
 
 
 def zip_bytes(entries: Iterable[tuple[str, bytes]]) -> bytes:
@@ -312,6 +404,7 @@ def write_zip_atomic(path: str | os.PathLike[str], entries: Iterable[tuple[str, 
     def write(handle: IO[Any]) -> None:
         _write_zip(cast(BinaryIO, handle), entries)
         handle.flush()
-        os.fsync(handle.fileno())
+        with contextlib.suppress(OSError):  # a FIFO or a terminal has nothing to sync
+            os.fsync(handle.fileno())
 
     return write_atomic(path, write, binary=True)

@@ -1,26 +1,66 @@
-"""``load_etrecord``: what the Inspector and the dataset collector accept as an ETRecord."""
+"""``load_etrecord``: what the Inspector and the dataset collector accept as an ETRecord.
+
+A path is read once per process: the ETRecords last read are kept (a few, keyed by the
+file's identity, size and modification time, and the reading limits), so that ``compare``
+reading one ETRecord for each side, or ``collect`` reading one for every batch, parse it
+once.
+"""
 
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from typing import Any
 
 from delegate_lens.errors import UsageError
 
-__all__ = ["load_etrecord"]
+__all__ = ["forget_etrecords", "load_etrecord"]
+
+_KEPT = 4
+_kept: OrderedDict[tuple[object, ...], Any] = OrderedDict()
+
+
+def forget_etrecords() -> None:
+    """Forget the ETRecords kept by :func:`load_etrecord`."""
+    _kept.clear()
 
 
 def load_etrecord(etrecord: Any) -> Any:
     """An :class:`~delegate_lens.etrecord.ETRecord` from ``etrecord``: ``None`` stays
-    ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`), an
-    ETRecord (or any object with ``debug_handle_map`` and ``graph``) is kept; anything else
-    is a :class:`~delegate_lens.errors.UsageError` naming its type."""
+    ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`; the same
+    unchanged file again gives the same object), an ETRecord (or any object with
+    ``debug_handle_map`` and ``graph``) is kept; anything else is a
+    :class:`~delegate_lens.errors.UsageError` naming its type."""
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
+        from delegate_lens.etrecord.entries import read_limits
         from delegate_lens.etrecord.record import parse_etrecord
 
-        return parse_etrecord(etrecord)
+        try:
+            info = os.stat(etrecord)
+        except OSError:
+            return parse_etrecord(etrecord)  # raises the error naming the file
+        key = (
+            os.fspath(etrecord),
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            read_limits(),
+        )
+        record = _kept.get(key)
+        if record is None:
+            record = parse_etrecord(etrecord)
+            _kept[key] = record
+            while len(_kept) > _KEPT:
+                _kept.popitem(last=False)
+        else:
+            _kept.move_to_end(key)
+            from delegate_lens.fileio import note_input
+
+            note_input(etrecord)
+        return record
     if hasattr(etrecord, "debug_handle_map") and hasattr(etrecord, "graph"):
         return etrecord
     raise UsageError(
