@@ -2,7 +2,7 @@
 module: register it with ``pm.register(broken_backends)`` or ``-p broken_backends``).
 
 Each backend ``Broken/<flaw>`` is the demo backend with one flaw, meant to break exactly
-the rule :data:`FLAWS` names.
+the rule :data:`FLAWS` names, or to leave the suite nothing to check (:data:`VACUOUS`).
 """
 
 from __future__ import annotations
@@ -20,13 +20,21 @@ FLAWS = {
     "end-before-start": "delegate-event-times",  # an event ending before it starts
     "wrong-output": "outputs-match-eager",  # outputs off by one
     "missing-fused-node": "delegated-nodes-covered",  # the fused relu is in no entry
+    # the fused linear_relu maps only the linear; the relu is in the per-call summary only
+    "summary-hides-fused-node": "delegated-nodes-covered",
 }
+VACUOUS = {
+    "no-ops": "declares no ops",  # its profile: no model can be generated
+}
+"""Backends the suite cannot check at all: ``check_backend`` must raise, not pass (as must
+``max_examples=0`` with no models, on any backend)."""
 PREFIX = "Broken/"
 
 
 def _flaw(backend_id: str) -> str | None:
-    if backend_id.startswith(PREFIX) and backend_id[len(PREFIX) :] in FLAWS:
-        return backend_id[len(PREFIX) :]
+    name = backend_id[len(PREFIX) :]
+    if backend_id.startswith(PREFIX) and (name in FLAWS or name in VACUOUS):
+        return name
     return None
 
 
@@ -64,10 +72,24 @@ def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[An
             n.meta["debug_handle"]
             for n in nodes
             if n.target == torch.ops.aten.relu.default
-            and n.args[0].target == torch.ops.aten.linear.default  # type: ignore[union-attr]
+            and n.args[0].target == torch.ops.aten.linear.default
         }
         mapping = {
             ident: tuple(h for h in hs if h not in fused) if len(hs) > 1 else hs
+            for ident, hs in mapping.items()
+        }
+    elif flaw == "summary-hides-fused-node":
+        from delegate_lens.backends_demo.blob import from_bytes
+
+        fused = {
+            n.meta["debug_handle"]
+            for n in nodes
+            if n.target == torch.ops.aten.relu.default
+            and n.args[0].target == torch.ops.aten.linear.default
+        }
+        summary = from_bytes(result.processed_bytes).summary_identifier
+        mapping = {
+            ident: hs if ident == summary else tuple(h for h in hs if h not in fused) or hs
             for ident, hs in mapping.items()
         }
     return PreprocessResult(result.processed_bytes, mapping)
@@ -123,8 +145,13 @@ def dl_parse_delegate_metadata(backend_id: str, metadatas: Sequence[bytes]) -> A
 
 @hookimpl
 def dl_testing_profile(backend_id: str) -> Any | None:
-    if _flaw(backend_id) is None:
+    flaw = _flaw(backend_id)
+    if flaw is None:
         return None
     from delegate_lens.backends_demo.testing import profile
 
+    if flaw == "no-ops":
+        from delegate_lens.testing import BackendProfile
+
+        return BackendProfile(ops=())
     return profile()

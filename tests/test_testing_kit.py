@@ -174,9 +174,89 @@ def test_each_broken_backend_breaks_exactly_its_rule(broken: Any, flaw: str) -> 
         "end-before-start": "identifier",
         "wrong-output": "output 0",
         "missing-fused-node": "node relu",
+        "summary-hides-fused-node": "node relu",
     }[flaw]
     assert expected_subject in finding.subject
     assert rule in report.to_table()
+    if flaw == "summary-hides-fused-node":
+        assert "covered only by summary identifier" in finding.message
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("max_examples", [0, 3])
+def test_checking_nothing_is_not_a_pass(broken: Any, max_examples: int) -> None:
+    """``max_examples=0`` with no model, or a profile with no ops: an error, never "passed"."""
+    from delegate_lens.errors import PluginError, UsageError
+    from delegate_lens.testing import check_backend
+
+    if max_examples == 0:  # a backend that breaks a rule on every model
+        with pytest.raises(UsageError, match="nothing to check"):
+            check_backend("Broken/wrong-output", max_examples=0)
+        with pytest.raises(UsageError, match="ops=\\(\\) leaves no model"):
+            check_backend("DemoBackend", ops=())
+    for flaw, why in broken_backends.VACUOUS.items():
+        with pytest.raises(PluginError, match=why):
+            check_backend(f"Broken/{flaw}", max_examples=max_examples or 1)
+
+
+@pytest.mark.torch
+def test_given_models_alone_are_checked() -> None:
+    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.testing import check_backend
+
+    report = check_backend("DemoBackend", models=[make_model("mlp")], max_examples=0)
+    assert report.ok and report.models_checked == 2  # both identifier modes
+
+
+class _Node:
+    """Enough of an fx node for the coverage rule."""
+
+    op = "call_function"
+
+    def __init__(self, name: str, handle: int) -> None:
+        self.name = name
+        self.target = type("Target", (), {"__name__": name})()
+        self.meta = {"debug_handle": handle}
+
+
+def _coverage_findings(mapping: dict[Any, Any], profile: Any = None) -> list[str]:
+    from delegate_lens.testing import BackendProfile
+    from delegate_lens.testing.conformance import Recorder, _Case, _check_maps
+
+    program = type("Program", (), {})()
+    program.graph = type("Graph", (), {})()
+    program.graph.nodes = [_Node("linear", 1), _Node("relu", 2), _Node("tan", 3)]
+    result = type("Result", (), {"debug_handle_map": mapping})()
+    recorder = Recorder("X")
+    recorder.preprocessed.append((program, result))
+    case = _Case("model", None, None)
+    _check_maps(case, recorder, profile or BackendProfile())
+    return [f.subject for f in case.findings if f.rule == "delegated-nodes-covered"]
+
+
+def test_a_summary_does_not_cover_a_node() -> None:
+    """Coverage is over per-op identifiers: one covering the whole partition next to
+    narrower ones is a summary and covers nothing by itself."""
+    from delegate_lens.testing import BackendProfile
+
+    summary = (1, 2, 3)
+    # the fused linear_relu maps only the linear: the summary hides the relu
+    assert _coverage_findings({0: (1,), 1: (3,), 9: summary}) == ["node relu, handle 2"]
+    # fused and decomposed ops with a summary: every node has a per-op identifier
+    assert _coverage_findings({0: (1, 2), 1: (3,), 2: (3,), 9: summary}) == []
+    # the whole partition as one fused op, alone or with a summary: covered
+    assert _coverage_findings({0: summary}) == []
+    assert _coverage_findings({0: summary, 9: summary}) == []
+    # handles given as a bare int are read too
+    assert _coverage_findings({0: 1, 1: (2,), 2: 3, 9: summary}) == []
+    # a backend naming its summaries explicitly (here: none) is taken at its word
+    none = BackendProfile(is_summary=lambda ident, handles, partition: False)
+    assert _coverage_findings({0: (1,), 1: (3,), 9: summary}, none) == []
+    named = BackendProfile(is_summary=lambda ident, handles, partition: ident == 0)
+    assert _coverage_findings({0: (1, 2, 3), 1: (3,)}, named) == [
+        "node linear, handle 1",
+        "node relu, handle 2",
+    ]
 
 
 @pytest.mark.torch
@@ -208,7 +288,19 @@ def test_check_backend_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> Non
                 main(argv)
             assert info.value.code == 2
         err = capsys.readouterr().err
-        assert "NoSuchBackend" in err and "must be >= 0" in err and "Traceback" not in err
+        assert "NoSuchBackend" in err and "must be >= 1" in err and "Traceback" not in err
+        # checking nothing is not a pass: one line, exit 2 (a broken backend, a vacuous one)
+        for argv in (
+            ["check-backend", "Broken/wrong-output", "--max-examples", "0"],
+            ["-p", "broken_backends", "check-backend", "Broken/no-ops"],
+        ):
+            with pytest.raises(SystemExit) as info:
+                main(argv)
+            assert info.value.code == 2
+            captured = capsys.readouterr()
+            assert "passed" not in captured.out
+            (line,) = captured.err.strip().splitlines()
+            assert "checking no" in line or "checking nothing" in line, line
     finally:
         reset_plugin_manager()
 

@@ -8,14 +8,22 @@ from typing import Any
 EXIT_FINDINGS = 1
 
 
-def _count(text: str) -> int:
+def _whole(text: str, low: int, why: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}{why}")
     return value
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
+
+
+def _examples(text: str) -> int:
+    return _whole(text, 1, " (checking no model is not a pass)")
 
 
 def register(subparsers: Any) -> None:
@@ -31,10 +39,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("backend", metavar="NAME", help="the backend id, e.g. DemoBackend")
     parser.add_argument(
         "--max-examples",
-        type=_count,
+        type=_examples,
         default=None,
         metavar="N",
-        help="models hypothesis generates (default: 20)",
+        help="models hypothesis generates, at least 1 (default: 20)",
     )
     parser.add_argument("--seed", type=_count, default=0, help="hypothesis seed (default: 0)")
     parser.add_argument(

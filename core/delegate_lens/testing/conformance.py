@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from delegate_lens.errors import DelegateLensError, MappingError, UsageError
+from delegate_lens.errors import DelegateLensError, MappingError, PluginError, UsageError
 from delegate_lens.hookspecs import hookimpl
 from delegate_lens.testing.profile import BackendProfile, backend_profile
 from delegate_lens.testing.report import RULES, ConformanceReport, Finding
@@ -165,14 +165,25 @@ def _check_maps(case: _Case, recorder: Recorder, profile: BackendProfile) -> Non
                     )
         if profile.opaque:
             continue
+        # a per-call summary covers every handle and says nothing of any op: coverage is
+        # over the other (per-op) identifiers
+        summaries = profile.summary_identifiers(mapping, partition)
+        per_op = {
+            h for ident, hs in mapping.items() if ident not in summaries for h in _as_tuple(hs)
+        }
         for node in nodes:
             h = node.meta.get("debug_handle")
-            if h is not None and h not in covered:
-                case.add(
-                    "delegated-nodes-covered",
-                    f"delegated node {node.name} (handle {h}) is in no identifier's handles",
-                    f"node {node.name}, handle {h}",
+            if h is None or h in per_op:
+                continue
+            if h in covered:
+                names = ", ".join(repr(i) for i in sorted(summaries, key=str))
+                message = (
+                    f"delegated node {node.name} (handle {h}) is covered only by summary "
+                    f"identifier(s) {names}, by no per-op identifier"
                 )
+            else:
+                message = f"delegated node {node.name} (handle {h}) is in no identifier's handles"
+            case.add("delegated-nodes-covered", message, f"node {node.name}, handle {h}")
 
 
 def _check_outputs(
@@ -386,7 +397,9 @@ def check_backend(
 
     :param models: extra models, each a module with ``example_inputs`` (as
         :func:`~delegate_lens.testing.strategies.models` makes) or a ``(module, inputs)`` pair.
-    :param max_examples: how many models hypothesis generates (0: only ``models``).
+    :param max_examples: how many models hypothesis generates (0: only ``models``; with no
+        ``models`` either, a :class:`~delegate_lens.errors.UsageError`: checking nothing is
+        not a pass).
     :param runs: traced executions per model.
     :param rtol, atol: tolerance of ``outputs-match-eager``.
     :param seed: the hypothesis seed (the same seed generates the same models).
@@ -403,9 +416,22 @@ def check_backend(
 
     if max_examples < 0:
         raise UsageError(f"max_examples must be >= 0, got {max_examples}")
+    given_models = list(models or ())
+    if max_examples == 0 and not given_models:
+        raise UsageError(
+            f"check_backend({backend_id!r}): nothing to check (max_examples=0 and no models "
+            "given); checking no model is not a pass"
+        )
     t0 = time.perf_counter()
     profile = backend_profile(backend_id)
     op_set = tuple(ops) if ops is not None else profile.ops
+    if max_examples and not op_set:
+        if ops is not None:
+            raise UsageError(f"check_backend({backend_id!r}): ops=() leaves no model to generate")
+        raise PluginError(
+            f"dl_testing_profile({backend_id!r}) declares no ops: no model can be generated "
+            "(checking nothing is not a pass)"
+        )
     strategy = strategies.models(op_set)  # checks the op names
     from delegate_lens.pluginmanager import call_hook
 
@@ -422,7 +448,7 @@ def check_backend(
                 findings.append(f)
 
     kwargs: dict[str, Any] = {"profile": profile, "runs": runs, "rtol": rtol, "atol": atol}
-    for given_model in models or ():
+    for given_model in given_models:
         module, inputs = (
             given_model
             if isinstance(given_model, tuple)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 from attrs.validators import deep_iterable, instance_of, is_callable, optional
 
-__all__ = ["DEFAULT_OPS", "BackendProfile", "backend_profile"]
+__all__ = ["DEFAULT_OPS", "BackendProfile", "SummaryRule", "backend_profile", "default_is_summary"]
+
+SummaryRule = Callable[[int | str, tuple[int, ...], frozenset[int]], bool]
+"""``is_summary(identifier, handles, partition_handles) -> bool``."""
 
 DEFAULT_OPS: tuple[str, ...] = ("linear", "linear_relu", "relu", "sigmoid", "add", "mul")
 """Ops generated for a backend that declares none."""
@@ -33,6 +36,10 @@ class BackendProfile:
         ``delegated-nodes-covered`` is then skipped).
     :ivar metadata: a callable returning a hypothesis strategy of the structured metadata
         values it logs, or ``None``.
+    :ivar is_summary: ``is_summary(identifier, handles, partition_handles) -> bool`` names the
+        per-call *summary* identifiers of a map (they take no part in
+        ``delegated-nodes-covered``), or ``None`` for the default rule,
+        :func:`default_is_summary`.
     """
 
     ops: tuple[str, ...] = attrs.field(
@@ -43,6 +50,39 @@ class BackendProfile:
     metadata: Callable[[], Any] | None = attrs.field(
         default=None, validator=optional(is_callable())
     )
+    is_summary: SummaryRule | None = attrs.field(default=None, validator=optional(is_callable()))
+
+    def summary_identifiers(
+        self, mapping: Mapping[int | str, Sequence[int]], partition: Iterable[int]
+    ) -> set[int | str]:
+        """The identifiers of ``mapping`` (one partition's Debug Handle Map) that are
+        per-call summaries, by :attr:`is_summary` or else :func:`default_is_summary`."""
+        part = frozenset(partition)
+        entries = {
+            i: tuple(hs) if isinstance(hs, list | tuple) else (hs,) for i, hs in mapping.items()
+        }
+        if self.is_summary is None:
+            return {i for i, hs in entries.items() if default_is_summary(i, hs, part, entries)}
+        rule = self.is_summary
+        return {i for i, hs in entries.items() if rule(i, hs, part)}
+
+
+def default_is_summary(
+    identifier: int | str,
+    handles: Sequence[int],
+    partition: frozenset[int],
+    mapping: Mapping[int | str, Sequence[int]],
+) -> bool:
+    """The default rule: an identifier is a per-call summary when its handles include every
+    handle of the partition while another identifier of the map covers fewer of them.
+
+    A map whose every identifier covers the whole partition (one fused op for the whole
+    partition, with or without a summary) has no summary: each of them covers every node.
+    """
+    own = set(handles)
+    if not partition <= own:
+        return False
+    return any(not partition <= set(hs) for other, hs in mapping.items() if other != identifier)
 
 
 def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:

@@ -16,8 +16,8 @@ RULES: dict[str, str] = {
     "lowers": "every generated model exports, lowers and runs through the backend",
     "handles-in-partition": "every handle of a Debug Handle Map belongs to its partition",
     "no-orphan-events": "every identifier logged at runtime is in the delegate call's map",
-    "delegated-nodes-covered": "every delegated node is covered by some identifier "
-    "(unless the backend declares its calls opaque)",
+    "delegated-nodes-covered": "every delegated node is covered by some per-op identifier, "
+    "not only by a per-call summary (unless the backend declares its calls opaque)",
     "outputs-match-eager": "the lowered program's outputs equal eager torch within rtol/atol",
     "metadata-round-trip": "every event's metadata survives dl_encode_delegate_metadata -> "
     "dl_parse_delegate_metadata",
