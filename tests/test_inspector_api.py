@@ -13,6 +13,8 @@ import pytest
 
 from delegate_lens.errors import ETDumpFormatError, MissingExtraError
 from delegate_lens.inspector import Inspector, InspectorWarning
+from delegate_lens.inspector.jsonout import write_json
+from delegate_lens.inspector.tabular import write_csv
 
 
 @pytest.fixture(scope="module")
@@ -59,21 +61,27 @@ def test_truncated_debug_buffer_warns_and_marks_values_unavailable(
     v = vectors_dir / "mlp_xnnpack"
     short = tmp_path / "debug.bin"
     short.write_bytes((v / "debug.bin").read_bytes()[:200])  # offsets go up to 1,000s
+    inspector = Inspector(
+        etdump_path=v / "etdump.etdp", etrecord=str(v / "etrecord.bin"), debug_buffer_path=short
+    )
     with pytest.warns(InspectorWarning, match=r"beyond the debug buffer \(200 bytes\)"):
-        inspector = Inspector(
-            etdump_path=v / "etdump.etdp", etrecord=str(v / "etrecord.bin"), debug_buffer_path=short
-        )
-    call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
+        call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
     assert len(call.debug_data) == 3
     assert call.debug_data[0] is not None  # offset 64, 128 bytes: inside
     assert call.debug_data[2] is None  # offset 256: beyond 200 bytes
 
 
-def test_missing_debug_buffer_warns_once(vectors_dir: Path) -> None:
+def test_missing_debug_buffer_warns_once_where_debug_values_are_used(vectors_dir: Path) -> None:
     v = vectors_dir / "mlp_xnnpack"
-    with pytest.warns(InspectorWarning, match="none was given"):
-        inspector = Inspector(etdump_path=v / "etdump.etdp")
-    call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # times, tables and summaries need no debug buffer
+        inspector = Inspector(etdump_path=v / "etdump.etdp", etrecord=v / "etrecord.bin")
+        inspector.print_data_tabular(file=io.StringIO())
+        write_csv(inspector, io.StringIO())
+    with pytest.warns(InspectorWarning, match="none was given") as caught:
+        call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
+        write_json(inspector, io.StringIO())  # the JSON shows the values too: not said again
+    assert len(caught) == 1
     assert call.debug_data == [None, None, None]  # a 0-d tensor has one element too
 
 

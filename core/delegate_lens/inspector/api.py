@@ -122,9 +122,8 @@ class Inspector:
             )
             for i, block in enumerate(grouping.blocks)
         ]
-        problems = debug_problems_message(self._debug_buffer)
-        if problems is not None:
-            _warn(problems)
+        # said once, when debug values are used (events, JSON), not on every Inspector
+        self._debug_problems = debug_problems_message(self._debug_buffer)
         self._metadata_cache: dict[tuple[int, int], tuple[list[bytes], Any]] = {}
         self._blocks: list[EventBlock] | None = None
 
@@ -185,6 +184,8 @@ class Inspector:
             )
             start_time = self._fc.start_time[block.events[:, row]].tolist()
         raws, parsed = self.row_metadata(table, row)
+        if table.debug_data.get(row):
+            self.say_debug_problems()
         return Event(
             name=key.name,
             perf_data=perf,
@@ -203,6 +204,13 @@ class Inspector:
             method=link.method,
         )
 
+    def say_debug_problems(self) -> None:
+        """Warn, once per Inspector, about debug values that are unavailable (no debug
+        buffer, or one they do not fit); called where debug values are used."""
+        if self._debug_problems is not None:
+            message, self._debug_problems = self._debug_problems, None
+            warnings.warn(message, InspectorWarning, stacklevel=3)
+
     @property
     def event_blocks(self) -> list[EventBlock]:
         """One :class:`EventBlock` per run signature, in first-appearance order."""
@@ -211,6 +219,9 @@ class Inspector:
         return self._blocks
 
     def _event_block(self, table: BlockTable) -> EventBlock:
+        if table.run_output:
+            self.say_debug_problems()
+
         def make(row: int) -> Event:
             return self.make_event(table, row)
 
@@ -355,7 +366,7 @@ class Inspector:
         if self._etrecord is None:
             _warn("get_exported_program needs an ETRecord (etrecord=...)")
             return None
-        return self._etrecord.edge_dialect_program(method or "forward")
+        return self._etrecord.edge_program(method or "forward")
 
     def calculate_numeric_gap(
         self,

@@ -139,6 +139,8 @@ def write_json(inspector: Inspector, stream: IO[str]) -> None:
         }
         stream.write(_dumps(head)[:-1] + ', "events": [')
         raws = _raw_texts(inspector, table)
+        if table.debug_data:
+            inspector.say_debug_problems()
         parts = []
         for j, key in enumerate(table.keys):
             link = table.links[j]

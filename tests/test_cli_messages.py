@@ -1,0 +1,51 @@
+"""What the commands say besides their output: a warning once and only where it matters."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DEBUG_WARNING = "refer to a debug buffer but none was given"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "delegate_lens", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["inspect", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin"], 0),
+        (["inspect", "{v}/etdump.etdp", "-f", "csv"], 0),
+        (["report", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin", "-o", "r.html"], 0),
+        (["compare", "{v}/etdump.etdp", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin"], 0),
+        # the JSON holds the debug values (as null): said there, once
+        (["inspect", "{v}/etdump.etdp", "-f", "json", "-o", "i.json"], 1),
+    ],
+)
+def test_missing_debug_buffer_is_said_once_where_values_are_used(
+    vectors_dir: Path, tmp_path: Path, args: list[str], said: int
+) -> None:
+    v = vectors_dir / "mlp_xnnpack"  # logs debug values (its buffer is debug.bin)
+    result = _cli(*(a.format(v=v) for a in args), cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    assert result.stderr.count(DEBUG_WARNING) == said, result.stderr
+
+
+def test_missing_debug_buffer_is_not_said_before_an_error(
+    vectors_dir: Path, tmp_path: Path
+) -> None:
+    v = vectors_dir / "mlp_xnnpack"
+    result = _cli("report", str(v / "etdump.etdp"), "--run", "99", "-o", "r.html", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
