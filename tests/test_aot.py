@@ -350,7 +350,7 @@ def test_etrecord_programs_deserialize_with_handles(
     pm = edge.to_program()
     path = dl.generate_etrecord(tmp_path / "r.bin", edge, pm)
     record = dl.parse_etrecord(path)
-    program = record.edge_dialect_program("forward")
+    program = record.edge_program("forward")
     got = {n.name: n.meta.get("debug_handle") for n in op_nodes(program)}
     want = {n.name: n.meta["debug_handle"] for n in op_nodes(edge.exported_program())}
     assert {k: v for k, v in got.items() if v is not None} == {

@@ -113,7 +113,7 @@ def test_unrepresentable_documents_are_kept_as_torch_wrote_them() -> None:
 def test_torch_still_reads_the_reference_shape(record_path: Path) -> None:
     record = dl.parse_etrecord(record_path)
     x = torch.randn(2, 4)
-    program = record.edge_dialect_program()
+    program = record.edge_program()
     torch.testing.assert_close(program.module()(x), export_mlp().module()(x))
     assert record.exported_program is not None
 

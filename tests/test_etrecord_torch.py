@@ -65,9 +65,9 @@ def test_our_own_etrecord_deserializes_with_handles_restored(tmp_path: Path) -> 
     graph = record.graph()
     assert {n.name: n.debug_handle for n in graph.nodes} == handles
     assert graph.nodes_by_name["linear"].module_stack[-1].path == "lin"
-    program = record.edge_dialect_program("forward")
+    program = record.edge_program("forward")
     assert isinstance(program, torch.export.ExportedProgram)
-    assert record.edge_dialect_program("forward") is program  # cached
+    assert record.edge_program("forward") is program  # cached
     calls = [n for n in program.graph.nodes if n.op == "call_function"]
     assert {n.name: n.meta["debug_handle"] for n in calls} == handles
     x = torch.randn(2, 4)
@@ -77,7 +77,7 @@ def test_our_own_etrecord_deserializes_with_handles_restored(tmp_path: Path) -> 
 
 def test_reference_aten_program_and_aten_only_edge_program_load() -> None:
     record = parse_etrecord(VECTORS / "conv_xnnpack" / "etrecord.bin")
-    edge = record.edge_dialect_program()
+    edge = record.edge_program()
     calls = [n for n in edge.graph.nodes if n.op == "call_function"]
     assert [str(n.target) for n in calls] == [
         "aten.convolution.default",
@@ -97,7 +97,7 @@ def test_reference_aten_program_and_aten_only_edge_program_load() -> None:
 def test_executorch_only_operators_give_a_clear_error(name: str) -> None:
     record = parse_etrecord(VECTORS / name / "etrecord.bin")
     with pytest.raises(ETRecordFormatError) as info:
-        record.edge_dialect_program()
+        record.edge_program()
     message = str(info.value)
     assert "'edge_dialect_exported_program/forward'" in message
     assert "dim_order_ops." in message and "ExecuTorch" in message
@@ -139,7 +139,7 @@ def test_generate_etrecord_end_to_end(tmp_path: Path) -> None:
     assert handled and all(n.op_type.startswith("aten.") for n in handled)
     all_handles = {h for hs in record.debug_handle_map["forward"].values() for h in hs}
     assert all_handles <= set(graph.handles)
-    loaded = record.edge_dialect_program()
+    loaded = record.edge_program()
     assert {n.meta.get("debug_handle") for n in loaded.graph.nodes} >= all_handles
 
 
@@ -157,7 +157,7 @@ def test_a_program_that_is_not_json_is_a_format_error_naming_the_entry(
     entries["edge_dialect_exported_program/forward"] = program
     record = ETRecord.from_entries(entries)
     with pytest.raises(ETRecordFormatError) as info:
-        record.edge_dialect_program("forward")
+        record.edge_program("forward")
     message = str(info.value)
     assert "entry 'edge_dialect_exported_program/forward'" in message
     for word in words:

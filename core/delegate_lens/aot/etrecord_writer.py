@@ -288,7 +288,16 @@ def build_etrecord(
         from delegate_lens.etrecord import REPRESENTATIVE_INPUTS
 
         entries[REPRESENTATIVE_INPUTS] = encode_inputs(inputs)
-    return ETRecord.from_entries(entries, origin="<generated ETRecord>")
+    record = ETRecord.from_entries(entries, origin="<generated ETRecord>")
+    # the live programs, so that record.edge_dialect_program / .exported_program give back
+    # the objects the record was made from (as the reference's record holds them)
+    for method in program_manager.methods:
+        record._torch_programs[f"{EDGE_PROGRAM_PREFIX}/{method}"] = edge_manager.unlowered_program(
+            method
+        )
+    if exported_program is not None:
+        record._torch_programs[EXPORTED_PROGRAM] = exported_program
+    return record
 
 
 def _representative_inputs(given: Any, exported_program: Any) -> list[Any] | None:

@@ -239,7 +239,7 @@ def capture_intermediate_outputs(
         program = record.exported_program
         info = record.exported_program_graph()
     else:
-        program = record.edge_dialect_program(method)
+        program = record.edge_program(method)
         info = record.graph(method)
         handles = {n.name: n.debug_handle for n in info.nodes if n.debug_handle is not None}
     assert handles is not None

@@ -5,16 +5,18 @@
 >>> graph = record.graph("forward")                      # doctest: +SKIP
 >>> [n.op_type for n in graph.nodes_for_handles([1, 2])]  # doctest: +SKIP
 
-See docs/etrecord.md. Importing this package never imports torch; only
-``ETRecord.edge_dialect_program()``, ``ETRecord.exported_program`` and
-:func:`generate_etrecord` do.
+See docs/etrecord.md. Importing this package never imports torch; only the live programs
+(``ETRecord.edge_dialect_program``, ``.edge_program(method)``, ``.exported_program``,
+``.graph_map``) and :func:`generate_etrecord` do. The reference's module
+``executorch.devtools.etrecord`` maps to this one (see docs/migrating.md).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from delegate_lens.etrecord.entries import (
     ARTIFACT_SUFFIXES,
@@ -32,6 +34,7 @@ from delegate_lens.etrecord.graph import GraphInfo, GraphNode, ModuleFrame, op_t
 from delegate_lens.etrecord.loading import load_etrecord
 from delegate_lens.etrecord.maps import DelegateEntry, Handles, dumps_json
 from delegate_lens.etrecord.record import ETRecord, parse_etrecord
+from delegate_lens.etrecord.reference_api import ETRecordStateError
 
 __all__ = [
     "ARTIFACT_SUFFIXES",
@@ -46,6 +49,7 @@ __all__ = [
     "REPRESENTATIVE_INPUTS",
     "DelegateEntry",
     "ETRecord",
+    "ETRecordStateError",
     "GraphInfo",
     "GraphNode",
     "Handles",
@@ -59,29 +63,52 @@ __all__ = [
 
 
 def generate_etrecord(
-    path: str | os.PathLike[str],
-    edge_manager: Any,
-    program_manager: Any,
+    et_record: str | os.PathLike[str] | BinaryIO,
+    edge_dialect_program: Any,
+    executorch_program: Any,
     exported_program: Any = None,
+    extra_recorded_export_modules: Mapping[str, Any] | None = None,
+    *,
     representative_inputs: Any = None,
-) -> Path:
-    """Build the ETRecord of a lowered model and save it to ``path`` (atomically).
+) -> Path | None:
+    """Build the ETRecord of a lowered model and save it to ``et_record`` (a path, written
+    atomically and returned, or a binary file object) — the reference's arguments.
 
-    ``edge_manager`` is the ``EdgeProgramManager`` (from ``to_edge`` or
-    ``to_edge_transform_and_lower``), ``program_manager`` the ``ProgramManager`` from its
-    ``to_program()``, ``exported_program`` optionally the ``torch.export`` program before
-    lowering, or a dict ``{method: program}`` whose ``forward`` is stored (by default what
-    ``to_edge`` was given, chosen the same way). ``representative_inputs`` are the inputs
-    numeric debugging runs the graph on (``Inspector.calculate_numeric_gap``), stored as
-    the reference stores them; by default the stored program's example inputs, ``False``
-    for none. Imports torch.
+    ``edge_dialect_program`` is the ``EdgeProgramManager`` (from ``to_edge`` or
+    ``to_edge_transform_and_lower``), ``executorch_program`` the ``ProgramManager`` from
+    its ``to_program()`` / ``to_executorch()`` (or a ``BundledProgram`` made from it: its
+    test cases then give the reference outputs and representative inputs),
+    ``exported_program`` optionally the ``torch.export`` program before lowering, or a dict
+    ``{method: program}`` whose ``forward`` is stored (by default what ``to_edge`` was
+    given, chosen the same way). ``extra_recorded_export_modules`` adds programs to the
+    record's ``graph_map`` (``{name: program or edge manager}``). ``representative_inputs``
+    (ours) are the inputs numeric debugging runs the graph on (``calculate_numeric_gap``),
+    stored as the reference stores them; by default the stored program's example inputs,
+    ``False`` for none. Imports torch.
     """
     from delegate_lens.aot.etrecord_writer import build_etrecord
 
+    bundled = executorch_program if hasattr(executorch_program, "method_test_suites") else None
+    manager = executorch_program
+    if bundled is not None:
+        manager = getattr(bundled, "executorch_program", None)
+        if manager is None:
+            from delegate_lens.errors import UsageError
+
+            raise UsageError(
+                "executorch_program is a BundledProgram made from program bytes; give the "
+                "ProgramManager it was made from (or bundle the ProgramManager)"
+            )
     record = build_etrecord(
-        edge_manager,
-        program_manager,
+        edge_dialect_program,
+        manager,
         exported_program=exported_program,
         representative_inputs=representative_inputs,
     )
-    return record.save(path)
+    if bundled is not None:
+        record.update_reference_outputs(bundled)
+        if representative_inputs is None:
+            record.update_representative_inputs(bundled)
+    if extra_recorded_export_modules is not None:
+        record.add_extra_export_modules(extra_recorded_export_modules)
+    return record.save(et_record)

@@ -8,8 +8,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-import attrs
-
 from delegate_lens.errors import ETRecordFormatError, UsageError
 from delegate_lens.etrecord.entries import (
     ARTIFACT_SUFFIXES,
@@ -29,6 +27,7 @@ from delegate_lens.etrecord.entries import (
     zip_bytes,
 )
 from delegate_lens.etrecord.graph import GraphInfo, parse_graph
+from delegate_lens.etrecord.layout import program_entry_names
 from delegate_lens.etrecord.maps import (
     DelegateEntry,
     Handles,
@@ -40,6 +39,7 @@ from delegate_lens.etrecord.maps import (
     parse_export_graph_id,
     parse_num_outs_map,
 )
+from delegate_lens.etrecord.reference_api import ReferenceETRecordAPI
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -49,56 +49,46 @@ __all__ = ["ETRecord", "parse_etrecord"]
 _GC_PAUSE_BYTES = 1 << 20
 
 
-def _program_entries(names: tuple[str, ...], origin: str) -> dict[str, str]:
-    """``{method: entry}`` of the edge programs, in archive order.
-
-    An artifact (``<entry>_state_dict``, ...) whose program document is missing is an
-    error naming the missing entry, unless it has artifacts of its own (then it is the
-    document of a method whose name happens to end like an artifact).
-    """
-    present = set(names)
-    prefix = EDGE_PROGRAM_PREFIX + "/"
-    programs: dict[str, str] = {}
-    for name in names:
-        if name == EDGE_PROGRAM_PREFIX:  # older single-program layout
-            programs.setdefault("forward", name)
-            continue
-        if not name.startswith(prefix) or len(name) == len(prefix):
-            continue
-        artifact_of = next((name[: -len(s)] for s in ARTIFACT_SUFFIXES if name.endswith(s)), None)
-        if artifact_of is not None:
-            if artifact_of in present:
-                continue  # a companion artifact of another entry
-            if not any(name + s in present for s in ARTIFACT_SUFFIXES):
-                raise ETRecordFormatError(
-                    f"{origin}: missing entry {artifact_of!r} (the program that "
-                    f"{name!r} belongs to)"
-                )
-        programs.setdefault(name[len(prefix) :], name)
-    return programs
-
-
-@attrs.define(eq=False, repr=False)
-class ETRecord:
+class ETRecord(ReferenceETRecordAPI):
     """An ETRecord: the ahead-of-time debug artifact (a zip archive of named entries).
 
     Make one with :func:`parse_etrecord` (a file, bytes or a binary file object) or
     :meth:`from_entries`. Everything the Inspector needs — methods, nodes with debug
     handles, op types, stack traces and module stacks, the debug handle and delegate
-    maps — is read without torch. :meth:`edge_dialect_program` and
-    :attr:`exported_program` deserialize programs with torch.export's serializer, only
-    when called.
+    maps — is read without torch. :attr:`edge_dialect_program`, :attr:`exported_program`
+    and :attr:`graph_map` deserialize programs with torch.export's serializer, only when
+    read.
+
+    The constructor takes the reference's fields (all optional, live torch objects and
+    maps as the reference's ``ETRecord`` holds them); such a record is filled in with the
+    ``add_*`` / ``update_*`` methods and written with :meth:`save`. See
+    :mod:`delegate_lens.etrecord.reference_api`.
     """
 
-    _source: EntrySource
-    _programs: dict[str, str]
-    _debug_handles: dict[str, dict[int, Handles]]
-    _delegates: dict[str, dict[int, DelegateEntry]]
-    _num_outs: dict[str, dict[int, int]]
-    _export_graph_id: int | None
-    _graphs: dict[str, GraphInfo] = attrs.field(factory=dict, init=False)
-    _views: dict[str, Any] = attrs.field(factory=dict, init=False)
-    _torch_programs: dict[str, Any] = attrs.field(factory=dict, init=False)
+    def __init__(
+        self,
+        exported_program: Any = None,
+        export_graph_id: int | None = None,
+        edge_dialect_program: Any = None,
+        graph_map: Mapping[str, Any] | None = None,
+        _debug_handle_map: Mapping[str, Any] | None = None,
+        _delegate_map: Mapping[str, Any] | None = None,
+        _instruction_id_to_num_outs_map: Mapping[str, Any] | None = None,
+        _reference_outputs: Any = None,
+        _representative_inputs: Any = None,
+    ) -> None:
+        self._set_state(MemorySource({MARKER: b""}, "<ETRecord>"), strict=False)
+        self._assign_fields(
+            exported_program=exported_program,
+            export_graph_id=export_graph_id,
+            edge_dialect_program=edge_dialect_program,
+            graph_map=graph_map,
+            debug_handle_map=_debug_handle_map,
+            delegate_map=_delegate_map,
+            num_outs_map=_instruction_id_to_num_outs_map,
+            reference_outputs=_reference_outputs,
+            representative_inputs=_representative_inputs,
+        )
 
     # ------------------------------------------------------------------ construction
 
@@ -112,20 +102,28 @@ class ETRecord:
 
     @classmethod
     def _load(cls, source: EntrySource) -> ETRecord:
+        record = cls.__new__(cls)
+        record._set_state(source, strict=True)
+        return record
+
+    def _set_state(self, source: EntrySource, *, strict: bool) -> None:
+        """Read the entry names and small maps of ``source``; ``strict`` (a file) checks
+        that the required entries are there, else (a record being built) they may not be
+        yet."""
         origin = source.origin
         names = source.names
         present = set(names)
-        if MARKER not in present:
+        if strict and MARKER not in present:
             raise ETRecordFormatError(
                 f"{origin}: not an ETRecord: missing entry {MARKER!r} (the format marker)"
             )
-        programs = _program_entries(names, origin)
-        if not programs:
+        programs = program_entry_names(names, origin)
+        if strict and not programs:
             raise ETRecordFormatError(
                 f"{origin}: missing entry '{EDGE_PROGRAM_PREFIX}/<method>' (no edge program)"
             )
         for required in (DEBUG_HANDLE_MAP, DELEGATE_MAP):
-            if required not in present:
+            if strict and required not in present:
                 raise ETRecordFormatError(f"{origin}: missing entry {required!r}")
         serialized = list(programs.values())
         if EXPORTED_PROGRAM in present:
@@ -136,19 +134,24 @@ class ETRecord:
                     raise ETRecordFormatError(
                         f"{origin}: missing entry {entry + suffix!r} (an artifact of {entry!r})"
                     )
-        small = [DEBUG_HANDLE_MAP, DELEGATE_MAP]
+        small = [n for n in (DEBUG_HANDLE_MAP, DELEGATE_MAP) if n in present]
         small += [name for name in (NUM_OUTS_MAP, EXPORT_GRAPH_ID) if name in present]
         data = source.read_many(small)
 
         def where(name: str) -> str:
             return f"{origin}: entry {name!r}"
 
-        debug_handles = parse_debug_handle_map(
-            load_json(data[DEBUG_HANDLE_MAP], where(DEBUG_HANDLE_MAP)), where(DEBUG_HANDLE_MAP)
-        )
-        delegates = parse_delegate_map(
-            load_json(data[DELEGATE_MAP], where(DELEGATE_MAP)), where(DELEGATE_MAP)
-        )
+        debug_handles: dict[str, dict[int, Handles]] = {}
+        if DEBUG_HANDLE_MAP in data:
+            debug_handles = parse_debug_handle_map(
+                load_json(data[DEBUG_HANDLE_MAP], where(DEBUG_HANDLE_MAP)),
+                where(DEBUG_HANDLE_MAP),
+            )
+        delegates: dict[str, dict[int, DelegateEntry]] = {}
+        if DELEGATE_MAP in data:
+            delegates = parse_delegate_map(
+                load_json(data[DELEGATE_MAP], where(DELEGATE_MAP)), where(DELEGATE_MAP)
+            )
         num_outs: dict[str, dict[int, int]] = {}
         if NUM_OUTS_MAP in data:
             num_outs = parse_num_outs_map(
@@ -157,14 +160,17 @@ class ETRecord:
         graph_id = None
         if EXPORT_GRAPH_ID in data:
             graph_id = parse_export_graph_id(data[EXPORT_GRAPH_ID], where(EXPORT_GRAPH_ID))
-        return cls(
-            source=source,
-            programs=programs,
-            debug_handles=debug_handles,
-            delegates=delegates,
-            num_outs=num_outs,
-            export_graph_id=graph_id,
-        )
+        self._source = source
+        self._programs = programs
+        self._debug_handles = debug_handles
+        self._delegates = delegates
+        self._num_outs = num_outs
+        self._export_graph_id = graph_id
+        self._graphs: dict[str, GraphInfo] = {}
+        self._views: dict[str, Any] = {}
+        old: dict[str, Any] = getattr(self, "_torch_programs", {})
+        # live programs of entries that did not change are kept (a record being built)
+        self._torch_programs: dict[str, Any] = {k: v for k, v in old.items() if k in present}
 
     # ------------------------------------------------------------------ entries
 
@@ -192,13 +198,29 @@ class ETRecord:
         """All entries, in archive order (reads the whole archive)."""
         return self._source.read_many(self._source.names)
 
-    def _iter_entries(self) -> Iterator[tuple[str, bytes]]:
-        for name in self._source.names:
-            yield name, self._source.read_many([name])[name]
+    def save(self, path: str | os.PathLike[str] | BinaryIO) -> Path | None:
+        """Write the archive to ``path`` (a temporary file renamed into place; the path is
+        returned) or to a binary file object (as the reference's ``save`` takes either).
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the archive to ``path`` (a temporary file renamed into place)."""
-        return write_zip_atomic(path, self._iter_entries())
+        ETRecordStateError (a RuntimeError) when the record has no edge program or no
+        debug handle map yet."""
+        self._check_saveable()
+        if isinstance(path, (str, os.PathLike)):
+            return write_zip_atomic(path, self._iter_entries())
+        write = getattr(path, "write", None)
+        if write is None:
+            raise UsageError(
+                f"save needs a path or a binary file object, not {type(path).__name__}"
+            )
+        write(zip_bytes(self._iter_entries()))
+        return None
+
+    def _iter_entries(self) -> Iterator[tuple[str, bytes]]:
+        names = self._source.names
+        for name in names:
+            yield name, self._source.read_many([name])[name]
+        if DELEGATE_MAP not in set(names):  # a record being built: the file needs one
+            yield DELEGATE_MAP, b"{}"
 
     def to_bytes(self) -> bytes:
         """The archive as bytes."""
@@ -349,11 +371,6 @@ class ETRecord:
         return self._num_outs
 
     @property
-    def export_graph_id(self) -> int | None:
-        """The id of the exported graph (``export_graph_id``), or None if not stored."""
-        return self._export_graph_id
-
-    @property
     def has_reference_outputs(self) -> bool:
         return REFERENCE_OUTPUTS in set(self._source.names)
 
@@ -363,34 +380,26 @@ class ETRecord:
 
     # ------------------------------------------------------------------ torch, on request
 
-    def edge_dialect_program(self, method: str = "forward") -> ExportedProgram:
+    def edge_program(self, method: str = "forward") -> ExportedProgram:
         """One method's edge program as a live ``torch.export.ExportedProgram`` (imports torch).
 
         ETRecordFormatError if torch's serializer cannot read it (e.g. operators that only
-        ExecuTorch registers).
+        ExecuTorch registers). :attr:`edge_dialect_program` is the reference's spelling
+        (the only program, or ``{method: program}``).
         """
-        from delegate_lens.etrecord.torch_io import load_program
+        entry = self._programs.get(method)
+        if entry is None:
+            self.graph(method)  # raises the "no method" error
+            raise AssertionError("unreachable")
+        return self._live_program(entry, method)
 
-        program = self._torch_programs.get(method)
-        if program is None:
-            if method not in self._programs:
-                self.graph(method)  # raises the "no method" error
-            program = load_program(self, self._programs[method], method)
-            self._torch_programs[method] = program
-        return program
-
-    @property
-    def exported_program(self) -> ExportedProgram | None:
-        """The ATen program before lowering (imports torch), or None if not stored."""
-        if not self.has_exported_program:
-            return None
-        key = "\0" + EXPORTED_PROGRAM
-        program = self._torch_programs.get(key)
+    def _live_program(self, entry: str, method: str = "forward") -> Any:
+        program = self._torch_programs.get(entry)
         if program is None:
             from delegate_lens.etrecord.torch_io import load_program
 
-            program = load_program(self, EXPORTED_PROGRAM, "forward")
-            self._torch_programs[key] = program
+            program = load_program(self, entry, method)
+            self._torch_programs[entry] = program
         return program
 
     def reference_outputs(self) -> Any:
