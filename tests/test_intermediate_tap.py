@@ -434,12 +434,15 @@ def test_strip_stats_adds_the_reducer_with_the_taps_handle() -> None:
     program = edge.exported_program()
     handles = {t.meta["debug_handle"] for t in find_tap_nodes(program.graph_module)}
     assert len(handles) == 3
+    before = set(program.graph.nodes)
     strip_taps_(edge)
     strip_taps_(edge)  # nothing left: a no-op
-    nodes = list(program.graph.nodes)
     assert find_tap_nodes(program.graph_module) == []
-    reducer_nodes = [n for n in nodes if n.meta.get("debug_handle") in handles]
+    reducer_nodes = [n for n in program.graph.nodes if n not in before]
     assert {str(n.target) for n in reducer_nodes} >= {"aten.amin.default", "aten.stack.default"}
+    # as the nodes of a decomposed operator: they share the tap's handle
+    assert {n.meta["debug_handle"] for n in reducer_nodes} == handles
+    assert all(n.meta.get("stack_trace") for n in reducer_nodes)
     assert all("val" in n.meta for n in reducer_nodes)
     x = torch.randn(2, 8)
     tapped = _mlp()

@@ -168,3 +168,35 @@ def test_two_methods_are_stripped() -> None:
     for name in ("forward", "other"):
         out = loaded.load_method(name).execute(list(inputs))
         torch.testing.assert_close(out[1], STATS.eager(tan), rtol=1e-5, atol=1e-5)
+
+
+def test_inspector_links_every_model_row_of_a_tapped_program() -> None:
+    """The ETRecord's graph is stripped too: the reducer's operators link to it like a
+    decomposed operator's (without that, the Inspector found the ETRecord's tap where the
+    runtime ran amin, stack, ... and left the rows unlinked with a warning)."""
+    import itertools
+    import warnings
+
+    from delegate_lens.inspector import Inspector
+    from delegate_lens.runtime import ETDumpGen
+
+    model, inputs = _net()
+    ep = torch.export.export(model, inputs)
+    tap_intermediate_outputs_(ep, (select_by_op_type("tan.default"), STATS))
+    edge = dl.to_edge_transform_and_lower(
+        ep, partitioner=[DemoPartitioner([SILENT])], generate_etrecord=True
+    )
+    unlowered_taps = len(find_tap_nodes(edge.unlowered_program().graph_module))
+    strip_taps_(edge)
+    manager = edge.to_executorch()
+    clock = itertools.count(0, 7)
+    gen = ETDumpGen(clock=lambda: next(clock))
+    Program.load(manager.buffer).load_method(event_tracer=gen).execute(list(inputs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inspector = Inspector(etdump_data=gen.get_etdump_data(), etrecord=manager.get_etrecord())
+    [execute] = [b for b in inspector.event_blocks if b.name == "Execute"]
+    ops = {e.name: e.op_types for e in execute.events}
+    assert ops["native_call__softmax.out"] == ["aten._softmax.default"]
+    assert "aten.stack.default" in ops["native_call_stack.out"]
+    assert unlowered_taps == 1 and not find_tap_nodes(edge.unlowered_program().graph_module)

@@ -20,7 +20,8 @@ from delegate_lens.intermediate_output_tap._tap_pass import find_tap_nodes
 
 __all__ = ["strip_taps_"]
 
-_COPIED_META = ("debug_handle", "stack_trace", "nn_module_stack", "from_node")
+# the reducer's nodes share the tap's handle, as the nodes of a decomposed operator do
+_COPIED_META = ("debug_handle", "stack_trace", "nn_module_stack")
 
 
 def _programs(edge_manager: Any) -> list[ExportedProgram]:
@@ -32,7 +33,14 @@ def _programs(edge_manager: Any) -> list[ExportedProgram]:
             "strip_taps_: expected an EdgeProgramManager (to_edge_transform_and_lower's "
             f"result) or an ExportedProgram, got {type(edge_manager).__name__}"
         )
-    return [edge_manager.exported_program(name) for name in methods]
+    programs = [edge_manager.exported_program(name) for name in methods]
+    unlowered = getattr(edge_manager, "unlowered_program", None)
+    if callable(unlowered):
+        for name in methods:
+            program = unlowered(name)
+            if all(program is not p for p in programs):
+                programs.append(program)
+    return programs
 
 
 def strip_taps_(edge_manager: Any) -> None:
@@ -41,8 +49,9 @@ def strip_taps_(edge_manager: Any) -> None:
     nodes, in place. ``FULL_TENSOR`` taps add nothing: the tapped value itself becomes the
     output. A second call finds nothing to do.
 
-    The new nodes take the tap node's debug handle, so the runtime's events for them link
-    back to the tap in the ETRecord's graph.
+    The new nodes share the tap node's debug handle. The manager's programs before
+    lowering (what its ETRecord stores) are stripped the same way, so the ETRecord's graph
+    has the operators the runtime runs and the Inspector links their rows.
     """
     for program in _programs(edge_manager):
         _strip(program)
