@@ -87,22 +87,29 @@ def _links(
     pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]],
     n: int,
 ) -> dict[str, Any]:
-    """op_types, debug_handles, delegate_backend, module_path of each of the ``n`` profile
-    events (``pick`` takes them from a column of all events)."""
+    """op_types, debug_handles, delegate_backend, module_path and charged_to (the Inspector's
+    one attribution of time) of each of the ``n`` profile events (``pick`` takes them from
+    a column of all events)."""
     links: list[Any] = []
+    charged_to: list[str | None] = []
     if inspector is not None:
         link_of = np.full(len(fc), -1, dtype=np.int64)
-        for table in inspector.tables:
+        for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
             rows = np.flatnonzero(table.block.has_perf)
             events = table.block.events[:, rows]  # (runs, rows)
             link_of[events] = len(links) + rows[None, :]
             links.extend(table.links)
+            charged_to.extend(
+                attribution.charges[c].key if c >= 0 else None
+                for c in attribution.row_charge.tolist()
+            )
     if not links:
         return {
             "op_types": pa.nulls(n, pa.list_(pa.string())),
             "debug_handles": pa.nulls(n, pa.list_(pa.int32())),
             "delegate_backend": _null_text(pa, n),
             "module_path": _null_text(pa, n),
+            "charged_to": _null_text(pa, n),
         }
     picked = pick(link_of)
     mask = picked < 0
@@ -125,6 +132,7 @@ def _links(
         "module_path": strings(pa, [first_path(link) for link in links])
         .dictionary_encode()
         .take(take),
+        "charged_to": strings(pa, charged_to).dictionary_encode().take(take),
     }
 
 

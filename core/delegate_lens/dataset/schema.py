@@ -32,6 +32,7 @@ COLUMNS: dict[str, str] = {
     "op_types": "the operators behind the event (needs an ETRecord)",
     "debug_handles": "the debug handles behind the event (needs an ETRecord)",
     "module_path": "the module path of the event's (first) node (needs an ETRecord)",
+    "charged_to": "what the event's time is charged to in the one attribution of time (an op type, a fused group 'a + b', or the event's name); null for wrappers (OPERATOR_CALL around a kernel, DELEGATE_CALL, Method::execute, a delegate's summary event): sum(duration) GROUP BY charged_to counts nothing twice (needs an ETRecord)",
 }
 
 
@@ -80,5 +81,6 @@ def _make_schema(label_names: Sequence[str]) -> Any:
             ("op_types", pa.list_(pa.string())),
             ("debug_handles", pa.list_(pa.int32())),
             ("module_path", text),
+            ("charged_to", text),
         ]
     )

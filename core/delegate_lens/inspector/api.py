@@ -21,6 +21,7 @@ from delegate_lens.inspector.timescale import TimeScale, scale_factor
 
 if TYPE_CHECKING:
     from delegate_lens.etdump import ETDump
+    from delegate_lens.inspector.attribution import BlockAttribution
     from delegate_lens.inspector.memory import AllocatorUsage
     from delegate_lens.inspector.optypes import OpTypeSummary
 
@@ -126,6 +127,7 @@ class Inspector:
         self._debug_problems = debug_problems_message(self._debug_buffer)
         self._metadata_cache: dict[tuple[int, int], tuple[list[bytes], Any]] = {}
         self._blocks: list[EventBlock] | None = None
+        self._attribution: list[BlockAttribution] | None = None
 
     @property
     def time_factor(self) -> float:
@@ -335,23 +337,44 @@ class Inspector:
                     out.setdefault(op_type, []).append(event)
         return out
 
+    def get_attribution(self) -> list[BlockAttribution]:
+        """Where the time of every block went: one
+        :class:`~delegate_lens.inspector.attribution.BlockAttribution` per block, in block
+        order. Every view of time (op types, the report, overlays, ``compare``) is built
+        from it; see :mod:`delegate_lens.inspector.attribution` for the rules."""
+        if self._attribution is None:
+            from delegate_lens.inspector.attribution import attribute
+
+            self._attribution = attribute(self._tables)
+        return self._attribution
+
+    def _tables_of(self, event_block: str | EventBlock | None) -> list[int]:
+        if event_block is None:
+            return list(range(len(self._tables)))
+        if isinstance(event_block, EventBlock):
+            found = [i for i, b in enumerate(self.event_blocks) if b is event_block]
+            if not found:
+                raise UsageError(f"event block {event_block.name!r} is not one of this Inspector's")
+            return found
+        found = [i for i, t in enumerate(self._tables) if t.name == event_block]
+        if not found:
+            names = sorted({t.name for t in self._tables})
+            raise UsageError(f"no event block named {event_block!r} (blocks: {names})")
+        return found
+
     def get_op_type_summary(
         self, event_block: str | EventBlock | None = None
     ) -> list[OpTypeSummary]:
-        """Per op type: rows, time per run, share of the run and p50 (target time scale),
-        for one block (a block or a block name) or every block; see
-        :mod:`delegate_lens.inspector.optypes`."""
-        from delegate_lens.inspector.optypes import op_type_summary
+        """Per op type: events per run, time per run, total time, share and p50 (target
+        time scale), for one block (a block or a block name) or every block, from
+        :meth:`get_attribution`; see :mod:`delegate_lens.inspector.optypes`."""
+        from delegate_lens.inspector.optypes import op_type_rows
 
-        if event_block is None:
-            return op_type_summary(self.event_blocks)
-        if isinstance(event_block, EventBlock):
-            return op_type_summary([event_block])
-        blocks = [b for b in self.event_blocks if b.name == event_block]
-        if not blocks:
-            names = sorted({b.name for b in self.event_blocks})
-            raise UsageError(f"no event block named {event_block!r} (blocks: {names})")
-        return op_type_summary(blocks)
+        attribution = self.get_attribution()
+        out: list[OpTypeSummary] = []
+        for i in self._tables_of(event_block):
+            out.extend(op_type_rows(attribution[i]))
+        return out
 
     def get_memory_usage(self) -> list[AllocatorUsage]:
         """Bytes allocated per allocator per run, from the ETDump's allocation events

@@ -71,6 +71,8 @@ class RowLink:
     module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = attrs.field(factory=dict)
     delegate_backend_name: str | None = None
     method: str | None = None
+    node_names: tuple[str, ...] = ()
+    """The graph node behind each entry of ``op_types``, by name (same order)."""
 
     @property
     def module_paths(self) -> list[str]:
@@ -350,12 +352,14 @@ class Linker:
                 handles = _entry_handles(entry, row.identifier)
         presented = _present(handles)
         op_types: list[str] = []
+        node_names: list[str] = []
         stack_traces: dict[str, str | None] = {}
         hierarchy: dict[str, dict[str, tuple[str, str]] | None] = {}
         graph = self.graph(method)
         if graph is not None and handles is not None:
             for node in graph.nodes_for_handles(handles):
                 op_types.append(node.op_type)
+                node_names.append(node.name)
                 stack_traces[node.hierarchy_key] = node.stack_trace
                 hierarchy[node.hierarchy_key] = node.module_hierarchy or None
         return RowLink(
@@ -365,6 +369,7 @@ class Linker:
             module_hierarchy=hierarchy,
             delegate_backend_name=backend,
             method=method,
+            node_names=tuple(node_names),
         )
 
 

@@ -7,13 +7,13 @@ delegate call, fused groups and decompositions, per-node measures and the rows o
   debug handles ``debug_handle_map[method][instruction]`` lists.
 * A **fused group** is a delegate identifier mapped to several (not all) handles of its
   cluster; a **decomposition** is a handle that several identifiers map to.
-* **Measures** per node (``{name: {node: value}}``): ``p50`` is the sum over the work rows
-  linked to the node (kernels, delegate events; a delegate call only when its delegate
-  logged no linked event) of the row's p50 divided among the row's nodes (a kernel's
-  only among the nodes of the op it is named after), in the main block
-  of the method (the one with the most runs); ``share`` is that over the block's
-  ``Method::execute`` p50. More measures (e.g. a numeric gap) come as extra maps keyed by
-  node name.
+* **Measures** per node (``{name: {node: value}}``), from the Inspector's one attribution
+  of time in the main block of the method (the one with the most runs): ``p50`` is the
+  median over runs of the time charged to the node (a kernel to the node of the op it ran,
+  a delegate's event to the nodes its map gives it; a fused event's time shows whole on
+  each node of its group, never split); ``share`` is its total over the block's
+  denominator (``Method::execute``). Wrappers (``OPERATOR_CALL``, ``DELEGATE_CALL``) are
+  never added. More measures (e.g. a numeric gap) come as extra maps keyed by node name.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from delegate_lens.etrecord.maps import normalize_handles
-from delegate_lens.report.rows import RowIds, _num, kernel_op_positions, work_rows
+from delegate_lens.inspector.attribution import node_samples
+from delegate_lens.report.rows import RowIds, _num
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord
@@ -155,28 +158,11 @@ def method_graph(
     share: dict[str, float] = {}
     main = _main_table(inspector, method, single)
     if main is not None:
-        execute = sum(
-            float(main.stats[1, j])
-            for j, key in enumerate(main.keys)
-            if key.name == "Method::execute" and main.block.has_perf[j]
-        )
-        totals: dict[int, float] = {}
-        for j in work_rows(main):
-            link = main.links[j]
-            if link.debug_handles is None:
-                continue
-            members = _nodes_of(link.debug_handles, by_handle)
-            ops = [nodes[i].op_type for i in members]
-            members = [members[k] for k in kernel_op_positions(main.keys[j].name, ops)]
-            if not members:
-                continue
-            part = float(main.stats[1, j]) / len(members)
-            for i in members:
-                totals[i] = totals.get(i, 0.0) + part
-        work = execute or sum(totals.values()) or 1.0
-        for i, value in totals.items():
-            p50[nodes[i].name] = _num(value) or 0.0
-            share[nodes[i].name] = _num(value / work) or 0.0
+        attribution = inspector.get_attribution()[main.index]
+        whole = float(np.sum(attribution.run_samples))
+        for name, times in node_samples(main, attribution).items():
+            p50[name] = _num(float(np.median(times))) or 0.0
+            share[name] = (_num(float(np.sum(times)) / whole) or 0.0) if whole > 0 else 0.0
     measures: dict[str, Mapping[str, float]] = {"p50": p50, "share": share}
     for name, values in (extra_measures or {}).items():
         measures[name] = {str(k): float(v) for k, v in values.items()}

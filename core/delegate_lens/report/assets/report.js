@@ -481,8 +481,8 @@
     document.getElementById("rows-filter").addEventListener("input", renderRows);
     blockSel.addEventListener("change", renderRows);
     renderRows();
-    simpleTable("top-table", ["op type", "total (" + unit + ")", "rows", "share"], data.top_operators.map(function (o) { return [o.op_type, o.total, o.rows, pct(o.share)]; }));
-    simpleTable("share-table", ["block", "Method::execute p50", "delegated p50", "portable p50", "delegated share"], data.shares.map(function (s) {
+    simpleTable("top-table", ["block", "op type", "kind", "count / run", "time / run (" + unit + ")", "total, all runs (" + unit + ")", "share"], data.top_operators.map(function (o) { return [blockLabel(o.block), o.op_type, o.kind, o.count, o.time_per_run, o.total, pct(o.share) + " of " + o.denominator]; }));
+    simpleTable("share-table", ["block", "Method::execute / run", "delegated / run", "portable / run", "delegated share"], data.shares.map(function (s) {
       var bar = el("span", null, [
         el("span", { cls: "share", style: "width:" + Math.round(80 * (s.delegated_share || 0)) + "px" }),
         el("span", { cls: "share portable", style: "width:" + Math.round(80 * (s.delegated_share === null ? 0 : 1 - s.delegated_share)) + "px" }),

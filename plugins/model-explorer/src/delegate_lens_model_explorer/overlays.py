@@ -4,15 +4,16 @@ Each overlay is one file ``{graph id: GraphNodeData}`` (graph id = method name) 
 ``results`` map node ids to ``{"value": ...}``, as Model Explorer's ``node_data_builder``
 writes them; ``model-explorer graph.json --node_data_paths=a.json,b.json`` shows them.
 
-Which time a node gets: every row of the method's first linked block whose debug handles
-include the node's handle is a candidate; the most specific rows win (fewest handles, so a
-delegate's own event beats the delegate call around it). Their p50 / average are summed.
-A row covering several nodes (a fused kernel) shows its whole time on each of them.
+Which time a node gets comes from the Inspector's one attribution of time
+(:mod:`delegate_lens.inspector.attribution`), in the method's first linked block: a kernel
+is charged to the node of the op it ran, a delegate's event to the nodes its map gives it,
+wrappers (``OPERATOR_CALL``, ``DELEGATE_CALL``) never; a fused event shows its whole time on
+each node of its group (unsplit). p50 and average are over the block's runs of the node's
+time per run; the share is its time over ``Method::execute``'s, all runs.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -30,55 +31,29 @@ GRADIENT = [
 ]
 """White to red: the slowest (or farthest off) node stands out."""
 
-EXECUTE = "Method::execute"
-
-NodeTimes = dict[str, tuple[float, float]]
-"""Node id -> (p50, avg) in the Inspector's target time scale."""
-
-
-def _handles(value: int | list[int] | None) -> tuple[int, ...]:
-    if value is None:
-        return ()
-    return (value,) if isinstance(value, int) else tuple(value)
+NodeTimes = dict[str, tuple[float, float, float]]
+"""Node id -> (p50, average, share of the block's denominator) in the Inspector's target
+time scale."""
 
 
-def _table_of(inspector: Any, method: str) -> Any:
-    for table in inspector.tables:
-        if table.method == method:
-            return table
-    return None
+def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, str | None]:
+    """Per-node times of ``graph``'s method, from the Inspector's one attribution of time
+    (its first block linked to the method), and what the shares divide by (None: no block).
+    """
+    from delegate_lens.inspector.attribution import node_samples
 
-
-def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, float | None]:
-    """Per-node (p50, avg) of ``graph``'s method, and the run's p50 (``Method::execute``)."""
-    table = _table_of(inspector, graph.method)
-    if table is None:
-        return {}, None
-    p50s = table.stats[1]
-    avgs = table.stats[3]
-    best: dict[int, tuple[int, list[int]]] = {}  # handle -> (cover size, rows)
-    run: float | None = None
-    for row, (key, link) in enumerate(zip(table.keys, table.links)):
-        if not math.isfinite(float(p50s[row])):
+    for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
+        if table.method != graph.method:
             continue
-        if key.name == EXECUTE and key.identifier is None:
-            run = float(p50s[row]) if run is None else max(run, float(p50s[row]))
-            continue
-        handles = _handles(link.debug_handles)
-        size = len(handles)
-        for handle in handles:
-            current = best.get(handle)
-            if current is None or size < current[0]:
-                best[handle] = (size, [row])
-            elif size == current[0]:
-                current[1].append(row)
-    out: NodeTimes = {}
-    for node_id, node in graph.op_nodes.items():
-        if node.debug_handle is None or node.debug_handle not in best:
-            continue
-        rows = best[node.debug_handle][1]
-        out[node_id] = (float(np.sum(p50s[rows])), float(np.sum(avgs[rows])))
-    return out, run
+        whole = float(np.sum(attribution.run_samples))
+        out: NodeTimes = {}
+        for name, times in node_samples(table, attribution).items():
+            if name not in graph.op_nodes:
+                continue
+            share = float(np.sum(times)) / whole if whole > 0 else 0.0
+            out[name] = (float(np.median(times)), float(np.mean(times)), share)
+        return out, attribution.denominator
+    return {}, None
 
 
 def numeric_gaps(inspector: Any) -> dict[str, float] | None:
@@ -155,7 +130,7 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
     gap: dict[str, Any] = {}
     gaps = numeric_gaps(inspector)
     for graph in graphs:
-        times, run = node_times(inspector, graph)
+        times, denominator = node_times(inspector, graph)
         if times:
             p50[graph.method] = _graph_data(
                 f"p50 latency ({unit})", {k: {"value": v[0]} for k, v in times.items()}
@@ -163,10 +138,10 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
             avg[graph.method] = _graph_data(
                 f"average latency ({unit})", {k: {"value": v[1]} for k, v in times.items()}
             )
-            if run:
+            if denominator:
                 share[graph.method] = _graph_data(
-                    "share of run p50 (%)",
-                    {k: {"value": round(100.0 * v[0] / run, 4)} for k, v in times.items()},
+                    f"share of run (% of {denominator}, all runs)",
+                    {k: {"value": round(100.0 * v[2], 4)} for k, v in times.items()},
                 )
         if graph.node_calls:
             backends = list(dict.fromkeys(call.backend for call in graph.node_calls.values()))
