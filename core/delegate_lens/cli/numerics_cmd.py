@@ -4,18 +4,24 @@ Compares every intermediate output of the run (ETDump + debug buffer) with the o
 the same operators in the ETRecord's reference graph run on its representative inputs
 (or ``--inputs``), and highlights the first divergence with its source line. Only the
 capture of the reference outputs imports torch (skip it with ``--aot-outputs``).
+
+Exit status 0, or 1 with ``--fail-on-divergence`` when an output diverged (so CI can gate
+on it), 2 on bad input — including a debug buffer that gives no output to compare (empty,
+truncated or another run's).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
 from delegate_lens.errors import UsageError
 
 _FORMATS = ("table", "json", "csv")
+EXIT_DIVERGENCE = 1
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +48,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--threshold", type=float, metavar="X", help="gap beyond which a row diverged"
     )
-    parser.add_argument("--format", choices=_FORMATS, default="table", help="output format")
+    parser.add_argument(
+        "--format", "-f", choices=_FORMATS, default="table", help="output format (default: table)"
+    )
+    parser.add_argument(
+        "--fail-on-divergence",
+        action="store_true",
+        help="exit 1 when an output diverged (to gate CI, as compare and verify do)",
+    )
     parser.add_argument(
         "--inputs",
         metavar="FILE",
@@ -85,16 +98,22 @@ def _run(args: argparse.Namespace) -> int:
         inspector = Inspector(
             etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer
         )
-        table = inspector.calculate_numeric_gap(
-            args.distance,
-            reference_graph=args.reference_graph,
-            inputs=inputs,
-            aot_outputs=args.aot_outputs,
-            cache=bool(args.cache),
-            threshold=args.threshold,
-            method=args.method,
-            as_dataframe=False,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = inspector.calculate_numeric_gap(
+                args.distance,
+                reference_graph=args.reference_graph,
+                inputs=inputs,
+                aot_outputs=args.aot_outputs,
+                cache=bool(args.cache),
+                threshold=args.threshold,
+                method=args.method,
+                as_dataframe=False,
+            )
+        if len(table) == 0:  # comparing nothing is not a pass
+            raise UsageError(_nothing_compared(args, table.unmatched))
+        for w in caught:  # said once we know there is a table to show
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
         def write(stream: IO[str]) -> None:
             if args.format == "json":
@@ -110,4 +129,24 @@ def _run(args: argparse.Namespace) -> int:
             write_atomic(args.output, write)
         else:
             write(sys.stdout)
+    if args.fail_on_divergence and any(row["diverged"] for row in table):
+        return EXIT_DIVERGENCE
     return 0
+
+
+def _nothing_compared(args: argparse.Namespace, unmatched: list[Any]) -> str:
+    """Why no row was compared, in one line."""
+    gone = [u for u in unmatched if u.side == "runtime" and "unavailable" in u.reason]
+    if gone:
+        size = Path(args.debug_buffer).stat().st_size
+        return (
+            f"{args.debug_buffer}: no output compared: the debug buffer ({size} bytes) holds "
+            f"none of the {len(gone)} logged output(s) (empty, truncated or another run's?)"
+        )
+    if unmatched:
+        first = unmatched[0]
+        return (
+            f"{args.etdump}: no output compared: {len(unmatched)} output(s) unmatched, e.g. "
+            f"{first.side} handles {list(first.debug_handles)}: {first.reason}"
+        )
+    return f"{args.etdump}: no output compared: nothing in the run matches the reference graph"
