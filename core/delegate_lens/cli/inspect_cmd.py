@@ -59,10 +59,19 @@ def register(subparsers: Any) -> None:
     add_time_scale_arguments(parser)
     parser.add_argument(
         "--by",
-        choices=("event", "op-type"),
+        choices=("event", "op-type", "module", "module-type"),
         default="event",
-        help="event: one row per event (default); op-type: per op type, count, time per run, "
-        "share of the run and p50 (formats table and json)",
+        help="event: one row per event (default); op-type: time per op type; module: time "
+        "rolled up by module hierarchy; module-type: per module class (attention vs MLP); "
+        "each with count, time per run, total, share of Method::execute and p50 (formats "
+        "table, json, csv)",
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        metavar="N",
+        help="with --by module/module-type: cut module paths at depth N (1: the model's "
+        "children, e.g. its layers; 2: their submodules); default: whole paths",
     )
     parser.set_defaults(func=_run)
 
@@ -92,10 +101,14 @@ def _run(args: argparse.Namespace) -> int:
 
     exporters = get_exporters()
     exporter: Any
-    if args.by == "op-type":
-        from delegate_lens.cli.optype_view import op_type_exporter
+    if args.depth is not None and args.depth < 1:
+        raise UsageError(f"--depth must be at least 1, got {args.depth}")
+    if args.by != "event":
+        from delegate_lens.cli.summary_view import summary_exporter
 
-        exporter = op_type_exporter(args.format)
+        exporter = summary_exporter(args.by, args.format, args.depth)
+    elif args.depth is not None:
+        raise UsageError("--depth goes with --by module or --by module-type")
     else:
         exporter = exporters.get(args.format)
     if exporter is None:

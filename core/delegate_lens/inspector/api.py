@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from delegate_lens.etdump import ETDump
     from delegate_lens.inspector.attribution import BlockAttribution
     from delegate_lens.inspector.memory import AllocatorUsage
+    from delegate_lens.inspector.modules import ModuleSummary
     from delegate_lens.inspector.optypes import OpTypeSummary
 
 __all__ = ["Inspector"]
@@ -374,6 +375,26 @@ class Inspector:
         out: list[OpTypeSummary] = []
         for i in self._tables_of(event_block):
             out.extend(op_type_rows(attribution[i]))
+        return out
+
+    def get_module_summary(
+        self,
+        event_block: str | EventBlock | None = None,
+        depth: int | None = None,
+        by: str = "path",
+    ) -> list[ModuleSummary]:
+        """Time rolled up by module hierarchy (per layer at ``depth=1``, per submodule at
+        2, ...; ``by="type"`` per module class: attention against MLP), for one block or
+        every block, from :meth:`get_attribution`; see
+        :mod:`delegate_lens.inspector.modules`. The reference offers only
+        :meth:`find_total_for_module`, one name at a time."""
+        from delegate_lens.inspector.modules import module_rows
+
+        attribution = self.get_attribution()
+        out: list[ModuleSummary] = []
+        for i in self._tables_of(event_block):
+            if attribution[i].charges:
+                out.extend(module_rows(self._tables[i], attribution[i], depth=depth, by=by))
         return out
 
     def get_memory_usage(self) -> list[AllocatorUsage]:

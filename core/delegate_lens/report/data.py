@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from delegate_lens.inspector.trace import _jsonable
 from delegate_lens.report.graph import delegation_summary, method_graph
-from delegate_lens.report.rows import RowIds, block_shares, row_columns, top_operators
+from delegate_lens.report.rows import (
+    RowIds,
+    block_shares,
+    module_tree,
+    row_columns,
+    top_operators,
+)
 from delegate_lens.report.timeline import timeline_runs
 
 if TYPE_CHECKING:
@@ -55,7 +61,7 @@ def build_report_data(
     runs: Iterable[int] = (),
 ) -> dict[str, Any]:
     """The report's data (see docs/report.md): ``meta``, ``blocks``, ``rows`` (columnar),
-    ``metadata``, ``top_operators``, ``shares``, ``graphs`` (one per ETRecord method,
+    ``metadata``, ``top_operators``, ``shares``, ``modules``, ``graphs`` (one per ETRecord method,
     empty without an ETRecord), ``summary`` and ``timeline``.
 
     ``extra_measures`` adds node colourings to the graph: ``{measure name: {node name:
@@ -95,6 +101,7 @@ def build_report_data(
         "metadata": _row_metadata(inspector, row_ids),
         "top_operators": top_operators(inspector),
         "shares": block_shares(inspector),
+        "modules": module_tree(inspector),
         "graphs": graphs,
         "summary": [delegation_summary(g) for g in graphs],
         "timeline": timeline_runs(inspector, row_ids, runs),

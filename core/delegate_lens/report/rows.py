@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RowIds",
     "block_shares",
+    "module_tree",
     "row_columns",
     "top_operators",
 ]
@@ -148,3 +149,43 @@ def block_shares(inspector: Inspector) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def module_tree(inspector: Inspector, max_depth: int = 3, limit: int = 400) -> list[dict[str, Any]]:
+    """Time rolled up by module hierarchy (:meth:`Inspector.get_module_summary`), depth 1
+    to ``max_depth``, as a tree in path order (a module's children follow it), per block
+    that has anything charged; then the top level, unlinked and unattributed rows."""
+    out: list[dict[str, Any]] = []
+    for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
+        if not attribution.charges:
+            continue
+        modules: dict[str, Any] = {}
+        others: dict[str, Any] = {}
+        for depth in range(1, max_depth + 1):
+            for row in inspector.get_module_summary(table.name, depth=depth):
+                if row.kind != "module":
+                    others.setdefault(row.module, row)
+                elif row.depth == depth:
+                    modules.setdefault(row.module, row)
+        ordered = sorted(modules.values(), key=lambda r: _path_key(r.module))
+        ordered += sorted(others.values(), key=lambda r: -r.total_time)
+        for row in ordered:
+            out.append(
+                {
+                    "block": table.index,
+                    "module": row.module,
+                    "type": row.module_type,
+                    "depth": row.depth,
+                    "kind": row.kind,
+                    "count": row.count,
+                    "time_per_run": _num(row.time_per_run),
+                    "share": _num(row.share),
+                    "denominator": row.denominator,
+                }
+            )
+    return out[:limit]
+
+
+def _path_key(path: str) -> list[tuple[int, int | str]]:
+    """Sort key of a module path: numbered children in number order (layers.2 < layers.10)."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in path.split(".")]

@@ -490,6 +490,10 @@
       ]);
       return [blockLabel(s.block), s.execute === null ? "" : s.execute, s.delegated, s.portable, bar];
     }));
+    simpleTable("module-table", ["block", "module", "type", "count / run", "time / run (" + unit + ")", "share"], (data.modules || []).map(function (m) {
+      var pad = m.kind === "module" ? Math.max(0, m.depth - 1) : 0;
+      return [blockLabel(m.block), el("span", { style: "padding-left:" + (1.2 * pad) + "em", text: m.module }), m.type, m.count, m.time_per_run, pct(m.share) + " of " + m.denominator];
+    }));
     var box = document.getElementById("summary");
     if (!data.summary.length) { box.appendChild(el("p", { cls: "hint", text: "Needs an ETRecord (--etrecord)." })); return; }
     data.summary.forEach(function (s, i) {
