@@ -45,6 +45,8 @@ _LAZY: dict[str, str] = {
     "Inspector": "delegate_lens.inspector",
     "TimeScale": "delegate_lens.inspector",
     "EventBlock": "delegate_lens.inspector",
+    # real ExecuTorch through the bridge plugin (issue 23; the executorch extra)
+    "profile": "delegate_lens.bridge",
 }
 
 __all__ = [

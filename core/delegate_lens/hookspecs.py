@@ -294,3 +294,27 @@ def dl_delegate_time_scale_array(
     that raises is reported in a warning naming it and the row, and the next plugin
     answers.
     """
+
+
+# --------------------------------------------------------------------------- real ExecuTorch
+
+
+@hookspec(firstresult=True)
+def dl_executorch_bridge() -> Any | None:
+    """Return the bridge to real ExecuTorch (the ``executorch`` package), or ``None``.
+
+    Called by what runs real ExecuTorch programs or lowers with real partitioners:
+    :func:`delegate_lens.profile` and ``delegate-lens profile``, ``check_backend`` given a
+    partitioner object and ``delegate-lens check-backend --executorch-partitioner``, the
+    pytest plugin's ``--delegate-lens-executorch-partitioner``, and ``delegate-lens verify``
+    of a bundled program whose program is not ours. The core never imports ``executorch``
+    itself: the plugin distribution ``delegate-lens-executorch`` (the ``executorch`` extra)
+    answers this hook.
+
+    :returns: an object with ``profile(...)``, ``check_backend(partitioner, ...)`` and
+        ``verify(...)`` (see ``plugins/executorch-bridge``), or ``None`` when this plugin
+        cannot bridge (for example ``executorch`` is not importable).
+
+    firstresult: the first non-``None`` result wins. No result is a
+    :class:`delegate_lens.errors.MissingExtraError` naming the ``executorch`` extra.
+    """

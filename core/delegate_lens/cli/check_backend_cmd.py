@@ -36,7 +36,14 @@ def register(subparsers: Any) -> None:
             "pass, 1 on any finding, 2 on bad input. Load an uninstalled backend with -p MODULE."
         ),
     )
-    parser.add_argument("backend", metavar="NAME", help="the backend id, e.g. DemoBackend")
+    parser.add_argument(
+        "backend", metavar="NAME", nargs="?", help="the backend id, e.g. DemoBackend"
+    )
+    parser.add_argument(
+        "--executorch-partitioner",
+        metavar="MODULE:NAME",
+        help="check a real ExecuTorch partitioner instead of NAME (the executorch extra)",
+    )
     parser.add_argument(
         "--max-examples",
         type=_examples,
@@ -59,6 +66,20 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.testing.conformance import DEFAULT_MAX_EXAMPLES
 
     examples = DEFAULT_MAX_EXAMPLES if args.max_examples is None else args.max_examples
-    report = check_backend(args.backend, max_examples=examples, seed=args.seed)
+    if args.executorch_partitioner is not None or args.backend is None:
+        report = _check_real(args, examples)
+    else:
+        report = check_backend(args.backend, max_examples=examples, seed=args.seed)
     print(report.to_json() if args.format == "json" else report.to_table())
     return 0 if report.ok else EXIT_FINDINGS
+
+
+def _check_real(args: argparse.Namespace, examples: int) -> Any:
+    """``--executorch-partitioner``: the suite on real ExecuTorch, through the bridge."""
+    from delegate_lens.bridge import executorch_bridge
+    from delegate_lens.errors import UsageError
+
+    if (args.backend is None) == (args.executorch_partitioner is None):
+        raise UsageError("give a backend NAME or --executorch-partitioner MODULE:NAME (one)")
+    bridge = executorch_bridge("check-backend --executorch-partitioner")
+    return bridge.check_backend(args.executorch_partitioner, max_examples=examples, seed=args.seed)

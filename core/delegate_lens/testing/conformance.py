@@ -395,6 +395,9 @@ def check_backend(
 ) -> ConformanceReport:
     """Check ``backend_id``'s debug story on the given models and ``max_examples`` generated ones.
 
+    ``backend_id`` may also be a real ExecuTorch partitioner object: the bridge (the
+    ``executorch`` extra) then lowers, runs and checks on real ExecuTorch.
+
     :param models: extra models, each a module with ``example_inputs`` (as
         :func:`~delegate_lens.testing.strategies.models` makes) or a ``(module, inputs)`` pair.
     :param max_examples: how many models hypothesis generates (0: only ``models``; with no
@@ -408,6 +411,22 @@ def check_backend(
         still checked on that model).
     :returns: a :class:`ConformanceReport`; a failed check is a finding, not an exception.
     """
+    if not isinstance(backend_id, str):  # a real ExecuTorch partitioner: the bridge checks it
+        from delegate_lens.bridge import executorch_bridge
+
+        bridge = executorch_bridge("check_backend with a partitioner object")
+        report: ConformanceReport = bridge.check_backend(
+            backend_id,
+            models=models,
+            max_examples=max_examples,
+            runs=runs,
+            rtol=rtol,
+            atol=atol,
+            seed=seed,
+            ops=ops,
+            fail_fast=fail_fast,
+        )
+        return report
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 _OPTION = "--delegate-lens-backend"
+_REAL_OPTION = "--delegate-lens-executorch-partitioner"
 _REPORT_KEY = pytest.StashKey[Any]()
 
 
@@ -43,6 +44,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--delegate-lens-seed", type=int, default=0, metavar="S", help="hypothesis seed"
     )
+    group.addoption(
+        _REAL_OPTION,
+        action="append",
+        default=[],
+        metavar="MODULE:NAME",
+        help="run the conformance suite on a real ExecuTorch partitioner (executorch extra)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    _add_real_items(session, config, items)
     backends: list[str] = config.getoption(_OPTION)
     if not backends:
         return
@@ -117,8 +126,35 @@ def _report(config: pytest.Config, backend: str) -> Any:
         max_examples = config.getoption("--delegate-lens-max-examples")
         if max_examples is not None:
             kwargs["max_examples"] = max_examples
-        reports[backend] = check_backend(backend, **kwargs)
+        if backend in config.getoption(_REAL_OPTION):  # a real partitioner's spec
+            from delegate_lens.bridge import executorch_bridge
+
+            reports[backend] = executorch_bridge(_REAL_OPTION).check_backend(backend, **kwargs)
+        else:
+            reports[backend] = check_backend(backend, **kwargs)
     return reports[backend]
+
+
+def _add_real_items(session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+    """``--delegate-lens-executorch-partitioner MODULE:NAME``: one test per rule of the
+    bridge's suite, fed by one run on real ExecuTorch (the report is kept under the spec)."""
+    specs: list[str] = config.getoption(_REAL_OPTION)
+    if not specs:
+        return
+    from delegate_lens.bridge import executorch_bridge
+
+    try:
+        rules = executorch_bridge(_REAL_OPTION).rules
+    except Exception as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for spec in specs:
+        collector = _Conformance.from_parent(session, name=f"delegate-lens[{spec}]")
+        items.extend(
+            _RuleItem.from_parent(
+                collector, name=f"test_conformance[{spec}-{rule}]", backend=spec, rule=rule
+            )
+            for rule in rules
+        )
 
 
 def _backend_of(request: pytest.FixtureRequest) -> str | None:

@@ -1,0 +1,170 @@
+"""The real ExecuTorch runtime (the wheel's ``portable_lib``) run with an ETDump.
+
+Every call into ``executorch`` goes through :func:`native_quiet`: the runtime's C++ log
+lines (and the import-time chatter of its dependencies) are kept off the terminal, and a
+failure becomes one error of ours naming the program, with the runtime's last log line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field
+
+from delegate_lens.errors import ProgramFormatError, RuntimeBackendError, UsageError
+
+__all__ = [
+    "DEFAULT_DEBUG_BUFFER_SIZE",
+    "RealRun",
+    "check_program_bytes",
+    "import_executorch",
+    "load_module",
+    "native_quiet",
+    "run_program",
+]
+
+DEFAULT_DEBUG_BUFFER_SIZE = 16 << 20
+_LOGGERS = ("torchao", "torch.utils._pytree", "executorch", "root")
+
+
+@define
+class _Captured:
+    """What the runtime wrote on file descriptor 2 while it was quieted."""
+
+    text: str = ""
+
+    def last_line(self) -> str:
+        lines = [line.strip() for line in self.text.splitlines() if line.strip()]
+        errors = [line for line in lines if line[:1] == "E" or "rror" in line]
+        return (errors or lines or [""])[-1]
+
+
+@contextlib.contextmanager
+def native_quiet() -> Iterator[_Captured]:
+    """Send fd 2 (C++ logs) and Python warnings/log records to a buffer while inside."""
+    captured = _Captured()
+    levels = {name: logging.getLogger(name).level for name in _LOGGERS}
+    with tempfile.TemporaryFile(mode="w+b") as sink, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in _LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        try:
+            import sys
+
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
+            sink.seek(0)
+            captured.text = sink.read().decode("utf-8", "replace")
+
+
+def import_executorch(module: str) -> Any:
+    """``importlib.import_module(module)`` with the import's chatter kept quiet."""
+    import importlib
+
+    with native_quiet():
+        return importlib.import_module(module)
+
+
+def check_program_bytes(data: bytes, origin: str) -> None:
+    """A clear error when ``data`` is not an ExecuTorch program (file identifier ``ET..``)."""
+    if len(data) < 8 or data[4:6] != b"ET":
+        found = data[4:8] if len(data) >= 8 else b""
+        raise ProgramFormatError(
+            f"{origin}: not an ExecuTorch program (file identifier {found!r}, expected b'ET..')"
+        )
+
+
+def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> Any:
+    """The runtime's module for program ``data``, with ETDump on."""
+    check_program_bytes(data, origin)
+    pl = import_executorch("executorch.extension.pybindings.portable_lib")
+    with native_quiet() as log:
+        try:
+            return pl._load_for_executorch_from_buffer(
+                data, enable_etdump=True, debug_buffer_size=debug_buffer_size
+            )
+        except Exception as exc:  # the runtime reports bad programs as RuntimeError
+            reason = log.last_line() or str(exc).splitlines()[0]
+    raise ProgramFormatError(f"{origin}: the ExecuTorch runtime cannot load it: {reason}")
+
+
+@define
+class RealRun:
+    """One traced session of the real runtime: the last outputs, the ETDump, the buffer."""
+
+    outputs: list[Any]
+    etdump: bytes
+    debug_buffer: bytes | None = field(default=None)
+
+
+def run_program(
+    data: bytes,
+    inputs: Sequence[Any],
+    *,
+    origin: str = "<program>",
+    method: str = "forward",
+    runs: int = 1,
+    debug: bool = False,
+    debug_buffer_size: int = DEFAULT_DEBUG_BUFFER_SIZE,
+) -> RealRun:
+    """Run ``method`` of program ``data`` ``runs`` times on ``inputs`` with ETDump on
+    (and a debug buffer of intermediate outputs with ``debug``)."""
+    if runs < 1:
+        raise UsageError(f"runs must be >= 1, got {runs}")
+    module = load_module(data, origin, debug_buffer_size=debug_buffer_size if debug else 0)
+    names = list(module.method_names())
+    if method not in names:
+        raise UsageError(f"{origin}: no method {method!r} (methods: {', '.join(names)})")
+    outputs = execute(module, method, inputs, origin=origin, runs=runs)
+    etdump, buffer = write_results(module, debug=debug)
+    return RealRun(outputs, etdump, buffer)
+
+
+def execute(
+    module: Any, method: str, inputs: Sequence[Any], *, origin: str, runs: int
+) -> list[Any]:
+    """Run ``method`` ``runs`` times; a runtime failure is a :class:`RuntimeBackendError`."""
+    outputs: list[Any] = []
+    with native_quiet() as log:
+        failure = None
+        for _ in range(runs):
+            try:
+                outputs = list(module.run_method(method, tuple(inputs)))
+            except Exception as exc:
+                failure = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                break
+    if failure is not None:
+        detail = log.last_line()
+        detail = f" ({detail})" if detail and detail not in failure else ""
+        raise RuntimeBackendError(
+            f"{origin}: method {method!r} failed in the ExecuTorch runtime: {failure}{detail}"
+        )
+    return outputs
+
+
+def write_results(module: Any, *, debug: bool) -> tuple[bytes, bytes | None]:
+    """The module's ETDump (and debug buffer) as bytes."""
+    with tempfile.TemporaryDirectory() as tmp, native_quiet():
+        etdump_path = Path(tmp) / "etdump.etdp"
+        debug_path = Path(tmp) / "debug.bin"
+        module.write_etdump_result_to_file(str(etdump_path), str(debug_path) if debug else None)
+        etdump = etdump_path.read_bytes()
+        buffer = debug_path.read_bytes() if debug and debug_path.exists() else None
+    return etdump, buffer
