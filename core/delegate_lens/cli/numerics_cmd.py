@@ -84,9 +84,9 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.cli.inspect_cmd import _one_line_warnings
 
     if args.output:
-        target = Path(args.output)
-        if target.is_dir() or not target.parent.is_dir():
-            raise UsageError(f"cannot write {args.output}: not a file in an existing folder")
+        from delegate_lens.cli.outputs import check_output_file
+
+        check_output_file(args.output)
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
 

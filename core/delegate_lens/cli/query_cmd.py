@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from delegate_lens.errors import UsageError
@@ -30,16 +29,13 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.cli.outputs import check_output_file
     from delegate_lens.dataset.query import format_for, query, write_result
     from delegate_lens.fileio import write_atomic
 
     fmt = format_for(args.output, args.format)
     if args.output:
-        out = Path(args.output)
-        if out.is_dir():
-            raise UsageError(f"cannot write {out}: it is a folder; give a file name")
-        if not out.parent.is_dir():
-            raise UsageError(f"cannot write {out}: folder {out.parent} does not exist")
+        check_output_file(args.output)
     elif fmt == "parquet":
         raise UsageError("--format parquet needs -o FILE")
     table = query(args.dataset, args.sql)

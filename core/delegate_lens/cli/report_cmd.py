@@ -6,11 +6,9 @@ The page (graph, timeline, tables) is written atomically to ``-o``; its path is 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from delegate_lens.cli.inspect_cmd import add_time_scale_arguments
-from delegate_lens.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -50,11 +48,9 @@ def _run(args: argparse.Namespace) -> int:
 
     source = TimeScale.coerce(args.source_time_scale)
     target = TimeScale.coerce(args.target_time_scale)
-    out = Path(args.output)
-    if not out.parent.is_dir():
-        raise UsageError(f"cannot write {out}: folder {out.parent} does not exist")
-    if out.is_dir():
-        raise UsageError(f"cannot write {out}: it is a folder; give a file name")
+    from delegate_lens.cli.outputs import check_output_file
+
+    out = check_output_file(args.output)
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
         from delegate_lens.report import write_report

@@ -48,6 +48,9 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--rtol and --atol must be >= 0, got {args.rtol} and {args.atol}")
     if args.debug_buffer_size < 0:
         raise UsageError(f"--debug-buffer-size must be >= 0, got {args.debug_buffer_size}")
+    from delegate_lens.cli.outputs import check_output_files
+
+    check_output_files(args.etdump, args.debug_buffer)  # before running every case
     from delegate_lens.bundled_program import BundledProgram
 
     bundled = BundledProgram.load(args.bundled_program)
