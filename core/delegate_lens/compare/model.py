@@ -10,6 +10,9 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.compare.identity import ProgramMatch
+from delegate_lens.errors import UsageError
+
 __all__ = [
     "FASTER",
     "MATCH_KINDS",
@@ -23,7 +26,14 @@ __all__ = [
     "OneSidedRow",
     "RowComparison",
     "RowIdentity",
+    "UnmatchedProgramsError",
 ]
+
+
+class UnmatchedProgramsError(UsageError):
+    """The two sides do not look like one program (too small a share of their operator
+    rows matched): ``compare`` gives no verdict unless asked (``min_matched``)."""
+
 
 SLOWER = "slower"
 FASTER = "faster"
@@ -220,6 +230,7 @@ class CompareResult:
     only_new: list[OneSidedRow]
     blocks: list[BlockSummary]
     backends: list[BackendSummary]
+    programs: ProgramMatch  # same program? share of operator rows matched
 
     @property
     def regressions(self) -> list[RowComparison]:
@@ -242,6 +253,13 @@ class CompareResult:
             counts[row.match] += 1
         return counts
 
+    def _repr_html_(self) -> str:
+        """Jupyter's display: summary, a chart of each row's ratio and the tables (see
+        :func:`delegate_lens.report.notebook.compare_html`)."""
+        from delegate_lens.report.notebook import compare_html
+
+        return compare_html(self)
+
     def asdict(self, samples: bool = False) -> dict[str, Any]:
         return {
             "base": self.base,
@@ -250,6 +268,7 @@ class CompareResult:
             "threshold": self.threshold,
             "alpha": self.alpha,
             "test": self.test,
+            "programs": self.programs.asdict(),
             "matched_by": self.match_counts(),
             "regressions": len(self.regressions),
             "improvements": len(self.improvements),

@@ -90,6 +90,13 @@ class NumericGapTable:
         """The earliest row (graph order) that diverged while its inputs were fine."""
         return next((row for row in self.rows if row["first_divergence"]), None)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's display: summary, a chart of the gap per row and the rows (see
+        :func:`delegate_lens.report.notebook.gap_html`)."""
+        from delegate_lens.report.notebook import gap_html
+
+        return gap_html(self)
+
     def to_dataframe(self) -> Any:
         """A pandas DataFrame of the rows (needs the ``pandas`` extra)."""
         try:
