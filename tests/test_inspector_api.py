@@ -136,7 +136,8 @@ def test_print_tsv_and_dataframe(mlp: Inspector, tmp_path: Path) -> None:
     mlp.print_data_tabular(file=out)
     text = out.getvalue()
     assert "OPERATOR_CALL" not in text and "Fully Connected (NC, F32) GEMM #1" in text
-    assert text.splitlines()[0].split()[:4] == ["event_block_name", "event_name", "p10", "(ms)"]
+    header = [cell.strip() for cell in text.splitlines()[1].split("│")[1:6]]
+    assert header == ["", "event_block_name", "event_name", "p10 (ms)", "p50 (ms)"]  # as the reference
     path = tmp_path / "table.tsv"
     mlp.save_data_to_tsv(path)
     lines = path.read_text().splitlines()
@@ -263,7 +264,7 @@ def test_print_data_tabular_defaults_to_the_current_stdout(
 ) -> None:
     mlp.print_data_tabular()  # file=None: sys.stdout as it is at the call
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("event_block_name") and "DELEGATE_CALL" in out
+    assert "│ event_block_name" in out.splitlines()[1] and "DELEGATE_CALL" in out
     stream = io.StringIO()
     mlp.print_data_tabular(stream)
     assert stream.getvalue() == out

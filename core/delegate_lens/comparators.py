@@ -18,6 +18,7 @@ No torch; numpy only when comparing.
 
 from __future__ import annotations
 
+import abc
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -34,7 +35,15 @@ if TYPE_CHECKING:  # importing this module (a plugin does) stays free of numpy
 
     FloatArray = npt.NDArray[np.float64]
 
-__all__ = ["Comparator", "get_comparators", "resolve_comparator"]
+__all__ = [
+    "Comparator",
+    "L1Comparator",
+    "MSEComparator",
+    "NumericalComparatorBase",
+    "SNRComparator",
+    "get_comparators",
+    "resolve_comparator",
+]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 
@@ -70,6 +79,10 @@ class Comparator:
         default=False, validator=attrs.validators.instance_of(bool)
     )
     default_threshold: float = attrs.field(default=0.0, validator=_check_threshold)
+    preprocess: Callable[[Any], Any] | None = attrs.field(default=None, repr=False)
+    """The reference's ``preprocessing(mapping)`` of a :class:`NumericalComparatorBase`
+    subclass that overrides it: ``{(aot handles, aot value): (runtime handles, runtime
+    value)}`` in, the same shape out, before the gaps are computed."""
 
     def diverged(self, gap: float, threshold: float) -> bool:
         """Whether ``gap`` crosses ``threshold`` (NaN gaps count as diverged)."""
@@ -120,8 +133,13 @@ def resolve_comparator(distance: Any) -> Comparator:
         found = comparators.get(distance.strip().lower())
         if found is None:
             names = ", ".join(sorted(c.name for c in comparators.values()))
-            raise UsageError(f"unknown distance {distance!r} (available: {names})")
+            raise UsageError(
+                f"unknown distance {distance!r} (available: {names}; or a "
+                "NumericalComparatorBase instance)"
+            )
         return found
+    if isinstance(distance, NumericalComparatorBase):
+        return distance.as_comparator()
     element_compare = getattr(distance, "element_compare", None)
     if callable(element_compare):
         return Comparator(
@@ -139,3 +157,121 @@ def _name_of(obj: object) -> str:
     name = getattr(obj, "__name__", None) or type(obj).__name__
     name = re.sub(r"[^A-Za-z0-9_.+-]", "_", str(name)).lstrip("_.+-")
     return name or "custom"
+
+
+# --------------------------------------------------------------------------- the reference's classes
+
+
+def _as_float_input(value: Any) -> Any:
+    """``value`` as the reference hands it to ``element_compare``: a float64 torch tensor
+    (NaN as 0) when torch is installed, else a float64 numpy array."""
+    import numpy as np
+
+    array = np.nan_to_num(
+        np.asarray(value, dtype=np.float64), nan=0.0, posinf=np.inf, neginf=-np.inf
+    )
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - numerics with an ETRecord has torch
+        return array
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+class NumericalComparatorBase(abc.ABC):
+    """The reference's comparator base class: subclass it, implement
+    ``element_compare(a, b) -> float`` and optionally ``preprocessing(mapping)``; an
+    instance is accepted by ``Inspector.calculate_numeric_gap``.
+
+    ``element_compare`` is given float64 torch tensors (NaN as 0), as in the reference, one
+    pair per output (per element of a list output). Set the class attribute
+    ``higher_is_better`` (a similarity, as SNR) and ``default_threshold`` to control our
+    ``diverged`` column (defaults: lower is better, 0.0).
+    """
+
+    higher_is_better: bool = False
+    default_threshold: float = 0.0
+
+    def __init__(self, inspector: Any = None) -> None:
+        self._inspector = inspector
+
+    @property
+    def inspector(self) -> Any:
+        """The Inspector this comparator runs for (set by ``calculate_numeric_gap``)."""
+        return self._inspector
+
+    @inspector.setter
+    def inspector(self, value: Any) -> None:
+        self._inspector = value
+
+    def preprocessing(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
+        """Transform ``{(aot handles, aot value): (runtime handles, runtime value)}`` before
+        comparing (dequantize, change layout, ...); by default unchanged."""
+        return mapping
+
+    @abc.abstractmethod
+    def element_compare(self, a: Any, b: Any) -> float:
+        """The distance between one AOT value and one runtime value."""
+
+    def _name(self) -> str:
+        return _name_of(type(self))
+
+    def as_comparator(self) -> Comparator:
+        """This comparator as our :class:`Comparator` (what the numerics code runs)."""
+        preprocess = None
+        if type(self).preprocessing is not NumericalComparatorBase.preprocessing:
+            preprocess = self.preprocessing
+
+        def compare(a: FloatArray, b: FloatArray) -> float:
+            return float(self.element_compare(_as_float_input(a), _as_float_input(b)))
+
+        return Comparator(
+            self._name(),
+            (type(self).__doc__ or "user comparator").strip().splitlines()[0],
+            compare,
+            higher_is_better=bool(self.higher_is_better),
+            default_threshold=float(self.default_threshold),
+            preprocess=preprocess,
+        )
+
+
+class _BuiltinComparator(NumericalComparatorBase):
+    _builtin = ""
+
+    def _found(self) -> Comparator:
+        from delegate_lens.builtins.comparators import BUILTIN_COMPARATORS
+
+        return next(c for c in BUILTIN_COMPARATORS if c.name == self._builtin)
+
+    def element_compare(self, a: Any, b: Any) -> float:
+        import numpy as np
+
+        x = np.nan_to_num(np.asarray(a, dtype=np.float64))
+        y = np.nan_to_num(np.asarray(b, dtype=np.float64))
+        return self._found().compare(x, y)
+
+    def as_comparator(self) -> Comparator:
+        if type(self).preprocessing is not NumericalComparatorBase.preprocessing or (
+            type(self).element_compare is not _BuiltinComparator.element_compare
+        ):
+            return super().as_comparator()  # a subclass changed it: run its methods
+        return self._found()
+
+
+class MSEComparator(_BuiltinComparator):
+    """Mean squared error (the ``"MSE"`` distance)."""
+
+    _builtin = "MSE"
+
+
+class L1Comparator(_BuiltinComparator):
+    """Sum of absolute differences (the ``"L1"`` distance)."""
+
+    _builtin = "L1"
+
+
+class SNRComparator(_BuiltinComparator):
+    """Signal-to-noise ratio in dB (the ``"SNR"`` distance; higher is better)."""
+
+    _builtin = "SNR"
+    higher_is_better = True
+    default_threshold = 100.0

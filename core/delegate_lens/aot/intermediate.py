@@ -216,11 +216,16 @@ def capture_intermediate_outputs(
                 f"{record.origin}: cannot use 'exported_program': the ETRecord has none, or "
                 "its nodes cannot be traced to every debug handle of the edge program"
             )
-    elif reference_graph != "edge_dialect_exported_program":
-        raise InspectorError(
-            f"reference_graph must be 'exported_program' or 'edge_dialect_exported_program', "
-            f"not {reference_graph!r}"
-        )
+    elif reference_graph not in ("edge_dialect_exported_program", "edge_dialect_graph_module"):
+        # a graph_map name, "<name>" meaning "<name>/forward" (as the reference looks it up)
+        extra = getattr(record, "graph_map_names", [])
+        name = reference_graph if "/" in reference_graph else f"{reference_graph}/forward"
+        if name not in extra:
+            raise InspectorError(
+                f"reference graph {name!r} not found; available: 'exported_program', "
+                f"'edge_dialect_exported_program', or one of graph_map's: {extra}"
+            )
+        graph = name
 
     cache_path: Path | None = None
     if cache:
@@ -238,6 +243,10 @@ def capture_intermediate_outputs(
     if graph == "exported_program":
         program = record.exported_program
         info = record.exported_program_graph()
+    elif graph != f"edge_dialect_exported_program/{method}":  # a graph_map program
+        program = record._live_program(graph)
+        info = record.program_graph(graph)
+        handles = {n.name: n.debug_handle for n in info.nodes if n.debug_handle is not None}
     else:
         program = record.edge_program(method)
         info = record.graph(method)

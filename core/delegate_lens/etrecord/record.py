@@ -262,6 +262,18 @@ class ETRecord(ReferenceETRecordAPI):
             self._graphs[key] = graph
         return graph
 
+    def program_graph(self, entry: str) -> GraphInfo:
+        """Nodes of any stored program by its entry name (e.g. a ``graph_map`` name such as
+        ``"my_module/forward"``), cached; KeyError if there is no such entry."""
+        key = "\0" + entry
+        graph = self._graphs.get(key)
+        if graph is None:
+            if entry not in set(self._source.names):
+                raise KeyError(f"{self.origin}: no entry {entry!r}")
+            graph = self._parse_graph(entry, entry.rsplit("/", 1)[-1])
+            self._graphs[key] = graph
+        return graph
+
     def _parse_graph(self, entry: str, method: str) -> GraphInfo:
         where = f"{self.origin}: entry {entry!r}"
         data = self._source.read_many([entry])[entry]

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.modules import ModuleSummary
     from delegate_lens.inspector.optypes import OpTypeSummary
 
-__all__ = ["Inspector"]
+__all__ = ["EDGE_DIALECT_GRAPH_KEY", "Inspector"]
+
+EDGE_DIALECT_GRAPH_KEY = "edge_dialect_graph_module"
+"""The reference's name of the edge program among the Inspector's graphs."""
 
 PathLike = str | os.PathLike[str]
 
@@ -55,6 +58,9 @@ class Inspector:
         (the source/target factor). See :mod:`delegate_lens.inspector.delegate_rows`.
     :param enable_module_hierarchy: accepted for compatibility; module hierarchies are
         always reported.
+    :param reference_graph_name: the graph events are linked to; the reference's default
+        ``"edge_dialect_graph_module"`` (the edge program: every handle of the run is in
+        it) is the one supported; other names are an error naming it.
     :param etdump: an :class:`~delegate_lens.etdump.ETDump` already decoded or built (e.g.
         one file of :func:`~delegate_lens.etdump.decode_many`); keyword only, our addition.
     """
@@ -70,6 +76,7 @@ class Inspector:
         delegate_metadata_parser: MetadataParser | None = None,
         delegate_time_scale_converter: TimeScaleConverter | None = None,
         enable_module_hierarchy: bool = False,
+        reference_graph_name: str = EDGE_DIALECT_GRAPH_KEY,
         *,
         etdump: ETDump | None = None,
     ) -> None:
@@ -90,8 +97,10 @@ class Inspector:
             self._factor, delegate_metadata_parser, delegate_time_scale_converter
         )
         self.enable_module_hierarchy = enable_module_hierarchy
+        self.reference_graph_name = reference_graph_name
         self.etdump_path = None if etdump_path is None else Path(etdump_path)
         self._etrecord = load_etrecord(etrecord)
+        _check_reference_graph_name(self._etrecord, reference_graph_name)
 
         if etdump is not None:
             if not isinstance(etdump, etdump_codec.ETDump):
@@ -194,6 +203,10 @@ class Inspector:
             perf_data=perf,
             op_types=list(link.op_types),
             delegate_debug_identifier=key.identifier,
+        num_outputs = 1
+        if self._etrecord is not None and key.instruction_id >= 0:
+            outs = self._etrecord.instruction_id_to_num_outs_map.get(link.method or "forward", {})
+            num_outputs = int(outs.get(key.instruction_id, 1))
             debug_handles=link.debug_handles,
             stack_traces=dict(link.stack_traces),
             module_hierarchy=dict(link.module_hierarchy),
@@ -212,6 +225,7 @@ class Inspector:
         buffer, or one they do not fit); called where debug values are used."""
         if self._debug_problems is not None:
             message, self._debug_problems = self._debug_problems, None
+            num_outputs=num_outputs,
             warnings.warn(message, InspectorWarning, stacklevel=3)
 
     @property
@@ -244,7 +258,20 @@ class Inspector:
         """The ETRecord given (parsed), or None."""
         return self._etrecord
 
+            reference_loader=self._reference_loader(table.block.bundled_input_index),
     # ------------------------------------------------------------------ outputs
+
+    def _reference_loader(self, index: int | None) -> Any:
+        record = self._etrecord
+        if index is None or index < 0 or not getattr(record, "has_reference_outputs", False):
+            return None
+
+        def load() -> Any:
+            outputs = record.reference_outputs() or {}
+            per_case = outputs.get("forward") if isinstance(outputs, dict) else None
+            return per_case[index] if per_case is not None and index < len(per_case) else None
+
+        return load
 
     def print_data_tabular(
         self,
@@ -252,15 +279,13 @@ class Inspector:
         include_units: bool = True,
         include_delegate_debug_data: bool = False,
     ) -> None:
-        """Print one line per row (``OPERATOR_CALL`` rows left out, as the reference)."""
-        from delegate_lens.inspector.tabular import write_table
+        """Print the reference's table: one row per event (``OPERATOR_CALL`` rows left out),
+        its columns (``start_time`` included) in its grid with an index column, cell for
+        cell as the reference prints it (``delegate-lens inspect`` prints a compact one)."""
+        from delegate_lens.inspector.reference_table import format_fancy_grid, reference_rows
 
-        write_table(
-            self,
-            sys.stdout if file is None else file,
-            include_units=include_units,
-            include_delegate_debug_data=include_delegate_debug_data,
-        )
+        headers, rows = reference_rows(self, include_units, include_delegate_debug_data)
+        print(format_fancy_grid(headers, rows), file=sys.stdout if file is None else file)
 
     def save_data_to_tsv(
         self,
@@ -268,17 +293,15 @@ class Inspector:
         include_units: bool = True,
         include_delegate_debug_data: bool = False,
     ) -> None:
-        """Write the printed table as TSV to a path (atomically) or a text stream."""
+        """Write the printed table as TSV (as the reference's ``DataFrame.to_csv(sep="\\t")``:
+        an index column, floats in full) to a path (atomically) or a text stream."""
         from delegate_lens.fileio import write_atomic
-        from delegate_lens.inspector.tabular import write_tsv
+        from delegate_lens.inspector.reference_table import reference_rows, write_reference_tsv
+
+        headers, rows = reference_rows(self, include_units, include_delegate_debug_data)
 
         def write(stream: IO[str]) -> None:
-            write_tsv(
-                self,
-                stream,
-                include_units=include_units,
-                include_delegate_debug_data=include_delegate_debug_data,
-            )
+            write_reference_tsv(headers, rows, stream)
 
         if isinstance(file, (str, os.PathLike)):
             write_atomic(file, write)
@@ -404,13 +427,27 @@ class Inspector:
 
         return memory_usage(self.etdump)
 
-    def get_exported_program(self, method: str | None = "forward") -> Any:
-        """The edge program of ``method`` from the ETRecord (deserialized with torch, on
-        request); None with a warning when no ETRecord was given."""
-        if self._etrecord is None:
+    def get_exported_program(self, graph: str | None = None, *, method: str | None = None) -> Any:
+        """A program of the ETRecord (deserialized with torch, on request): with ``graph``
+        None the edge program (the reference's ``edge_dialect_program``: the program, or
+        ``{method: program}`` for several methods; ``method=`` picks one), else
+        ``"exported_program"``, ``"edge_dialect_exported_program"`` or a ``graph_map``
+        name (``"name"`` meaning ``"name/forward"``). None with a warning when no ETRecord
+        was given or the graph is unknown (the warning lists the known ones)."""
+        record = self._etrecord
+        if record is None:
             _warn("get_exported_program needs an ETRecord (etrecord=...)")
             return None
-        return self._etrecord.edge_program(method or "forward")
+        if graph is None or graph in ("edge_dialect_exported_program", EDGE_DIALECT_GRAPH_KEY):
+            return record.edge_program(method) if method else record.edge_dialect_program
+        if graph == "exported_program":
+            return record.exported_program
+        names = list(getattr(record, "graph_map_names", []))
+        name = graph if graph in names or "/" in graph else f"{graph}/forward"
+        if name not in names:
+            _warn(f"get_exported_program: no graph {graph!r} (graph_map: {names})")
+            return None
+        return record.graph_map[name]
 
     def calculate_numeric_gap(
         self,
@@ -476,5 +513,15 @@ def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
         for key, value in frames.items():
             path = value[0] if isinstance(value, (tuple, list)) and value else ""
             if module_name in key or (path and module_name in path):
+def _check_reference_graph_name(record: Any, name: str) -> None:
+    if name in (EDGE_DIALECT_GRAPH_KEY, "edge_dialect_exported_program"):
+        return
+    raise UsageError(
+        f"reference_graph_name={name!r}: the Inspector links events to the edge program "
+        f"({EDGE_DIALECT_GRAPH_KEY!r}), where every debug handle of the run is; for numeric "
+        "gaps against another graph use calculate_numeric_gap(reference_graph=...)"
+    )
+
+
                 return True
     return False

@@ -88,27 +88,59 @@ class Event:
     instruction_id: int | None = None
     method: str | None = None
 
-    def asdict(self) -> dict[str, Any]:
-        """The row as a plain dict (perf data expanded, as the reference's ``asdict``)."""
+    num_outputs: int = 1
+    """Outputs of the instruction (the ETRecord's ``instruction_id_to_num_outs_map``), as
+    the reference's ``Event.num_outputs``."""
+
+    @property
+    def _delegate_debug_metadatas(self) -> list[bytes]:
+        """The reference's private name of :attr:`raw_delegate_debug_metadatas`."""
+        return self.raw_delegate_debug_metadatas
+
+    @property
+    def _instruction_id(self) -> int | None:
+        """The reference's private name of :attr:`instruction_id`."""
+        return self.instruction_id
+
+    @property
+    def _start_time(self) -> list[int] | None:
+        """The reference's private name of :attr:`start_time`."""
+        return self.start_time
+
+    def asdict(self, _units: str = "") -> dict[str, Any]:
+        """The row as the reference's ``Event.asdict``: one-row columns (list-valued cells
+        wrapped in a list), statistics headers ending with ``_units`` (e.g. ``" (ms)"``),
+        op types shortened from 5 on."""
         perf = self.perf_data
+        op_types: Any = self.op_types
+        if len(op_types) >= 5:
+            op_types = (
+                f"['{op_types[0]}', '{op_types[1]}' ... '{op_types[-1]}'] ({len(op_types)} total)"
+            )
         return {
             "event_name": self.name,
-            "raw": perf.raw if perf else None,
-            "p10": perf.p10 if perf else None,
-            "p50": perf.p50 if perf else None,
-            "p90": perf.p90 if perf else None,
-            "avg": perf.avg if perf else None,
-            "min": perf.min if perf else None,
-            "max": perf.max if perf else None,
-            "op_types": self.op_types,
+            "raw": [perf.raw if perf else None],
+            "p10" + _units: perf.p10 if perf else None,
+            "p50" + _units: perf.p50 if perf else None,
+            "p90" + _units: perf.p90 if perf else None,
+            "avg" + _units: perf.avg if perf else None,
+            "min" + _units: perf.min if perf else None,
+            "max" + _units: perf.max if perf else None,
+            "op_types": [op_types],
             "delegate_debug_identifier": self.delegate_debug_identifier,
-            "stack_traces": self.stack_traces,
-            "module_hierarchy": self.module_hierarchy,
+            "stack_traces": [self.stack_traces],
+            "module_hierarchy": [self.module_hierarchy],
             "is_delegated_op": self.is_delegated_op,
             "delegate_backend_name": self.delegate_backend_name,
-            "debug_data": self.debug_data,
-            "start_time": self.start_time,
+            "debug_data": [self.debug_data],
+            "start_time": [self.start_time],
         }
+
+    def to_dataframe(self, _units: str = "") -> Any:
+        """This event as a one-row pandas DataFrame (needs the ``pandas`` extra)."""
+        from delegate_lens.inspector.tabular import require_pandas
+
+        return require_pandas().DataFrame(self.asdict(_units=_units))
 
 
 class LazyEvents(Sequence[Event]):
@@ -169,6 +201,14 @@ class EventBlock:
     method: str | None = None
     run_output: list[DebugValue] = attrs.field(factory=list)
     """The final outputs logged in the block's first run (debug events flagged as output)."""
+    _reference_loader: Callable[[], Any] | None = attrs.field(default=None, repr=False)
+
+    @property
+    def reference_output(self) -> Any:
+        """The expected outputs of the bundled test case this block ran (the ETRecord's
+        reference outputs of ``forward`` at :attr:`bundled_input_index`), or None. Loading
+        them imports torch (the reference stores them with ``torch.save``)."""
+        return None if self._reference_loader is None else self._reference_loader()
 
     def to_dataframe(
         self, include_units: bool = False, include_delegate_debug_data: bool = False

@@ -309,6 +309,10 @@ def calculate_numeric_gap(
     disable_debug_handle_validation: bool = False,
 ) -> NumericGapTable:
     """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`."""
+    from delegate_lens.comparators import NumericalComparatorBase
+
+    if isinstance(distance, NumericalComparatorBase) and distance.inspector is None:
+        distance.inspector = inspector  # as the reference hands it the Inspector
     comparator = resolve_comparator(distance)
     if threshold is None:
         threshold = comparator.default_threshold
@@ -407,6 +411,10 @@ def calculate_numeric_gap(
                     "no runtime output logged for this handle",
                 )
             )
+    if comparator.preprocess is not None:
+        from delegate_lens.inspector.preprocess import apply_preprocessing
+
+        rows = apply_preprocessing(comparator, rows, threshold, _gap)
     rows.sort(key=lambda r: r["_order"])
     _mark_first_divergence(rows, aot)
     for row in rows:

@@ -276,6 +276,17 @@ def write_csv(inspector: Inspector, file: IO[str]) -> None:
             )
 
 
+def require_pandas() -> Any:
+    """The pandas module, or MissingExtraError naming the extra."""
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise MissingExtraError(
+            "DataFrames need pandas: install the 'pandas' extra (pip install 'delegate-lens[pandas]')"
+        ) from exc
+    return pd
+
+
 def to_dataframe(
     inspector: Inspector, *, include_units: bool = True, include_delegate_debug_data: bool = False
 ) -> Any:

@@ -1,0 +1,95 @@
+"""The reference comparators' ``preprocessing(mapping)`` step, on our numeric-gap rows.
+
+A :class:`~delegate_lens.comparators.NumericalComparatorBase` subclass may override
+``preprocessing``: it gets ``{(aot handles, aot value): (runtime handles, runtime value)}``
+with torch tensors (as the reference builds it, one entry per row) and returns the mapping
+to compare. Rows whose AOT handles the returned mapping leaves out are dropped; the values
+it returns replace the row's and the gap is computed again (imports torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from delegate_lens.comparators import Comparator
+from delegate_lens.errors import UsageError
+
+__all__ = ["apply_preprocessing"]
+
+GapFn = Callable[[Comparator, Any, Any, str], tuple[list[float], str]]
+
+
+def _tensor(value: Any) -> Any:
+    import numpy as np
+    import torch
+
+    if isinstance(value, list):
+        return [_tensor(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    return value
+
+
+def _is_handles(value: Any) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(h, int) and not isinstance(h, bool) for h in value
+    )
+
+
+def _check(mapping: Any, name: str) -> list[tuple[Any, Any]]:
+    if not isinstance(mapping, dict):
+        raise UsageError(
+            f"comparator {name!r}: preprocessing() must return a dict "
+            f"{{(aot handles, aot value): (runtime handles, runtime value)}}, not "
+            f"{type(mapping).__name__}"
+        )
+    items = list(mapping.items())
+    for key, value in items:
+        for part, what in ((key, "key"), (value, "value")):
+            if not (isinstance(part, tuple) and len(part) == 2 and _is_handles(part[0])):
+                raise UsageError(
+                    f"comparator {name!r}: preprocessing() returned the {what} {part!r}; "
+                    "expected (tuple of int debug handles, value)"
+                )
+    return items
+
+
+def apply_preprocessing(
+    comparator: Comparator, rows: list[dict[str, Any]], threshold: float, gap: GapFn
+) -> list[dict[str, Any]]:
+    """``rows`` after ``comparator.preprocess`` (see the module text)."""
+    assert comparator.preprocess is not None
+    mapping = {
+        (tuple(r["aot_debug_handle"]), _tensor(r["aot_intermediate_output"])): (
+            tuple(r["runtime_debug_handle"]),
+            _tensor(r["runtime_intermediate_output"]),
+        )
+        for r in rows
+    }
+    items = _check(comparator.preprocess(mapping), comparator.name)
+    same_order = len(items) == len(rows) and all(
+        k[0] == tuple(r["aot_debug_handle"]) for (k, _), r in zip(items, rows)
+    )
+    if same_order:
+        pairs = list(zip(rows, items))
+    else:
+        by_handles: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        for key, value in items:
+            by_handles.setdefault(key[0], (key, value))
+        pairs = [
+            (r, by_handles[tuple(r["aot_debug_handle"])])
+            for r in rows
+            if tuple(r["aot_debug_handle"]) in by_handles
+        ]
+    out = []
+    for row, ((_, aot_value), (_, runtime_value)) in pairs:
+        ops = ", ".join(row["aot_ops"])
+        gaps, note = gap(comparator, aot_value, runtime_value, ops)
+        row["aot_intermediate_output"] = aot_value
+        row["runtime_intermediate_output"] = runtime_value
+        row["gap"] = gaps
+        row["note"] = note
+        row["diverged"] = any(comparator.diverged(g, threshold) for g in gaps)
+        out.append(row)
+    return out

@@ -1,0 +1,159 @@
+"""The reference's ``print_data_tabular`` and ``save_data_to_tsv``, cell for cell.
+
+The reference builds a pandas DataFrame of every event (``Event.asdict``), drops the
+columns ``raw``, ``delegate_debug_identifier``, ``stack_traces``, ``module_hierarchy`` and
+``debug_data`` and the ``OPERATOR_CALL`` rows, then prints it with ``tabulate``'s
+``fancy_grid`` format (index column first) or writes it with ``DataFrame.to_csv(sep="\\t")``.
+This module makes the same text without pandas or tabulate: the same columns (``start_time``
+included), headers, number formatting (``format(x, "g")`` in the grid, ``repr`` in the TSV,
+numbers aligned on their decimal point) and quoting. Checked against files the reference
+printed for the shared vectors (``tests/data/reference_api/``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from typing import IO, TYPE_CHECKING, Any
+
+from delegate_lens.inspector.rows import table_rows
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.api import Inspector
+
+__all__ = ["format_fancy_grid", "reference_rows", "write_reference_tsv"]
+
+_STATS = ("p10", "p50", "p90", "avg", "min", "max")
+_HIDDEN = "OPERATOR_CALL"
+
+
+def _op_types(op_types: list[str]) -> str:
+    if len(op_types) < 5:
+        return str(op_types)
+    return f"['{op_types[0]}', '{op_types[1]}' ... '{op_types[-1]}'] ({len(op_types)} total)"
+
+
+def reference_rows(
+    inspector: Inspector, include_units: bool = True, include_delegate_debug_data: bool = False
+) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows (Python values) of the reference's printed table."""
+    unit = f" ({inspector.target_time_scale.value})" if include_units else ""
+    headers = ["event_block_name", "event_name", *(s + unit for s in _STATS)]
+    headers += ["op_types", "is_delegated_op", "delegate_backend_name", "start_time"]
+    rows: list[list[Any]] = []
+    extra: list[dict[str, Any]] = []
+    tables = inspector.tables
+    starts = inspector.file_columns.start_time
+    for r in table_rows(inspector):  # the events' values, without building the Events
+        if _HIDDEN in r.event_name:
+            continue
+        table = tables[r.block_index]
+        stats: list[Any] = list(r.stats.as_tuple()) if r.stats else [None] * 6
+        start = starts[table.block.events[:, r.row]].tolist() if r.stats else None
+        row = [r.block, r.event_name, *stats, _op_types(list(r.op_types))]
+        row += [r.is_delegated_op, r.delegate_backend_name, start]
+        rows.append(row)
+        if include_delegate_debug_data:
+            extra.append(_metadata_cells(inspector.row_metadata(table, r.row)[1]))
+    if include_delegate_debug_data and any(extra):
+        keys: list[str] = []
+        for cells in extra:
+            keys += [k for k in cells if k not in keys]
+        headers += keys
+        for row, cells in zip(rows, extra):
+            row += [cells.get(k) for k in keys]
+    return headers, rows
+
+
+def _metadata_cells(metadata: Any) -> dict[str, Any]:
+    if not metadata:
+        return {}
+    if isinstance(metadata, dict):
+        return {str(k): v for k, v in metadata.items()}
+    return {"delegate_debug_metadata": metadata}
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return format(value, "g")
+    return str(value)
+
+
+def _after_point(text: str, value: Any) -> int:
+    """Digits after the decimal point (``e`` counts as one), -1 for an int or a non-number
+    (how tabulate aligns a column of numbers)."""
+    if not _is_number(value) or isinstance(value, int) or math.isinf(value) or text == "nan":
+        return -1
+    pos = text.rfind(".")
+    if pos < 0:
+        pos = text.lower().rfind("e")
+    return len(text) - pos - 1 if pos >= 0 else -1
+
+
+def _column(header: str, values: list[Any], numeric: bool) -> tuple[str, list[str]]:
+    texts = [_cell(v) for v in values]
+    if numeric:
+        decimals = [_after_point(t, v) for t, v in zip(texts, values)]
+        most = max(decimals, default=-1)
+        texts = [t + " " * (most - d) for t, d in zip(texts, decimals)]
+    width = max([len(header) + 2, *(len(t) for t in texts)])
+    if numeric:
+        return header.rjust(width), [t.rjust(width) for t in texts]
+    return header.ljust(width), [t.ljust(width) for t in texts]
+
+
+def format_fancy_grid(headers: list[str], rows: list[list[Any]]) -> str:
+    """``tabulate(frame, headers="keys", tablefmt="fancy_grid")`` of a DataFrame with these
+    columns and a default index (the reference's printed table)."""
+    columns = [("", list(range(len(rows))))]
+    columns += [(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
+    cells: list[tuple[str, list[str]]] = []
+    for header, values in columns:
+        present = [v for v in values if v is not None]
+        numeric = bool(present) and all(_is_number(v) for v in present)
+        cells.append(_column(header, values, numeric))
+    widths = [len(head) for head, _ in cells]
+
+    def rule(left: str, fill: str, mid: str, right: str) -> str:
+        return left + mid.join(fill * (w + 2) for w in widths) + right
+
+    def line(parts: list[str]) -> str:
+        return "│ " + " │ ".join(parts) + " │"
+
+    out = [rule("╒", "═", "╤", "╕"), line([head for head, _ in cells])]
+    out.append(rule("╞", "═", "╪", "╡"))
+    for i in range(len(rows)):
+        if i:
+            out.append(rule("├", "─", "┼", "┤"))
+        out.append(line([body[i] for _, body in cells]))
+    out.append(rule("╘", "═", "╧", "╛"))
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- TSV
+
+
+def _tsv_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)
+    return str(value)
+
+
+def write_reference_tsv(headers: list[str], rows: list[list[Any]], file: IO[str]) -> None:
+    """``DataFrame.to_csv(file, sep="\\t")`` of the table: an index column, floats as
+    ``repr``, missing values empty, cells quoted as the csv module quotes them."""
+    writer = csv.writer(file, delimiter="\t", lineterminator="\n")
+    writer.writerow(["", *headers])
+    for i, row in enumerate(rows):
+        writer.writerow([str(i), *(_tsv_cell(v) for v in row)])
