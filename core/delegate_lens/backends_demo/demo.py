@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import attrs
 
 from delegate_lens.backends_demo import BACKEND_ID
+from delegate_lens.errors import UsageError
 
 __all__ = ["DEMO_FILES", "DemoResult", "run_demo"]
 
@@ -31,6 +32,26 @@ format, not an ExecuTorch ``.pte``; ``program.bpte`` bundles it with test cases 
 
 BUNDLED_TEST_CASES = 3
 """Test cases in the demo's ``program.bpte``: the example inputs and inputs of seeds 1, 2."""
+
+
+def check_slowdown_target(graph_module: Any, slowdown: str) -> None:
+    """A :class:`UsageError` naming the valid names unless an op of a lowered DemoBackend
+    partition answers to ``slowdown``'s op (see ``runtime.SLOWDOWN_SPEC``)."""
+    from delegate_lens.aot.lowering import LoweredBackendModule
+    from delegate_lens.backends_demo.blob import from_bytes
+    from delegate_lens.backends_demo.runtime import op_names, parse_slowdown_value
+
+    target, _ = parse_slowdown_value(slowdown)
+    valid: set[str] = set()
+    for module in graph_module.modules():
+        if isinstance(module, LoweredBackendModule) and module.backend_id == BACKEND_ID:
+            for op in from_bytes(module.processed_bytes).ops:
+                valid |= op_names(op)
+    if target not in valid:
+        raise UsageError(
+            f"--slowdown {slowdown!r}: no DemoBackend op is called {target!r}; this model's "
+            f"are: {', '.join(sorted(valid, key=lambda n: (n.startswith('aten.'), n)))}"
+        )
 
 
 @attrs.frozen
@@ -64,8 +85,16 @@ def run_demo(
     ``precision`` (``exact``, ``fp16``, ``int8``) is the demo backend's compile spec of
     that name; with ``numerics`` the runs are compared with the reference graph
     (``Inspector.calculate_numeric_gap``) and the table printed.
-    ``slowdown="<kernel or identifier>:<factor>"`` adds the demo backend's ``slowdown``
-    compile spec (a known regression, for ``delegate-lens compare``)."""
+    ``slowdown="<op>:<factor>"`` adds the demo backend's ``slowdown`` compile spec (a
+    known regression, for ``delegate-lens compare``); an op no backend op answers to is a
+    :class:`UsageError` before any file is written."""
+    from delegate_lens.backends_demo.runtime import parse_slowdown_value
+
+    if slowdown is not None:
+        try:
+            parse_slowdown_value(slowdown)  # before any work
+        except ValueError as exc:
+            raise UsageError(f"--slowdown: {exc}") from None
     import torch
 
     import delegate_lens as dl
@@ -75,7 +104,6 @@ def run_demo(
 
     t0 = time.perf_counter()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = {key: out / name for key, name in DEMO_FILES.items()}
 
     module, inputs = make_model(model)
@@ -90,6 +118,9 @@ def run_demo(
     edge = dl.to_edge_transform_and_lower(
         exported, partitioner=[DemoPartitioner(specs)], generate_etrecord=True
     )
+    if slowdown is not None:  # a name no backend op has would slow nothing, silently
+        check_slowdown_target(edge.exported_program().graph_module, slowdown)
+    out.mkdir(parents=True, exist_ok=True)  # once the arguments are known to be good
     info = dl.get_delegation_info(edge.exported_program().graph_module)
     echo(
         f"[2/6] lower       to DemoBackend ({identifiers} identifiers): "

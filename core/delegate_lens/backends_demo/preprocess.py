@@ -120,7 +120,10 @@ class _Compiler:
         out = self.new_slot()
         numel = _numel(nodes[-1])
         moved = _FLOAT * (numel + sum(self._slot_numel(s) for s in inputs if s >= 0))
-        self.ops.append(DemoOp(kernel, identifier, inputs, out, attrs or {}, flops, moved))
+        # the operators it runs, by the names the tables show (for the slowdown spec)
+        aot_ops = sorted({name for node in nodes for name in _aot_names(node)})
+        attrs = {**(attrs or {}), "aot_ops": aot_ops}
+        self.ops.append(DemoOp(kernel, identifier, inputs, out, attrs, flops, moved))
         return out
 
     def _slot_numel(self, slot: int) -> int:
@@ -247,9 +250,18 @@ class _Compiler:
             self.done.add(relu)
 
 
+def _aot_names(node: torch.fx.Node) -> set[str]:
+    """``aten.tan.default`` -> {``aten.tan.default``, ``tan``} and the node's name."""
+    target = str(node.target)
+    parts = target.split(".")
+    return {target, node.name, parts[1] if len(parts) == 3 and parts[0] == "aten" else target}
+
+
 def preprocess(edge_program: Any, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
     """Compile ``edge_program`` (one partition) into a demo blob and its Debug Handle Map."""
     from .numerics import debug_outputs, precision
+    from .runtime import parse_slowdown
 
-    precision(compile_specs), debug_outputs(compile_specs)  # unknown values fail now
+    # unknown or malformed values fail now, not when the program is loaded
+    precision(compile_specs), debug_outputs(compile_specs), parse_slowdown(compile_specs)
     return _Compiler(edge_program, string_identifiers(compile_specs)).compile()

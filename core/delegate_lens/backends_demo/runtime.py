@@ -107,23 +107,38 @@ def _ids(identifier: int | str) -> tuple[str | None, int | None]:
 
 
 SLOWDOWN_SPEC = "slowdown"
-"""Compile spec key ``b"<kernel or identifier>:<factor>"`` (e.g. ``b"sigmoid:50"``): the
+"""Compile spec key ``b"<op>:<factor>"`` (e.g. ``b"sigmoid:50"``, ``b"tan:20"``): the
 runtime runs the matching backend ops ``factor`` times per call, a known regression for
-testing ``delegate-lens compare``."""
+testing ``delegate-lens compare``. ``<op>`` is a name the tables show — an operator
+(``tan`` or ``aten.tan.default``: every backend op of it), a kernel (``sin``) or a
+delegate identifier (``tan/sin#2``, ``3``)."""
+
+
+def parse_slowdown_value(text: str) -> tuple[str, int]:
+    """``"tan:20"`` -> ``("tan", 20)``; a ``ValueError`` saying the form otherwise."""
+    target, _, factor = text.rpartition(":")
+    if not target or not factor.isdigit() or int(factor) < 1:
+        raise ValueError(
+            f"slowdown must be '<op>:<factor>' with a whole factor >= 1 (e.g. tan:20), not {text!r}"
+        )
+    return target, int(factor)
 
 
 def parse_slowdown(compile_specs: Sequence[Any]) -> tuple[str, int] | None:
-    """The ``slowdown`` compile spec as ``(kernel or identifier, factor)``, or None."""
+    """The ``slowdown`` compile spec as ``(op, factor)``, or None."""
     for spec in compile_specs:
         if spec.key == SLOWDOWN_SPEC:
-            target, _, factor = bytes(spec.value).decode("utf-8", "replace").rpartition(":")
-            if not target or not factor.isdigit() or int(factor) < 1:
-                raise ValueError(
-                    f"compile spec {SLOWDOWN_SPEC!r} must be b'<kernel or identifier>:<factor>' "
-                    f"with a factor >= 1, not {spec.value!r}"
-                )
-            return target, int(factor)
+            try:
+                return parse_slowdown_value(bytes(spec.value).decode("utf-8", "replace"))
+            except ValueError as exc:
+                raise ValueError(f"compile spec {SLOWDOWN_SPEC!r}: {exc}") from None
     return None
+
+
+def op_names(op: DemoOp) -> set[str]:
+    """The names ``slowdown`` matches for a backend op: its kernel, its identifier and the
+    operators it runs (``attrs["aot_ops"]``, as the preprocess records them)."""
+    return {op.kernel, str(op.identifier), *op.attrs.get("aot_ops", ())}
 
 
 class DemoExecutable:
@@ -143,7 +158,7 @@ class DemoExecutable:
         self.repeats = {  # op index -> times its kernel runs (the slowdown spec)
             i: slowdown[1]
             for i, op in enumerate(blob.ops)
-            if slowdown is not None and slowdown[0] in (op.kernel, str(op.identifier))
+            if slowdown is not None and slowdown[0] in op_names(op)
         }
         template: list[Any] = [None] * blob.n_slots
         for slot, array in blob.constants.items():

@@ -68,8 +68,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--slowdown",
         metavar="OP:FACTOR",
-        help="run the demo backend's ops of this kernel or identifier FACTOR times (e.g. "
-        "sigmoid:50): a known regression to try 'delegate-lens compare' on",
+        help="run the demo backend's ops of OP FACTOR times (e.g. tan:20; OP as the tables "
+        "show it: an operator like tan or aten.tan.default, a kernel like sin, or a delegate "
+        "identifier): a known regression to try 'delegate-lens compare' on",
     )
     parser.set_defaults(func=_run)
 
@@ -81,6 +82,13 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--debug-buffer-size must be >= 0, got {args.debug_buffer_size}")
     if args.debug and args.debug_buffer_size == 0:
         raise UsageError("--debug needs a debug buffer (--debug-buffer-size > 0)")
+    if args.slowdown is not None:  # its form now; its op once the model is lowered
+        from delegate_lens.backends_demo.runtime import parse_slowdown_value
+
+        try:
+            parse_slowdown_value(args.slowdown)
+        except ValueError as exc:
+            raise UsageError(f"--slowdown: {exc}") from None
     import torch
 
     from delegate_lens.backends_demo.demo import run_demo
