@@ -49,3 +49,21 @@ def test_missing_debug_buffer_is_not_said_before_an_error(
     result = _cli("report", str(v / "etdump.etdp"), "--run", "99", "-o", "r.html", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.usefixtures("fresh_plugin_manager")
+def test_blocking_a_plugin_no_one_has_is_said(
+    vectors_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from delegate_lens.cli import main
+
+    etdump = str(vectors_dir / "mlp_xnnpack" / "etdump.etdp")
+    capsys.readouterr()
+    assert main(["inspect", etdump, "-f", "csv", "-p", "no:nosuch"]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "warning: -p no:nosuch: no plugin is called 'nosuch'; nothing blocked "
+        "(delegate-lens plugins lists their names)\n"
+    )
+    assert main(["inspect", etdump, "-f", "csv", "-p", "no:mapping_validator"]) == 0
+    assert capsys.readouterr().err == ""  # a built-in by its short name: blocked, quietly

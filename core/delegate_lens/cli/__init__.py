@@ -106,7 +106,13 @@ def _apply_plugin_options(options: Sequence[str]) -> None:
         return
     from delegate_lens.pluginmanager import apply_plugin_options
 
-    apply_plugin_options(options)
+    pm = apply_plugin_options(options)
+    for name in getattr(pm, "unknown_blocked", ()):  # a typo would block nothing, silently
+        print(
+            f"warning: -p no:{name}: no plugin is called {name!r}; nothing blocked "
+            "(delegate-lens plugins lists their names)",
+            file=sys.stderr,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
