@@ -7,40 +7,86 @@ columns back vectorized. See ``docs/etdump.md``.
 
 from __future__ import annotations
 
-from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
-from delegate_lens.etdump.decoded import DecodedColumns
-from delegate_lens.etdump.jsonview import from_json, to_json, write_json
-from delegate_lens.etdump.model import (
-    AllocationEvent,
-    Allocator,
-    Bool,
-    DebugEvent,
-    Double,
-    ETDump,
-    Event,
-    EventSequence,
-    Float,
-    Int,
-    ProfileEvent,
-    RunData,
-    ScalarType,
-    String,
-    Tensor,
-    TensorList,
-    Value,
-    ValueType,
-)
-from delegate_lens.etdump.reader import (
-    FILE_IDENTIFIER,
-    decode_columns,
-    decode_joined,
-    decode_many,
-    joined_layout,
-    load,
-    loads,
-)
-from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
-from delegate_lens.etdump.writer import dump, dumps
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
+    from delegate_lens.etdump.decoded import DecodedColumns
+    from delegate_lens.etdump.jsonview import from_json, to_json, write_json
+    from delegate_lens.etdump.model import (
+        AllocationEvent,
+        Allocator,
+        Bool,
+        DebugEvent,
+        Double,
+        ETDump,
+        Event,
+        EventSequence,
+        Float,
+        Int,
+        ProfileEvent,
+        RunData,
+        ScalarType,
+        String,
+        Tensor,
+        TensorList,
+        Value,
+        ValueType,
+    )
+    from delegate_lens.etdump.reader import (
+        FILE_IDENTIFIER,
+        decode_columns,
+        decode_joined,
+        decode_many,
+        joined_layout,
+        load,
+        loads,
+    )
+    from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
+    from delegate_lens.etdump.writer import dump, dumps
+
+# Names load their module on first use (PEP 562): reading an ETDump does not import the
+# writer or the JSON view, nor the object model until run objects are asked for.
+_HOME = {
+    "EventColumns": "columns",
+    "EventColumnsBuilder": "columns",
+    "EventKind": "columns",
+    "DecodedColumns": "decoded",
+    "from_json": "jsonview",
+    "to_json": "jsonview",
+    "write_json": "jsonview",
+    "AllocationEvent": "model",
+    "Allocator": "model",
+    "Bool": "model",
+    "DebugEvent": "model",
+    "Double": "model",
+    "ETDump": "model",
+    "Event": "model",
+    "EventSequence": "model",
+    "Float": "model",
+    "Int": "model",
+    "ProfileEvent": "model",
+    "RunData": "model",
+    "ScalarType": "model",
+    "String": "model",
+    "Tensor": "model",
+    "TensorList": "model",
+    "Value": "model",
+    "ValueType": "model",
+    "FILE_IDENTIFIER": "reader",
+    "decode_columns": "reader",
+    "decode_joined": "reader",
+    "decode_many": "reader",
+    "joined_layout": "reader",
+    "load": "reader",
+    "loads": "reader",
+    "DebugEntries": "values",
+    "TensorColumns": "values",
+    "ValueColumns": "values",
+    "dump": "writer",
+    "dumps": "writer",
+}
 
 __all__ = [
     "FILE_IDENTIFIER",
@@ -81,3 +127,16 @@ __all__ = [
     "to_json",
     "write_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

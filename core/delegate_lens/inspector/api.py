@@ -10,7 +10,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.errors import UsageError
 from delegate_lens.etrecord.loading import load_etrecord
-from delegate_lens.inspector.build import FileColumns, build_blocks, concat_runs
+from delegate_lens.inspector.build import (
+    FileColumns,
+    build_blocks,
+    concat_runs,
+    decoded_file_columns,
+)
 from delegate_lens.inspector.debugdata import DebugBuffer, debug_problems_message
 from delegate_lens.inspector.delegate_rows import DelegateRows, MetadataParser, TimeScaleConverter
 from delegate_lens.inspector.linking import FRAMEWORK_EVENTS, InspectorWarning, Linker
@@ -21,6 +26,7 @@ from delegate_lens.inspector.timescale import TimeScale, scale_factor
 
 if TYPE_CHECKING:
     from delegate_lens.etdump import ETDump
+    from delegate_lens.etdump.decoded import DecodedColumns
     from delegate_lens.inspector.attribution import BlockAttribution
     from delegate_lens.inspector.memory import AllocatorUsage
     from delegate_lens.inspector.modules import ModuleSummary
@@ -32,6 +38,23 @@ EDGE_DIALECT_GRAPH_KEY = "edge_dialect_graph_module"
 """The reference's name of the edge program among the Inspector's graphs."""
 
 PathLike = str | os.PathLike[str]
+
+
+def _decode(path: PathLike | None, data: bytes | bytearray | memoryview | None) -> DecodedColumns:
+    """The file-wide columns of an ETDump file or buffer; errors name the file."""
+    from delegate_lens.errors import ETDumpFormatError
+    from delegate_lens.etdump.reader import decode_columns
+
+    if path is None:
+        assert data is not None
+        return decode_columns(bytes(data))
+    from delegate_lens.fileio import read_input
+
+    raw = read_input(path, "ETDump")
+    try:
+        return decode_columns(raw)
+    except ETDumpFormatError as exc:
+        raise ETDumpFormatError(f"{os.fspath(path)}: {exc}") from None
 
 
 def _warn(message: str) -> None:
@@ -80,8 +103,6 @@ class Inspector:
         *,
         etdump: ETDump | None = None,
     ) -> None:
-        from delegate_lens import etdump as etdump_codec
-
         self.source_time_scale = TimeScale.coerce(source_time_scale)
         self.target_time_scale = TimeScale.coerce(target_time_scale)
         self._factor = scale_factor(self.source_time_scale, self.target_time_scale)
@@ -103,19 +124,21 @@ class Inspector:
         _check_reference_graph_name(self._etrecord, reference_graph_name)
 
         if etdump is not None:
-            if not isinstance(etdump, etdump_codec.ETDump):
+            from delegate_lens.etdump.model import ETDump
+
+            if not isinstance(etdump, ETDump):
                 raise UsageError(
                     f"etdump must be a delegate_lens.etdump.ETDump, not {type(etdump).__name__} "
                     "(bytes go to etdump_data, a path to etdump_path)"
                 )
-            dump = etdump
-        elif etdump_path is not None:
-            dump = etdump_codec.load(etdump_path)
+            self._etdump: ETDump | None = etdump
+            self._decoded: DecodedColumns | None = None
+            fc = concat_runs(etdump)
         else:
-            assert etdump_data is not None
-            dump = etdump_codec.loads(bytes(etdump_data))
-        self.etdump = dump
-        """The decoded ETDump (:class:`delegate_lens.etdump.ETDump`)."""
+            # straight to the file-wide columns: no object per run unless asked for
+            self._etdump = None
+            self._decoded = _decode(etdump_path, etdump_data)
+            fc = decoded_file_columns(self._decoded)
         buffer_data = None
         if debug_buffer_path is not None:
             from delegate_lens.fileio import read_input
@@ -123,7 +146,7 @@ class Inspector:
             buffer_data = read_input(debug_buffer_path, "debug buffer")
         self._debug_buffer = DebugBuffer(buffer_data)
 
-        self._fc: FileColumns = concat_runs(dump)
+        self._fc: FileColumns = fc
         grouping = build_blocks(self._fc)
         self._grouping = grouping
         self._linker = Linker(self._etrecord) if self._etrecord is not None else None
@@ -138,6 +161,22 @@ class Inspector:
         self._metadata_cache: dict[tuple[int, int], tuple[list[bytes], Any]] = {}
         self._blocks: list[EventBlock] | None = None
         self._attribution: list[BlockAttribution] | None = None
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: the HTML report (graph, timeline, tables) inline in a frame
+        sized for a cell (see :func:`delegate_lens.report.notebook.inspector_html`)."""
+        from delegate_lens.report.notebook import inspector_html
+
+        return inspector_html(self)
+
+    @property
+    def etdump(self) -> ETDump:
+        """The decoded ETDump (:class:`delegate_lens.etdump.ETDump`), its run objects made
+        on first use."""
+        if self._etdump is None:
+            assert self._decoded is not None
+            self._etdump = self._decoded.etdump(0)
+        return self._etdump
 
     @property
     def time_factor(self) -> float:
@@ -196,6 +235,10 @@ class Inspector:
             )
             start_time = self._fc.start_time[block.events[:, row]].tolist()
         raws, parsed = self.row_metadata(table, row)
+        num_outputs = 1
+        if self._etrecord is not None and key.instruction_id >= 0:
+            outs = self._etrecord.instruction_id_to_num_outs_map.get(link.method or "forward", {})
+            num_outputs = int(outs.get(key.instruction_id, 1))
         if table.debug_data.get(row):
             self.say_debug_problems()
         return Event(
@@ -203,10 +246,6 @@ class Inspector:
             perf_data=perf,
             op_types=list(link.op_types),
             delegate_debug_identifier=key.identifier,
-        num_outputs = 1
-        if self._etrecord is not None and key.instruction_id >= 0:
-            outs = self._etrecord.instruction_id_to_num_outs_map.get(link.method or "forward", {})
-            num_outputs = int(outs.get(key.instruction_id, 1))
             debug_handles=link.debug_handles,
             stack_traces=dict(link.stack_traces),
             module_hierarchy=dict(link.module_hierarchy),
@@ -218,6 +257,7 @@ class Inspector:
             raw_delegate_debug_metadatas=raws,
             instruction_id=None if key.instruction_id < 0 else key.instruction_id,
             method=link.method,
+            num_outputs=num_outputs,
         )
 
     def say_debug_problems(self) -> None:
@@ -225,7 +265,6 @@ class Inspector:
         buffer, or one they do not fit); called where debug values are used."""
         if self._debug_problems is not None:
             message, self._debug_problems = self._debug_problems, None
-            num_outputs=num_outputs,
             warnings.warn(message, InspectorWarning, stacklevel=3)
 
     @property
@@ -251,15 +290,8 @@ class Inspector:
             run_indices=[int(r) for r in table.block.runs],
             method=table.method,
             run_output=list(table.run_output),
-        )
-
-    @property
-    def etrecord(self) -> Any:
-        """The ETRecord given (parsed), or None."""
-        return self._etrecord
-
             reference_loader=self._reference_loader(table.block.bundled_input_index),
-    # ------------------------------------------------------------------ outputs
+        )
 
     def _reference_loader(self, index: int | None) -> Any:
         record = self._etrecord
@@ -272,6 +304,13 @@ class Inspector:
             return per_case[index] if per_case is not None and index < len(per_case) else None
 
         return load
+
+    @property
+    def etrecord(self) -> Any:
+        """The ETRecord given (parsed), or None."""
+        return self._etrecord
+
+    # ------------------------------------------------------------------ outputs
 
     def print_data_tabular(
         self,
@@ -311,10 +350,11 @@ class Inspector:
     def to_dataframe(
         self, include_units: bool = True, include_delegate_debug_data: bool = False
     ) -> Any:
-        """A pandas DataFrame with one row per event (needs the ``pandas`` extra)."""
-        from delegate_lens.inspector.tabular import to_dataframe
+        """A pandas DataFrame with one row per event (needs the ``pandas`` extra), built
+        from the tables' columns (:mod:`delegate_lens.inspector.frames`)."""
+        from delegate_lens.inspector.frames import inspector_dataframe
 
-        return to_dataframe(
+        return inspector_dataframe(
             self,
             include_units=include_units,
             include_delegate_debug_data=include_delegate_debug_data,
@@ -506,13 +546,6 @@ class Inspector:
         return table.to_dataframe() if as_dataframe else table
 
 
-def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
-    for frames in hierarchy.values():
-        if not frames:
-            continue
-        for key, value in frames.items():
-            path = value[0] if isinstance(value, (tuple, list)) and value else ""
-            if module_name in key or (path and module_name in path):
 def _check_reference_graph_name(record: Any, name: str) -> None:
     if name in (EDGE_DIALECT_GRAPH_KEY, "edge_dialect_exported_program"):
         return
@@ -523,5 +556,12 @@ def _check_reference_graph_name(record: Any, name: str) -> None:
     )
 
 
+def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
+    for frames in hierarchy.values():
+        if not frames:
+            continue
+        for key, value in frames.items():
+            path = value[0] if isinstance(value, (tuple, list)) and value else ""
+            if module_name in key or (path and module_name in path):
                 return True
     return False

@@ -1,0 +1,77 @@
+"""``Inspector.to_dataframe``: the reference's DataFrame built from the tables' columns.
+
+The same frame as :func:`~delegate_lens.inspector.tabular.blocks_to_dataframe` over the
+Inspector's event blocks, without making an :class:`~delegate_lens.inspector.model.Event`
+per row: samples and start times come out of the ``(rows, runs)`` matrices with one
+``tolist`` per block, statistics are the tables' own arrays. pandas is imported here, when a
+DataFrame is asked for, not before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.api import Inspector
+
+__all__ = ["inspector_dataframe"]
+
+_STATS = ("p10", "p50", "p90", "avg", "min", "max")
+
+
+def inspector_dataframe(
+    inspector: Inspector, *, include_units: bool = True, include_delegate_debug_data: bool = False
+) -> Any:
+    """One row per event row of every block, with the reference's columns (needs pandas)."""
+    from delegate_lens.inspector.tabular import require_pandas
+
+    pd = require_pandas()
+    unit = f" ({inspector.target_time_scale.value})" if include_units else ""
+    names = [
+        "event_block_name",
+        "event_name",
+        "raw",
+        *(s + unit for s in _STATS),
+        "op_types",
+        "delegate_debug_identifier",
+        "stack_traces",
+        "module_hierarchy",
+        "is_delegated_op",
+        "delegate_backend_name",
+        "debug_data",
+        "start_time",
+    ]
+    if include_delegate_debug_data:
+        names.append("delegate_debug_metadata")
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    stats: list[list[Any]] = [[] for _ in _STATS]
+    fc = inspector.file_columns
+    if any(table.debug_data for table in inspector.tables):
+        inspector.say_debug_problems()
+    for table in inspector.tables:
+        perf = np.asarray(table.block.has_perf, dtype=bool)
+        raw = table.samples.tolist()
+        starts = fc.start_time[table.block.events.T].tolist()  # (rows, runs)
+        block_stats = table.stats.tolist()
+        for j, (key, link) in enumerate(zip(table.keys, table.links, strict=True)):
+            has = bool(perf[j])
+            columns["event_block_name"].append(table.name)
+            columns["event_name"].append(key.name)
+            columns["raw"].append(raw[j] if has else None)
+            for s in range(len(_STATS)):
+                stats[s].append(block_stats[s][j] if has else None)
+            columns["op_types"].append(list(link.op_types))
+            columns["delegate_debug_identifier"].append(key.identifier)
+            columns["stack_traces"].append(dict(link.stack_traces))
+            columns["module_hierarchy"].append(dict(link.module_hierarchy))
+            columns["is_delegated_op"].append(key.identifier is not None)
+            columns["delegate_backend_name"].append(link.delegate_backend_name)
+            columns["debug_data"].append(list(table.debug_data.get(j, [])))
+            columns["start_time"].append(starts[j] if has else None)
+            if include_delegate_debug_data:
+                columns["delegate_debug_metadata"].append(inspector.row_metadata(table, j)[1])
+    for s, stat in enumerate(_STATS):
+        columns[stat + unit] = stats[s]
+    return pd.DataFrame(columns)
