@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,34 @@ def test_blocking_a_plugin_no_one_has_is_said(
     )
     assert main(["inspect", etdump, "-f", "csv", "-p", "no:mapping_validator"]) == 0
     assert capsys.readouterr().err == ""  # a built-in by its short name: blocked, quietly
+
+
+def _subcommands() -> list[tuple[str, argparse.ArgumentParser]]:
+    from delegate_lens.cli import build_parser
+
+    found = []
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append((f"{prefix}{name}", sub))
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(build_parser(), "")
+    return found
+
+
+def test_options_are_spelled_the_same_in_every_command() -> None:
+    """-f/--format wherever a format is chosen, -o/--output wherever a file is written."""
+    pairs = {"--format": "-f", "--output": "-o"}
+    checked = set()
+    for name, parser in _subcommands():
+        for action in parser._actions:
+            for long, short in pairs.items():
+                if long in action.option_strings:
+                    assert short in action.option_strings, f"{name}: {long} without {short}"
+                    checked.add((name, long))
+    assert {"numerics", "compare", "plugins", "check-backend", "inspect", "query"} <= {
+        name for name, option in checked if option == "--format"
+    }

@@ -54,6 +54,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=_count, default=0, help="hypothesis seed (default: 0)")
     parser.add_argument(
         "--format",
+        "-f",
         choices=("table", "json"),
         default="table",
         help="output format (default: table)",

@@ -80,7 +80,11 @@ def register(subparsers: Any) -> None:
         help="rows with fewer samples on a side get no verdict (default: 3)",
     )
     parser.add_argument(
-        "--format", choices=_FORMATS, default="table", help="output format (default: table)"
+        "--format",
+        "-f",
+        choices=_FORMATS,
+        default="table",
+        help="output format (default: table)",
     )
     parser.add_argument(
         "--samples", action="store_true", help="json: also list every sample of both sides"

@@ -20,6 +20,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--format",
+        "-f",
         choices=("table", "json"),
         default="table",
         help="output format (default: table)",
