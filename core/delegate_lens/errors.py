@@ -10,6 +10,7 @@ __all__ = [
     "BundledProgramError",
     "CollectError",
     "ConfigError",
+    "DatasetError",
     "DelegateLensError",
     "DelegateLensWarning",
     "ETDumpFormatError",
@@ -91,6 +92,11 @@ class InspectorError(DelegateLensError):
 class CollectError(DelegateLensError, RuntimeError):
     """``collect`` could not finish its run (e.g. a worker process ended before its batches
     were done; the message names it and its exit code)."""
+
+
+class DatasetError(DelegateLensError, ValueError):
+    """A collected dataset is damaged (the message names the part or manifest entry and how
+    to check and repair the dataset)."""
 
 
 class MissingExtraError(DelegateLensError, ImportError):

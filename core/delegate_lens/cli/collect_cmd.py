@@ -1,7 +1,10 @@
 """`delegate-lens collect`: ETDumps (files, folders, globs) into a Parquet dataset.
 
 Files already in the dataset (same content hash) are skipped; a bad file is reported on
-stderr (``warning: skipped …``) and skipped. Exit 0 unless the arguments are bad (2).
+stderr (``warning: skipped …``) and skipped. Exit 0 when something was collected or was
+already there; 2 when the arguments are bad or no file could be collected.
+``collect --check -o D`` checks a dataset (exit 1 when something is wrong), ``--repair``
+drops what is damaged (see :mod:`delegate_lens.dataset.check`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def register(subparsers: Any) -> None:
             "Incremental: files already collected are skipped by content hash."
         ),
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="ETDump file, folder or glob")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="ETDump file, folder or glob")
     parser.add_argument(
         "-o", "--output", required=True, metavar="DATASET", help="dataset folder or URI (s3://…)"
     )
@@ -68,12 +71,40 @@ def register(subparsers: Any) -> None:
         help="ETDump MB per part (default 64)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check the dataset -o names (damaged parts, files stored twice); exit 1 if not ok",
+    )
+    parser.add_argument(
+        "--repair",
+        action="store_true",
+        help="drop what --check finds damaged or stored twice; name the files to collect again",
+    )
     parser.set_defaults(func=_run)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from delegate_lens.cli.terminal import escape_controls
+    from delegate_lens.dataset.check import check_dataset, format_check
+    from delegate_lens.errors import UsageError
+
+    if args.paths:
+        raise UsageError("--check and --repair take no PATH: they check the dataset -o names")
+    check = check_dataset(args.output, repair=args.repair)
+    sys.stdout.write(escape_controls(format_check(check)))
+    return 0 if check.ok or args.repair else 1
 
 
 def _run(args: argparse.Namespace) -> int:
     from delegate_lens.dataset import collect
     from delegate_lens.dataset.sources import parse_labels
+    from delegate_lens.errors import UsageError
+
+    if args.check or args.repair:
+        return _check(args)
+    if not args.paths:
+        raise UsageError("collect: give the ETDumps to collect (PATH ...)")
 
     labels = parse_labels(args.label)
     report = collect(
@@ -87,8 +118,12 @@ def _run(args: argparse.Namespace) -> int:
         batch_bytes=max(1, int(args.batch_mb * (1 << 20))),
         progress=not args.quiet,
     )
+    from delegate_lens.cli.terminal import escape_controls
+
     for failed in report.failed:
-        print(f"warning: skipped {failed.error}", file=sys.stderr)
+        print(escape_controls(f"warning: skipped {failed.error}"), file=sys.stderr)
     if not args.quiet:
         print(report.summary(), file=sys.stderr)
+    if report.failed and not report.collected and not report.skipped:
+        raise UsageError(f"nothing collected: all {len(report.failed)} file(s) failed")
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
@@ -24,6 +25,7 @@ __all__ = [
     "PROGRESS_DELAY",
     "Steps",
     "delayed_progress",
+    "escape_controls",
     "is_fancy_terminal",
     "require_rich",
     "rich_console",
@@ -32,6 +34,24 @@ __all__ = [
 
 PROGRESS_DELAY = 1.0
 """Seconds of work before a progress bar shows."""
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and
+# isolates that reorder what a terminal shows
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character that a terminal acts on (escape sequences,
+    carriage return, backspace, bell, bidirectional overrides) shown as ``\\xNN`` or
+    ``\\uNNNN``; tab and newline stay. Names read from files pass through this before
+    they are printed, so a crafted file cannot set the terminal's title or hide text."""
+    return _CONTROLS.sub(_escape, text)
 
 
 def require_rich() -> Any:

@@ -149,10 +149,50 @@ def collect(
     if scheduler is not None and engine != "dask":
         raise UsageError("a scheduler address needs --engine dask")
     found = iter_sources(paths, etrecord=etrecord, labels=labels)  # arguments checked now
-    store = DatasetStore(dataset)
-    store.create()
-    known = frozenset(store.manifest())
+    if etrecord is not None:
+        _check_etrecord(etrecord)
     runner: Runner = run_dask(scheduler, workers) if engine == "dask" else run_processes(workers)
+    store = DatasetStore(dataset)
+    existed = store.exists()
+    store.create()
+    try:
+        with store.writing(on_wait):
+            known = frozenset(store.manifest())
+            results = _run(store, runner, found, known, engine, workers, batch_bytes, progress)
+    except BaseException:
+        if not existed:
+            store.remove_if_empty()  # failed before writing: leave no empty dataset
+        raise
+    if not existed:
+        store.remove_if_empty()  # nothing collected into a new dataset: none made
+    return CollectReport(results)
+
+
+def _check_etrecord(path: str) -> None:
+    """The ETRecord the user named, read whole now (every graph): a bad one is an error
+    before anything is collected, never rows without their op types."""
+    from delegate_lens.etrecord import load_etrecord
+
+    load_etrecord(path).validate()
+
+
+def _waiting() -> None:
+    print("note: another collect is writing this dataset; waiting for it", file=sys.stderr)
+
+
+on_wait = _waiting
+
+
+def _run(
+    store: DatasetStore,
+    runner: Runner,
+    found: Iterator[Source],
+    known: frozenset[str],
+    engine: str,
+    workers: int,
+    batch_bytes: int,
+    progress: bool,
+) -> list[FileResult]:
     place: dict[str, int] = {}  # each file's place in the order found
     sizes: list[int] = []  # each file's size, in that order
     found_bytes = [0]
@@ -185,5 +225,4 @@ def collect(
         # a batch's results are in its order, and a batch is a run of files in the order
         # found: the chunks in the order of their first files are every file in order
         chunks.sort(key=lambda chunk: place.get(chunk[0].source, 0))
-        results = list(itertools.chain.from_iterable(chunks))
-    return CollectReport(results)
+        return list(itertools.chain.from_iterable(chunks))

@@ -10,6 +10,11 @@ one PUT is atomic, it is written under its name directly): a crash never leaves 
 half-written ``part-*.parquet``. The part's own Parquet metadata holds the same file list as
 its manifest entry, so a part whose manifest entry is missing (a crash between the two) is
 still known, and its files are not collected twice.
+
+One ``collect`` writes a local dataset at a time: :meth:`DatasetStore.writing` holds an
+exclusive lock (``D/_manifest/.lock``) from reading the manifest to the last part, so a
+second run waits, then skips what the first collected. Temporaries left by a killed run
+are removed when the next run takes the lock (no one else can be writing then).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from delegate_lens.dataset._extras import require
@@ -27,6 +33,7 @@ __all__ = ["FILES_KEY", "DatasetStore"]
 
 FILES_KEY = b"delegate_lens.files"
 MANIFEST = "_manifest"
+LOCK = ".lock"
 
 
 def _write_options(table: Any) -> dict[str, Any]:
@@ -82,7 +89,69 @@ class DatasetStore:
             from delegate_lens.errors import UsageError
 
             raise UsageError(f"{self.location}: is a file, not a dataset folder")
+        parent = os.path.dirname(self.root.rstrip("/"))
+        missing = info.type == self._fs_module.FileType.NotFound
+        if self.local and missing and parent and not os.path.isdir(parent):
+            from delegate_lens.errors import UsageError
+
+            raise UsageError(f"cannot write {self.location}: folder {parent} does not exist")
         self.fs.create_dir(self._path(MANIFEST), recursive=True)
+
+    @contextlib.contextmanager
+    def writing(self, on_wait: Callable[[], object] | None = None) -> Iterator[None]:
+        """Hold the dataset's write lock (a local dataset; elsewhere a no-op): one collect
+        at a time. ``on_wait`` is called when another run holds it (then this one waits).
+        Temporaries of killed runs are removed once the lock is taken."""
+        if not self.local:
+            yield
+            return
+        import fcntl
+
+        fd = os.open(self._path(MANIFEST, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            self.remove_temporaries()
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def remove_temporaries(self) -> list[str]:
+        """Remove the hidden temporaries of parts and manifest entries (call only while
+        holding :meth:`writing`: then none is being written). Returns their names."""
+        removed: list[str] = []
+        for folder in (self.root, self._path(MANIFEST)):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            prefix = ".part-" if folder == self.root else "."
+            for name in names:
+                if name.startswith(prefix) and name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(folder, name))
+                        removed.append(name)
+        return removed
+
+    def remove_if_empty(self) -> bool:
+        """Remove a local dataset that holds nothing (no part, no manifest entry): what a
+        run that failed before writing leaves. True if removed."""
+        if not self.local or not self.exists():
+            return False
+        manifest = self._path(MANIFEST)
+        try:
+            top = set(os.listdir(self.root))
+            entries = set(os.listdir(manifest)) if os.path.isdir(manifest) else set()
+        except OSError:
+            return False
+        if top - {MANIFEST} or entries - {LOCK}:
+            return False
+        shutil.rmtree(self.root, ignore_errors=True)
+        return True
 
     def exists(self) -> bool:
         return bool(self.fs.get_file_info(self.root).type == self._fs_module.FileType.Directory)
@@ -107,30 +176,54 @@ class DatasetStore:
         return [f"{scheme}://{path}" for path in self.parts()]
 
     def manifest(self) -> dict[str, dict[str, Any]]:
-        """``{file hash: {"source", "rows", "part"}}`` of every collected ETDump."""
+        """``{file hash: {"source", "rows", "part"}}`` of every collected ETDump. A damaged
+        manifest entry or part is a :class:`~delegate_lens.errors.DatasetError` naming it."""
         known: dict[str, dict[str, Any]] = {}
         listed: set[str] = set()
-        folder = self._path(MANIFEST)
-        if self.fs.get_file_info(folder).type == self._fs_module.FileType.Directory:
-            selector = self._fs_module.FileSelector(folder, recursive=False)
-            for info in self.fs.get_file_info(selector):
-                if not info.base_name.endswith(".json") or info.base_name.startswith("."):
-                    continue
-                with self.fs.open_input_stream(info.path) as stream:
-                    entry = json.loads(stream.read())
-                listed.add(entry["part"])
-                for item in entry["files"]:
-                    known[item["hash"]] = {**item, "part": entry["part"]}
-        pq = require("pyarrow.parquet", "the dataset")
+        for path, entry in self.manifest_entries():
+            if isinstance(entry, Exception):
+                raise damaged(self.location, path, entry)
+            listed.add(entry["part"])
+            for item in entry["files"]:
+                known[item["hash"]] = {**item, "part": entry["part"]}
         for part in self.parts():
             name = part.rsplit("/", 1)[-1]
             if name in listed:
                 continue
-            with self.fs.open_input_file(part) as stream:  # manifest entry lost: recover
-                meta = pq.read_metadata(stream).metadata or {}
-            for item in json.loads(meta.get(FILES_KEY, b"[]")):
+            listing = self.part_listing(part)  # manifest entry lost: recover
+            if isinstance(listing, Exception):
+                raise damaged(self.location, part, listing)
+            for item in listing:
                 known[item["hash"]] = {**item, "part": name}
         return known
+
+    def manifest_entries(self) -> list[tuple[str, dict[str, Any] | Exception]]:
+        """Every manifest entry: its path and its content, or why it cannot be read."""
+        folder = self._path(MANIFEST)
+        if self.fs.get_file_info(folder).type != self._fs_module.FileType.Directory:
+            return []
+        out: list[tuple[str, dict[str, Any] | Exception]] = []
+        selector = self._fs_module.FileSelector(folder, recursive=False)
+        for info in sorted(self.fs.get_file_info(selector), key=lambda i: i.path):
+            if not info.base_name.endswith(".json") or info.base_name.startswith("."):
+                continue
+            try:
+                with self.fs.open_input_stream(info.path) as stream:
+                    entry = json.loads(stream.read())
+                out.append((info.path, _checked_entry(entry)))
+            except Exception as exc:  # any damage: reported, never a traceback
+                out.append((info.path, exc))
+        return out
+
+    def part_listing(self, part: str) -> list[dict[str, Any]] | Exception:
+        """The file list a part's own metadata holds, or why it cannot be read."""
+        pq = require("pyarrow.parquet", "the dataset")
+        try:
+            with self.fs.open_input_file(part) as stream:
+                meta = pq.read_metadata(stream).metadata or {}
+            return _checked_files(json.loads(meta.get(FILES_KEY, b"[]")))
+        except Exception as exc:
+            return exc
 
     def _write(self, path: str, write: Any) -> None:
         """``write(stream)`` into ``path`` atomically (temporary name + rename when local)."""
@@ -139,7 +232,7 @@ class DatasetStore:
                 write(stream)
             return
         folder, name = path.rsplit("/", 1)
-        tmp = f"{folder}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp = f"{folder}/.{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
         try:
             with self.fs.open_output_stream(tmp) as stream:
                 write(stream)
@@ -163,3 +256,29 @@ class DatasetStore:
         entry = b'{"part":%s,"files":%s}' % (json.dumps(name).encode(), listing)
         self._write(self._path(MANIFEST, f"{part_id}.json"), lambda stream: stream.write(entry))
         return name
+
+
+def _checked_files(files: Any) -> list[dict[str, Any]]:
+    if not isinstance(files, list) or not all(
+        isinstance(item, dict) and isinstance(item.get("hash"), str) for item in files
+    ):
+        raise ValueError("its file list is not a list of {hash, source, rows}")
+    return files
+
+
+def _checked_entry(entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("part"), str):
+        raise ValueError('not a manifest entry {"part": ..., "files": [...]}')
+    _checked_files(entry.get("files"))
+    return entry
+
+
+def damaged(location: str, path: str, exc: BaseException) -> Exception:
+    """The :class:`~delegate_lens.errors.DatasetError` for a damaged part or entry."""
+    from delegate_lens.errors import DatasetError
+
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return DatasetError(
+        f"{path}: damaged dataset file ({text}); check it with "
+        f"'delegate-lens collect --check -o {location}', drop it with --repair"
+    )
