@@ -3,7 +3,11 @@
 ``get_delegation_info(graph_module)`` takes a lowered graph module (or an
 ``ExportedProgram`` / ``EdgeProgramManager``, whose ``forward`` is used) and counts the
 operator nodes inside delegate calls (in their partitions' graphs) and outside them.
-``getitem`` nodes (picking outputs) and the delegate calls themselves are not operators.
+``getitem`` nodes (picking outputs) and the delegate calls themselves are not operators
+(the reference counts ``getitem`` nodes too). Op types are written as the reference writes
+them, from the operator: ``aten_convolution_default`` for ``aten.convolution.default``.
+``print_delegation_info`` prints the summary and the per-operator table in the reference's
+grid.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ __all__ = [
     "format_delegated_graph",
     "get_delegation_info",
     "print_delegated_graph",
+    "print_delegation_info",
+    "reference_op_type",
 ]
 
 COLUMNS = ("op_type", "occurrences_in_delegated_graphs", "occurrences_in_non_delegated_graphs")
@@ -66,9 +72,11 @@ class DelegationInfo:
             f"Number of delegated nodes: {self.num_delegated_nodes}",
             f"Number of non-delegated nodes: {self.num_non_delegated_nodes}",
         ]
-        for backend, count in sorted(self.backends.items()):
-            lines.append(f"  {backend}: {count} subgraph(s)")
         return "\n".join(lines) + "\n"
+
+    def get_backend_summary(self) -> str:
+        """Delegated subgraphs per backend id, one line each (an addition)."""
+        return "".join(f"{b}: {n} subgraph(s)\n" for b, n in sorted(self.backends.items()))
 
     def get_operator_delegation_dataframe(self) -> Any:
         """The per-operator table as a pandas DataFrame (needs the ``pandas`` extra)."""
@@ -116,7 +124,7 @@ def get_delegation_info(graph_module: Any) -> DelegationInfo:
     backends: dict[str, int] = {}
 
     def count(node: torch.fx.Node, inside: bool) -> None:
-        counts = by_op.setdefault(op_name(node.target), [0, 0])
+        counts = by_op.setdefault(reference_op_type(node.target), [0, 0])
         counts[0 if inside else 1] += 1
 
     def walk_lowered(module: LoweredBackendModule) -> None:
@@ -143,6 +151,22 @@ def get_delegation_info(graph_module: Any) -> DelegationInfo:
         {op: DelegationBreakdown(op, d, n) for op, (d, n) in by_op.items()},
         backends,
     )
+
+
+def reference_op_type(target: Any) -> str:
+    """The op type as the reference's delegation info writes it (its edge node names without
+    their number): ``aten.convolution.default`` -> ``aten_convolution_default``."""
+    return op_name(target).replace(".", "_")
+
+
+def print_delegation_info(graph_module: Any, file: Any = None) -> None:
+    """Print the summary and the per-operator table (with a ``Total`` row) in the
+    reference's grid (``tabulate``'s ``fancy_grid`` of its DataFrame)."""
+    from delegate_lens.inspector.reference_table import format_fancy_grid
+
+    info = get_delegation_info(graph_module)
+    print(info.get_summary(), file=file)
+    print(format_fancy_grid(list(COLUMNS), [list(row) for row in info.rows()]), file=file)
 
 
 def format_delegated_graph(graph_module: Any) -> str:

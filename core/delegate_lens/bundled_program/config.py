@@ -17,10 +17,30 @@ import numpy.typing as npt
 
 from delegate_lens.errors import BundledProgramError
 
-__all__ = ["BundledValue", "MethodTestCase", "MethodTestSuite", "normalize_value", "value_kind"]
+__all__ = [
+    "BundledValue",
+    "ConfigValue",
+    "DataContainer",
+    "MethodInputType",
+    "MethodOutputType",
+    "MethodTestCase",
+    "MethodTestSuite",
+    "normalize_value",
+    "value_kind",
+]
 
 BundledValue: TypeAlias = "npt.NDArray[Any] | bool | int | float"
 """A value of a test case: a numpy array (a tensor) or an ``int``, ``bool`` or ``float``."""
+
+ConfigValue: TypeAlias = Any
+"""The reference's name of what a test case takes: a tensor (torch or numpy), int, bool or
+float."""
+MethodInputType: TypeAlias = Sequence[Any]
+"""The inputs of one run: a sequence of ``ConfigValue``."""
+MethodOutputType: TypeAlias = Sequence[Any]
+"""The expected outputs of one run: a sequence of tensors."""
+DataContainer: TypeAlias = list[Any] | tuple[Any, ...] | dict[str, Any]
+"""Containers the reference flattens (nested lists and tuples are flattened here too)."""
 
 
 def _is_torch_tensor(value: Any) -> bool:

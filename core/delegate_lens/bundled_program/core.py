@@ -53,22 +53,41 @@ def _program_parts(program_manager: Any) -> tuple[bytes, ProgramData | None]:
 class BundledProgram:
     """A program and the test cases of its methods (ExecuTorch's ``BundledProgram``).
 
-    :param program_manager: what ``EdgeProgramManager.to_program()`` returned, a
-        ``ProgramData``, or a serialized program (bytes; only delegate-lens programs are
-        checked and can be run).
+    :param executorch_program: what ``to_program()`` / ``to_executorch()`` returned (kept
+        as :attr:`executorch_program`, as the reference keeps it), a ``ProgramData``, or a
+        serialized program (bytes; only delegate-lens programs are checked and can be
+        run).
     :param method_test_suites: one suite per method; kept sorted by method name.
+    :param pte_file_path: instead of ``executorch_program``, the path of a program file
+        (as the reference's argument: one of the two must be given).
     :raises BundledProgramError: a suite names a method the program lacks, two suites name
         the same method, or a test case does not fit its method (count, dtype, shape).
     """
 
     def __init__(
         self,
-        program_manager: Any,
+        executorch_program: Any,
         method_test_suites: Iterable[MethodTestSuite],
+        pte_file_path: str | os.PathLike[str] | None = None,
         *,
         version: int = BUNDLED_PROGRAM_SCHEMA_VERSION,
     ) -> None:
-        self.program_buffer, data = _program_parts(program_manager)
+        given = executorch_program is not None and not (
+            isinstance(executorch_program, bytes | bytearray) and not executorch_program
+        )
+        if given == (pte_file_path is not None):
+            raise BundledProgramError(
+                "give exactly one of executorch_program and pte_file_path"
+                + (" (both were given)" if given else " (neither was given)")
+            )
+        if pte_file_path is not None:
+            from delegate_lens.fileio import read_input
+
+            executorch_program = read_input(pte_file_path, "program")
+        self.executorch_program: Any = executorch_program
+        """The program as given (the manager from ``to_program()``, when that was given)."""
+        self._schema: Any = None
+        self.program_buffer, data = _program_parts(executorch_program)
         suites = list(method_test_suites)
         for i, suite in enumerate(suites):
             if not isinstance(suite, MethodTestSuite):
@@ -139,6 +158,15 @@ class BundledProgram:
         return cases[int(test_index)]
 
     # ------------------------------------------------------------------ files
+
+    def serialize_to_schema(self) -> Any:
+        """This bundled program as the reference's schema objects
+        (:mod:`delegate_lens.bundled_program.schema`), made once."""
+        if self._schema is None:
+            from delegate_lens.bundled_program.schema_io import to_schema
+
+            self._schema = to_schema(self)
+        return self._schema
 
     def serialize(self) -> bytes:
         from delegate_lens.bundled_program.flatbuffer import (

@@ -46,3 +46,30 @@ SCALAR_TYPE_NAMES: dict[int, str] = {
     int(code): code.name for code in ScalarType if code not in NUMPY_SCALAR_TYPES.values()
 }
 """ScalarType codes numpy cannot hold, named for error messages."""
+
+# The reference's schema objects (``executorch.devtools.bundled_program.schema``), at the end
+# so that the constants above are defined when the submodule imports this package.
+from delegate_lens.bundled_program.schema.bundled_program_schema import (  # noqa: E402
+    Bool,
+    BundledMethodTestCase,
+    BundledMethodTestSuite,
+    BundledProgram,
+    Double,
+    Int,
+    Tensor,
+    Value,
+    ValueUnion,
+)
+
+__all__ += [
+    "Bool",
+    "BundledMethodTestCase",
+    "BundledMethodTestSuite",
+    "BundledProgram",
+    "Double",
+    "Int",
+    "ScalarType",
+    "Tensor",
+    "Value",
+    "ValueUnion",
+]

@@ -1,0 +1,13 @@
+"""``executorch.devtools.backend_debug`` under delegate-lens: how much of a lowered graph
+went to delegates (defined in :mod:`delegate_lens.aot.delegation_info`; imports torch)."""
+
+from __future__ import annotations
+
+from delegate_lens.aot.delegation_info import (
+    DelegationBreakdown,
+    DelegationInfo,
+    get_delegation_info,
+    print_delegation_info,
+)
+
+__all__ = ["DelegationBreakdown", "DelegationInfo", "get_delegation_info", "print_delegation_info"]
