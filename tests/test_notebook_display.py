@@ -253,3 +253,25 @@ def test_displays_render_in_chromium(
     assert console_messages(browser) == []
     browser.execute_script("document.getElementById('cell-gap').scrollIntoView()")
     _shot(browser, "gap-and-compare")
+
+
+def test_report_doc_notebook_example_runs(
+    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/report.md, "In a notebook": its ``ipython`` block runs and prints what it says."""
+    import contextlib
+    import io
+    import shutil
+
+    from docblocks import DOCS, blocks
+
+    for name in ("etdump.etdp", "etrecord.bin", "debug.bin"):
+        shutil.copy(vectors_dir / "mlp_xnnpack" / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    [(line, source)] = blocks(DOCS / "report.md", "ipython")
+    namespace: dict[str, Any] = {"__name__": "docs_report_notebook"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, f"report.md:{line}", "exec"), namespace)
+    assert out.getvalue() == '<iframe class="dl-notebook"\n'
+    assert "height:900px" in namespace["taller"] and "mlp on XNNPACK" in namespace["taller"]
