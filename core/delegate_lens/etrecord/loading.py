@@ -27,8 +27,9 @@ def forget_etrecords() -> None:
 
 def load_etrecord(etrecord: Any) -> Any:
     """An :class:`~delegate_lens.etrecord.ETRecord` from ``etrecord``: ``None`` stays
-    ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`; the same
-    unchanged file again gives the same object), an ETRecord (or any object with
+    ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`) and every
+    graph read now, so that a damaged entry is an error here, never missing op types later
+    (the same unchanged file again gives the same object), an ETRecord (or any object with
     ``debug_handle_map`` and ``graph``) is kept; anything else is a
     :class:`~delegate_lens.errors.UsageError` naming its type."""
     if etrecord is None:
@@ -52,6 +53,7 @@ def load_etrecord(etrecord: Any) -> Any:
         record = _kept.get(key)
         if record is None:
             record = parse_etrecord(etrecord)
+            record.validate()  # a named file is read whole or refused: no silent gaps
             _kept[key] = record
             while len(_kept) > _KEPT:
                 _kept.popitem(last=False)
