@@ -45,6 +45,8 @@ _LAZY: dict[str, str] = {
     "Inspector": "delegate_lens.inspector",
     "TimeScale": "delegate_lens.inspector",
     "EventBlock": "delegate_lens.inspector",
+    # the rest of executorch.devtools' names (issue 22; see docs/migrating.md)
+    "BundledProgram": "delegate_lens.bundled_program",
     # real ExecuTorch through the bridge plugin (issue 23; the executorch extra)
     "profile": "delegate_lens.bridge",
 }

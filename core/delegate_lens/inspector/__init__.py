@@ -8,6 +8,21 @@ from __future__ import annotations
 from delegate_lens.inspector.api import Inspector
 from delegate_lens.inspector.linking import InspectorWarning
 from delegate_lens.inspector.model import Event, EventBlock, PerfData
+from delegate_lens.inspector.reference_utils import (
+    compare_results,
+    parse_vgf_neural_statistics_delegate_metadata,
+    parse_vgf_neural_statistics_metadata,
+)
 from delegate_lens.inspector.timescale import TimeScale
 
-__all__ = ["Event", "EventBlock", "Inspector", "InspectorWarning", "PerfData", "TimeScale"]
+__all__ = [
+    "Event",
+    "EventBlock",
+    "Inspector",
+    "InspectorWarning",
+    "PerfData",
+    "TimeScale",
+    "compare_results",
+    "parse_vgf_neural_statistics_delegate_metadata",
+    "parse_vgf_neural_statistics_metadata",
+]

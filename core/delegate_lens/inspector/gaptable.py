@@ -106,6 +106,9 @@ class NumericGapTable:
                 "a DataFrame needs pandas: pip install 'delegate-lens[pandas]'"
             ) from None
         frame = pd.DataFrame(self.rows, columns=list(self.columns))
+        # a row outside any delegate has None (pandas would make it NaN beside strings)
+        backend = frame["delegate_backend"].astype(object)
+        frame["delegate_backend"] = backend.where(backend.notna(), None)
         frame.attrs["unmatched"] = [attrs.asdict(u) for u in self.unmatched]
         return frame
 
