@@ -19,7 +19,8 @@ def _table(inspector: Any, stream: IO[str]) -> None:
     from delegate_lens.inspector.memory import write_memory_table
     from delegate_lens.inspector.tabular import terminal_width, write_table
 
-    write_table(inspector, stream, width=terminal_width(stream))
+    # the command's view, the same rows on a terminal and in a pipe (fitted on a terminal)
+    write_table(inspector, stream, width=terminal_width(stream), view=True)
     usage = inspector.get_memory_usage()
     if usage:  # allocation events: memory per allocator per run, under the table
         stream.write("\nmemory allocated per run and allocator:\n")

@@ -197,7 +197,7 @@ def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
 def _table_cells(inspector: Any) -> tuple[list[str], list[list[str]]]:
     from delegate_lens.inspector.tabular import table_cells, terminal_width
 
-    return table_cells(inspector, width=terminal_width(sys.stdout))
+    return table_cells(inspector, width=terminal_width(sys.stdout), view=True)
 
 
 def _print_rich_table(console: Any, cells: tuple[list[str], list[list[str]]]) -> None:

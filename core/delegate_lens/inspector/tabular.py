@@ -124,17 +124,20 @@ def _shorten(text: str, width: int) -> str:
 
 
 def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[list[str]]:
-    """Cut the cells of the ``squeezable`` columns (widest first) until lines fit ``width``."""
+    """Cut the cells of the ``squeezable`` columns to one common cap, the largest that lets
+    lines fit ``width`` (never below ``_MIN_CELL``): wide columns give up the most, and no
+    column is cut to the minimum while another keeps more than it needs."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    excess = sum(widths) + 2 * (len(widths) - 1) - width
-    for col in sorted(squeezable, key=lambda c: -widths[c]):
-        if excess <= 0:
-            break
-        target = max(_MIN_CELL, widths[col] - excess)
-        if target < widths[col]:
-            excess -= widths[col] - target
+    room = (
+        width - 2 * (len(widths) - 1) - sum(w for i, w in enumerate(widths) if i not in squeezable)
+    )
+    cap = max((w for i, w in enumerate(widths) if i in squeezable), default=0)
+    while cap > _MIN_CELL and sum(min(widths[c], cap) for c in squeezable) > room:
+        cap -= 1
+    for col in squeezable:
+        if widths[col] > cap:
             for row in rows[1:]:
-                row[col] = _shorten(row[col], target)
+                row[col] = _shorten(row[col], cap)
     return rows
 
 
@@ -143,33 +146,78 @@ TABLE_RIGHT = range(2, 8)
 bundled inputs; :func:`stat_columns` gives them for any header."""
 
 
+def _first_sample(value: Any) -> Any:
+    """A row's parsed metadata as one value: the first sample's when it is per sample."""
+    if isinstance(value, (list, tuple)) and not isinstance(value, (bytes, str)):
+        return value[0] if value else None
+    return value
+
+
+def _metadata_cells(values: list[Any], taken: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """The metadata as columns: one per key when the (first sample's) values are dicts,
+    else one ``metadata`` column; a key that is already a header is ``metadata.KEY``."""
+    firsts = [_first_sample(v) for v in values]
+    keys: dict[str, None] = {}
+    for value in firsts:
+        if isinstance(value, dict):
+            keys.update(dict.fromkeys(str(k) for k in value))
+    if not keys or not all(v is None or isinstance(v, dict) for v in firsts):
+        return ["metadata"], [[_metadata_text(v)] for v in firsts]
+    headers = [f"metadata.{k}" if k in taken else k for k in keys]
+    # a parser may give each key one value per sample: its first sample's, as the row's
+    cells = [
+        [_metadata_text(_first_sample(v.get(k))) if isinstance(v, dict) else "" for k in keys]
+        for v in firsts
+    ]
+    return headers, cells
+
+
+def _metadata_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return _fmt(value)
+
+
 def table_cells(
     inspector: Inspector,
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
     *,
     width: int | None = None,
+    view: bool | None = None,
 ) -> tuple[list[str], list[list[str]]]:
     """The printed table's header and rows as text cells (what :func:`write_table` aligns).
 
-    With ``width`` (the terminal view): rows a delegate logged are named with their backend
-    and identifier (``Add #1 [XnnpackBackend #3]``), the parsed delegate metadata is shown
-    when the file has any, and the event names, op types and metadata are shortened (ending
-    ``...``) so that lines fit that many columns.
+    The command's view (``view``; by default when ``width`` is given) names the rows a
+    delegate logged with their backend and identifier (``XnnpackBackend #3``) and shows
+    the parsed delegate metadata when the file has any, one column per key (the first
+    sample's values) — on a terminal and in a pipe alike. With ``width`` (a terminal) the
+    headers are short, ``False``/``[]`` are left blank, and the event names, op types and
+    metadata are shortened (ending ``...``) so that lines fit that many columns.
     """
-    if width is not None and not include_delegate_debug_data:
-        include_delegate_debug_data = bool((inspector.file_columns.metadata_length >= 0).any())
-    headers = _headers(inspector, include_units, include_delegate_debug_data)
+    view = width is not None if view is None else view
+    metadata = include_delegate_debug_data
+    if view and not metadata:
+        metadata = bool((inspector.file_columns.metadata_length >= 0).any())
+    headers = _headers(inspector, include_units, metadata and not view)
     bundled = _has_bundled(inspector)
-    rows_in = _rows(
-        inspector, include_delegate_debug_data, named=width is not None, bundled=bundled
-    )
-    body = [[_fmt(v) for v in row] for row in rows_in]
+    raw_rows = list(_rows(inspector, metadata, named=view, bundled=bundled))
     # an addition: which bundled test case each block's runs used, placed after the block
     # once the other columns are fitted (their positions are fixed above)
-    bundled_cells = [row.pop() for row in body] if bundled else []
+    bundled_cells = [_fmt(row.pop()) for row in raw_rows] if bundled else []
+    meta_values = [row.pop() for row in raw_rows] if metadata and view else []
+    body = [[_fmt(v) for v in row] for row in raw_rows]
+    if meta_values:
+        meta_headers, meta_cells = _metadata_cells(meta_values, headers)
+        headers = [*headers, *meta_headers]
+        for row, cells in zip(body, meta_cells):
+            row.extend(cells)
     rows = [headers, *body]
-    if width is not None:  # the terminal view: short headers, no "False" and "[]" noise
+    if width is not None:  # the terminal: short headers, no "False" and "[]" noise
         rows[0] = [_SHORT_HEADERS.get(h, h) for h in headers]
         for row in body:
             for col in range(8, len(row)):
@@ -177,7 +225,7 @@ def table_cells(
                     row[col] = ""
             row[9] = "yes" if row[9] == "True" else row[9]
     if width is not None and body:
-        squeezable = [1, 8] + ([11] if include_delegate_debug_data else [])
+        squeezable = [1, 8, *range(11, len(headers))]
         rows = _fit(rows, width, squeezable)
     if bundled:
         rows[0].insert(1, "bundled_input_index")
@@ -199,9 +247,13 @@ def write_table(
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
     width: int | None = None,
+    view: bool | None = None,
 ) -> None:
-    """A human-readable table, columns aligned (see :func:`table_cells` for ``width``)."""
-    headers, body = table_cells(inspector, include_units, include_delegate_debug_data, width=width)
+    """A human-readable table, columns aligned (see :func:`table_cells` for ``width`` and
+    ``view``)."""
+    headers, body = table_cells(
+        inspector, include_units, include_delegate_debug_data, width=width, view=view
+    )
     for text in align_columns([headers, *body], right=stat_columns(headers), rule=True):
         file.write(text + "\n")
 
