@@ -26,6 +26,8 @@
     if (v === null || v === undefined) return "";
     if (typeof v !== "number") return String(v);
     if (v === 0) return "0";
+    // counts (samples, rows, flops) and whole times: as integers, grouped by thousands
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString("en-US");
     var a = Math.abs(v);
     if (a >= 1000 || a < 0.001) return v.toExponential(3);
     return v.toPrecision(4).replace(/\.?0+$/, "");
