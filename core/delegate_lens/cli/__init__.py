@@ -157,7 +157,9 @@ def _silence_stdout() -> None:
 
 def _fail(message: str) -> NoReturn:
     first_line = message.strip().splitlines()[0] if message.strip() else "failed"
-    print(f"error: {first_line}", file=sys.stderr)
+    from delegate_lens.cli.terminal import escape_controls
+
+    print(f"error: {escape_controls(first_line)}", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
 
 

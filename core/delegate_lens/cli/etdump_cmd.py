@@ -87,9 +87,10 @@ def _from_json(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from delegate_lens.cli.terminal import escape_controls
     from delegate_lens.etdump import load
     from delegate_lens.etdump.summary import format_summary, summarize
 
     text = format_summary(summarize(load(args.file)), title=args.file, top=args.top)
-    print(text)
+    print(escape_controls(text))
     return 0

@@ -87,7 +87,10 @@ def _one_line_warnings() -> Iterator[None]:
         line: str | None = None,
     ) -> None:
         text = str(message).strip().splitlines()
-        print(f"warning: {text[0] if text else category.__name__}", file=sys.stderr)
+        from delegate_lens.cli.terminal import escape_controls
+
+        shown = f"warning: {text[0] if text else category.__name__}"
+        print(escape_controls(shown), file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -163,7 +166,9 @@ def _run(args: argparse.Namespace) -> int:
         elif exporter.binary:
             _export(exporter, inspector, sys.stdout.buffer)
         else:
-            _export(exporter, inspector, sys.stdout)
+            from delegate_lens.cli.terminal import safe_text
+
+            _export(exporter, inspector, safe_text(sys.stdout, for_people=exporter.name == "table"))
     return 0
 
 

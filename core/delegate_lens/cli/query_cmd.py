@@ -43,5 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.output:
         write_atomic(args.output, lambda stream: write_result(table, stream, fmt), binary=binary)
     else:
-        write_result(table, sys.stdout, fmt)
+        from delegate_lens.cli.terminal import safe_text
+
+        write_result(table, safe_text(sys.stdout, for_people=fmt == "table"), fmt)
     return 0

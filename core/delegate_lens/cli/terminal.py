@@ -29,6 +29,7 @@ __all__ = [
     "is_fancy_terminal",
     "require_rich",
     "rich_console",
+    "safe_text",
     "write_rich_table",
 ]
 
@@ -52,6 +53,37 @@ def escape_controls(text: str) -> str:
     ``\\uNNNN``; tab and newline stay. Names read from files pass through this before
     they are printed, so a crafted file cannot set the terminal's title or hide text."""
     return _CONTROLS.sub(_escape, text)
+
+
+class _Escaping:
+    """A text stream that writes through :func:`escape_controls`."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(escape_controls(text))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def safe_text(stream: IO[str], *, for_people: bool) -> IO[str]:
+    """``stream``, escaping control characters (:func:`escape_controls`) when the text is
+    ``for_people`` (a table) or ``stream`` is a terminal; machine formats into a pipe or
+    a file stay as they are."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        tty = bool(isatty and isatty())
+    except (OSError, ValueError):
+        tty = False
+    if for_people or tty:
+        return _Escaping(stream)  # type: ignore[return-value]
+    return stream
 
 
 def require_rich() -> Any:
@@ -169,6 +201,8 @@ def write_rich_table(
     bold header, dim rule and block names, delegated rows' event and backend in green."""
     from rich.text import Text
 
+    headers = [escape_controls(cell) for cell in headers]
+    body = [[escape_controls(cell) for cell in row] for row in body]
     widths = [max(len(row[i]) for row in [headers, *body]) for i in range(len(headers))]
     header = "  ".join(
         cell.rjust(width) if i in right else cell.ljust(width)
