@@ -20,10 +20,11 @@ from delegate_lens.compare import (
     NO_CHANGE,
     SLOWER,
     TOO_FEW,
+    UnmatchedProgramsError,
     compare,
     write_result,
 )
-from delegate_lens.compare.stats import compare_samples
+from delegate_lens.compare.stats import compare_samples, interval_samples, median_ci_ranks
 from delegate_lens.errors import MissingExtraError, UsageError
 from delegate_lens.inspector import Inspector
 
@@ -66,12 +67,64 @@ def test_different_run_counts_and_same_program(vectors_dir: Path) -> None:
     assert {row.base_samples.size for row in execute} == {50}
     assert {row.new_samples.size for row in execute} == {2000}
     assert not result.backends  # portable kernels only
+    # two sessions of one export: different ETRecord files, the same program
+    separate = compare(small, big, base_etrecord=record, new_etrecord=big.parent / "etrecord.bin")
+    assert separate.programs.same_program is True and separate.programs.matched_share == 1.0
+
+
+def test_unrelated_programs_get_no_verdict_unless_asked(
+    vectors_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 4-layer GPT against an MLP: few rows match by name; no verdict by default."""
+    gpt, gpt_record = _vector(vectors_dir, "gpt_portable")
+    mlp, mlp_record = _vector(vectors_dir, "mlp_xnnpack")
+    args = ["compare", str(gpt), str(mlp), "--base-etrecord", str(gpt_record)]
+    args += ["--new-etrecord", str(mlp_record)]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    (line,) = err.strip().splitlines()
+    assert "do not look like one program" in line and "programs DIFFER" in line
+    assert "--allow-unmatched" in line and "Traceback" not in err
+    for allow in (["--allow-unmatched"], ["--min-matched", "0%"]):
+        status = main([*args, *allow])
+        out = capsys.readouterr().out
+        assert status in (0, 1) and "warning: only 0.417% of the operator rows matched" in out
+    # without ETRecords the programs are unknown, and the matched share still decides
+    with pytest.raises(UnmatchedProgramsError, match="programs: unknown"):
+        compare(gpt, mlp)
+    assert compare(gpt, mlp, min_matched=0).programs.same_program is None
+    with pytest.raises(UsageError, match="min_matched must be a share from 0 to 1"):
+        compare(gpt, gpt, min_matched=1.5)
+
+
+def test_a_file_against_itself_has_ratio_intervals_around_1(vectors_dir: Path) -> None:
+    for name in ("conv_xnnpack", "gpt_portable"):
+        dump, record = _vector(vectors_dir, name)
+        result = compare(dump, dump, base_etrecord=record, new_etrecord=record)
+        assert result.programs.same_program is True and result.programs.matched_share == 1
+        timed = [row for row in result.rows if row.base_samples.size >= interval_samples(0.05)]
+        # a row timed 0 (below the clock's resolution) has no log scale: its interval is
+        # unknown (NaN, "-" in the table), never negative
+        zero = [row for row in timed if (row.base_samples <= 0).any()]
+        assert all(np.isnan(row.ratio_ci).all() for row in zero)
+        timed = [row for row in timed if row not in zero]
+        assert len(timed) >= 4
+        for row in timed:
+            low, high = row.ratio_ci
+            assert 0 < low <= 1 <= high < np.inf, (row.identity.name, row.ratio_ci)
+            assert row.ratio == 1 and row.verdict == NO_CHANGE
 
 
 def test_unrelated_programs_leave_one_sided_rows(vectors_dir: Path) -> None:
     mlp, mlp_record = _vector(vectors_dir, "mlp_xnnpack")
     conv, conv_record = _vector(vectors_dir, "conv_xnnpack")
-    result = compare(mlp, conv, base_etrecord=mlp_record, new_etrecord=conv_record)
+    with pytest.raises(UnmatchedProgramsError, match=r"2 of 7 operator rows matched \(28.6%"):
+        compare(mlp, conv, base_etrecord=mlp_record, new_etrecord=conv_record)
+    result = compare(mlp, conv, base_etrecord=mlp_record, new_etrecord=conv_record, min_matched=0)
+    assert result.programs.same_program is False and "operators" in result.programs.difference
+    assert result.programs.matched_share == pytest.approx(2 / 7)
     matched = {row.identity.name for row in result.rows}
     assert "Method::execute" in matched
     assert result.only_base and result.only_new
@@ -86,7 +139,7 @@ def test_unrelated_programs_leave_one_sided_rows(vectors_dir: Path) -> None:
 def test_formats(vectors_dir: Path) -> None:
     mlp, mlp_record = _vector(vectors_dir, "mlp_xnnpack")
     conv, conv_record = _vector(vectors_dir, "conv_xnnpack")
-    result = compare(mlp, conv, base_etrecord=mlp_record, new_etrecord=conv_record)
+    result = compare(mlp, conv, base_etrecord=mlp_record, new_etrecord=conv_record, min_matched=0)
     texts = {}
     for fmt in FORMATS:
         stream = io.StringIO()
@@ -109,6 +162,8 @@ def test_formats(vectors_dir: Path) -> None:
     widths = {line.count(" | ") for line in table_lines if "---" not in line}
     assert len(table_lines) > len(result.rows) and len(widths) >= 2
     assert "only in base:" in texts["table"] and "rows:" in texts["table"]
+    assert "programs DIFFER" in texts["table"] and "warning: only 28.6%" in texts["markdown"]
+    assert data["programs"]["same_program"] is False
     with pytest.raises(UsageError, match="unknown format 'xml'"):
         write_result(result, io.StringIO(), "xml")
 
@@ -158,6 +213,70 @@ def test_stats_detect_a_clear_shift(base: list[float], factor: float) -> None:
     assert result.delta[0] > 0
 
 
+@settings(max_examples=200, deadline=None)
+@given(samples_strategy, samples_strategy, st.floats(min_value=0.001, max_value=0.5))
+def test_ratio_intervals_are_positive(base: list[float], new: list[float], alpha: float) -> None:
+    """A ratio of times has a positive interval around it, whichever side is base."""
+    a, b = np.array([base]), np.array([new])
+    forward = compare_samples(a, b, alpha=alpha)
+    backward = compare_samples(b, a, alpha=alpha)
+    if min(len(base), len(new)) < interval_samples(alpha):
+        assert np.isnan(forward.ratio_low[0]) and not forward.significant[0]
+        return
+    low, ratio, high = forward.ratio_low[0], forward.ratio[0], forward.ratio_high[0]
+    assert 0 < low <= ratio <= high < np.inf
+    assert low == pytest.approx(1 / backward.ratio_high[0])
+    assert forward.significant[0] == (low > 1 or high < 1)
+    same = compare_samples(a, a, alpha=alpha)
+    assert same.ratio_low[0] <= 1 <= same.ratio_high[0] and not same.significant[0]
+
+
+@pytest.mark.parametrize(
+    ("n", "alpha", "ranks"),
+    [
+        (5, 0.05, (0, 4)),
+        (6, 0.05, (0, 5)),
+        (10, 0.05, (1, 8)),
+        (20, 0.05, (5, 14)),
+        (50, 0.05, (17, 32)),
+        (10, 0.5, (3, 6)),
+    ],
+)
+def test_median_interval_ranks_are_the_binomial_ones(
+    n: int, alpha: float, ranks: tuple[int, int]
+) -> None:
+    """The rank c of the interval [x(c+1), x(n-c)] is the largest with P(B <= c) <= alpha/2."""
+    import math
+
+    assert median_ci_ranks(n, alpha) == ranks
+    c = ranks[0]
+    cdf = [sum(math.comb(n, j) for j in range(k + 1)) / 2**n for k in range(n)]
+    if n >= interval_samples(alpha):
+        assert cdf[c] <= alpha / 2 < cdf[c + 1]
+    else:
+        assert cdf[0] > alpha / 2 and c == 0
+
+
+def test_verdicts_hold_their_level_on_simulated_runs() -> None:
+    """Same distribution on both sides (log-normal and heavy-tailed timings): a row is called
+    changed in at most alpha of 2,000 trials; a 2x slowdown is found with 10 runs."""
+    rng = np.random.default_rng(20)
+    for n in (6, 10, 30):
+        for base, new in (
+            (rng.lognormal(0, 0.3, (2000, n)), rng.lognormal(0, 0.3, (2000, n))),
+            (1 + rng.pareto(2.0, (2000, n)), 1 + rng.pareto(2.0, (2000, n))),
+        ):
+            same = compare_samples(base, new, alpha=0.05)
+            assert same.significant.mean() <= 0.05
+            inside = (same.ratio_low <= 1) & (same.ratio_high >= 1)
+            assert inside.mean() >= 0.95
+    base = rng.lognormal(0, 0.3, (2000, 10))
+    slower = compare_samples(base, rng.lognormal(np.log(2), 0.3, (2000, 10)), alpha=0.05)
+    assert slower.significant.mean() >= 0.9 and (slower.ratio_low > 0).all()
+    few = compare_samples(base[:, :5], base[:, :5] * 3, alpha=0.05, min_samples=3)
+    assert not few.enough and not few.significant.any()  # 5 samples: no 95% interval
+
+
 def test_rows_with_nan_and_few_samples() -> None:
     base = np.array([[1.0, 1.0, 1.1, 0.9], [1.0, 1.0, 1.0, 1.0]])
     one = compare_samples(base[:, :2], base[:, :2] * 3, alpha=0.05)
@@ -174,6 +293,8 @@ def test_rows_with_nan_and_few_samples() -> None:
         ({"alpha": 1.0}, "alpha must be between"),
         ({"test": "t-test"}, "unknown test 't-test'"),
         ({"min_samples": 1}, "min_samples must be an int"),
+        ({"min_matched": -0.1}, "min_matched must be a share"),
+        ({"min_matched": "50%"}, "min_matched must be a number"),
     ],
 )
 def test_bad_api_arguments(vectors_dir: Path, kwargs: dict[str, object], message: str) -> None:
@@ -191,6 +312,8 @@ def test_bad_api_arguments(vectors_dir: Path, kwargs: dict[str, object], message
         (["--threshold", "150%"], "--threshold must be between 0 and 1"),
         (["--alpha", "0"], "--alpha must be between 0 and 1"),
         (["--min-samples", "1"], "--min-samples must be at least 2"),
+        (["--min-matched", "120%"], "--min-matched must be from 0 to 1"),
+        (["--min-matched", "most"], "--min-matched must be a share or a percentage"),
         (["--etrecord", "r", "--base-etrecord", "r"], "give --etrecord or"),
         (["-o", "/nonexistent-folder/out.json"], "folder /nonexistent-folder does not exist"),
         (["--format", "xml"], "invalid choice: 'xml'"),

@@ -1,7 +1,9 @@
 """`delegate-lens compare BASE NEW`: which rows got faster or slower between two ETDumps.
 
 Exit status 0 when no row is significantly slower beyond the threshold, 1 when one is (so
-CI can gate on it), 2 on bad input. ``-o`` writes atomically.
+CI can gate on it), 2 on bad input, including two ETDumps that do not look like one program
+(fewer than ``--min-matched`` of the operator rows matched; ``--allow-unmatched`` compares
+anyway). ``-o`` writes atomically.
 """
 
 from __future__ import annotations
@@ -29,6 +31,20 @@ def parse_fraction(text: str, what: str) -> float:
         ) from None
     if not 0.0 < value < 1.0:
         raise UsageError(f"{what} must be between 0 and 1 (0% and 100%), got {text!r}")
+    return value
+
+
+def parse_share(text: str, what: str) -> float:
+    """``"50%"`` or ``"0.5"`` -> 0.5, from 0 to 1 inclusive."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(
+            f"{what} must be a share or a percentage (0.5 or 50%), got {text!r}"
+        ) from None
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{what} must be from 0 to 1 (0% to 100%), got {text!r}")
     return value
 
 
@@ -80,6 +96,18 @@ def register(subparsers: Any) -> None:
         help="rows with fewer samples on a side get no verdict (default: 3)",
     )
     parser.add_argument(
+        "--min-matched",
+        default="50%",
+        metavar="SHARE",
+        help="give no verdict (exit 2) when fewer of the operator rows match, as 50%% or "
+        "0.5 (default: 50%%)",
+    )
+    parser.add_argument(
+        "--allow-unmatched",
+        action="store_true",
+        help="give verdicts however few rows match (same as --min-matched 0)",
+    )
+    parser.add_argument(
         "--format",
         "-f",
         choices=_FORMATS,
@@ -96,6 +124,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     threshold = parse_fraction(args.threshold, "--threshold")
     alpha = parse_fraction(args.alpha, "--alpha")
+    min_matched = 0.0 if args.allow_unmatched else parse_share(args.min_matched, "--min-matched")
     if args.min_samples < 2:
         raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
     if args.etrecord is not None and (args.base_etrecord or args.new_etrecord):
@@ -119,6 +148,7 @@ def _run(args: argparse.Namespace) -> int:
             alpha=alpha,
             test=args.test,
             min_samples=args.min_samples,
+            min_matched=min_matched,
         )
     if args.output:
         from delegate_lens.fileio import write_atomic

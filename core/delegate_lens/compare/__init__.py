@@ -7,6 +7,7 @@ Built on the Inspector's tables; importing it never imports torch or SciPy. See
 from __future__ import annotations
 
 from delegate_lens.compare.api import compare
+from delegate_lens.compare.identity import ProgramMatch
 from delegate_lens.compare.model import (
     FASTER,
     MATCH_KINDS,
@@ -20,6 +21,7 @@ from delegate_lens.compare.model import (
     OneSidedRow,
     RowComparison,
     RowIdentity,
+    UnmatchedProgramsError,
 )
 from delegate_lens.compare.output import FORMATS, write_result
 from delegate_lens.compare.stats import TESTS
@@ -37,8 +39,10 @@ __all__ = [
     "BlockSummary",
     "CompareResult",
     "OneSidedRow",
+    "ProgramMatch",
     "RowComparison",
     "RowIdentity",
+    "UnmatchedProgramsError",
     "compare",
     "write_result",
 ]

@@ -7,8 +7,15 @@ import os
 from collections import defaultdict
 from typing import Any
 
+import attrs
 import numpy as np
 
+from delegate_lens.compare.identity import (
+    DEFAULT_MIN_MATCHED,
+    ProgramMatch,
+    etrecord_difference,
+    operator_rows,
+)
 from delegate_lens.compare.matching import BlockPair, match_blocks, match_rows
 from delegate_lens.compare.model import (
     FASTER,
@@ -21,6 +28,7 @@ from delegate_lens.compare.model import (
     OneSidedRow,
     RowComparison,
     RowIdentity,
+    UnmatchedProgramsError,
 )
 from delegate_lens.compare.stats import TESTS, compare_samples
 from delegate_lens.errors import UsageError
@@ -77,6 +85,7 @@ def compare(
     alpha: float = 0.05,
     test: str = "median-ci",
     min_samples: int = 3,
+    min_matched: float = DEFAULT_MIN_MATCHED,
 ) -> CompareResult:
     """Compare two ETDumps (paths or :class:`~delegate_lens.inspector.Inspector` objects).
 
@@ -87,6 +96,11 @@ def compare(
     ``min_samples``, else ``"no significant change"``. ``test`` is ``"median-ci"`` (the
     medians' order-statistic intervals, numpy only) or ``"mannwhitney"`` (SciPy, the
     ``stats`` extra). Both sides must use the same time scale.
+
+    ``result.programs`` says whether the ETRecords describe the same program and what
+    share of the operator rows matched (:mod:`delegate_lens.compare.identity`). Below
+    ``min_matched`` (a share from 0 to 1; 0 accepts anything) the two sides do not look
+    like one program and no verdict is given: :class:`UnmatchedProgramsError`.
     """
     threshold = _check_number("threshold", threshold, 0.0, 1.0)
     alpha = _check_number("alpha", alpha, 0.0, 1.0)
@@ -94,6 +108,10 @@ def compare(
         raise UsageError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
     if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
         raise UsageError(f"min_samples must be an int of at least 2, got {min_samples!r}")
+    if isinstance(min_matched, bool) or not isinstance(min_matched, int | float):
+        raise UsageError(f"min_matched must be a number, not {type(min_matched).__name__}")
+    if not 0.0 <= min_matched <= 1.0:
+        raise UsageError(f"min_matched must be a share from 0 to 1, got {min_matched}")
     (base_inspector, base_name), (new_inspector, new_name) = _two_inspectors(
         base, base_etrecord, new, new_etrecord
     )
@@ -114,6 +132,14 @@ def compare(
             rows.extend(_compare_block(pair, matches, threshold, alpha, test, min_samples))
         only_base.extend(_one_sided(pair.base, base_left, "base"))
         only_new.extend(_one_sided(pair.new, new_left, "new"))
+    programs = _program_match(base_inspector, new_inspector, rows, only_base, only_new)
+    programs = attrs.evolve(programs, min_matched=float(min_matched))
+    if programs.below_min:
+        raise UnmatchedProgramsError(
+            f"{base_name} and {new_name} do not look like one program, no verdict: "
+            f"{programs.describe()}; to compare anyway lower min_matched (--min-matched) "
+            "or allow it (--allow-unmatched)"
+        )
     return CompareResult(
         base=base_name,
         new=new_name,
@@ -126,7 +152,27 @@ def compare(
         only_new=only_new,
         blocks=[_block_summary(pair) for pair in pairs],
         backends=_backend_summaries(pairs),
+        programs=programs,
     )
+
+
+def _program_match(
+    base: Inspector,
+    new: Inspector,
+    rows: list[RowComparison],
+    only_base: list[OneSidedRow],
+    only_new: list[OneSidedRow],
+) -> ProgramMatch:
+    """What the ETRecords say and how many operator rows matched (see ``identity``)."""
+    same: bool | None = None
+    difference = ""
+    if base.etrecord is not None and new.etrecord is not None:
+        found = etrecord_difference(base.etrecord, new.etrecord)
+        same, difference = found is None, found or ""
+    matched = operator_rows(row.identity.name for row in rows)
+    base_rows = matched + operator_rows(row.identity.name for row in only_base)
+    new_rows = matched + operator_rows(row.identity.name for row in only_new)
+    return ProgramMatch(same, difference, matched, base_rows, new_rows, 0.0)
 
 
 def _identity(table: BlockTable, row: int) -> RowIdentity:
@@ -157,12 +203,8 @@ def _compare_block(
     base_samples = pair.base.samples[base_rows]
     new_samples = pair.new.samples[new_rows]
     st = compare_samples(base_samples, new_samples, alpha=alpha, test=test, min_samples=min_samples)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = st.new_median / st.base_median
-        ratio[(st.new_median == 0) & (st.base_median == 0)] = 1.0  # 0 -> 0: unchanged
-        ratio_low = 1.0 + st.delta_low / st.base_median
-        ratio_high = 1.0 + st.delta_high / st.base_median
-    enough = base_samples.shape[1] >= min_samples and new_samples.shape[1] >= min_samples
+    ratio, ratio_low, ratio_high = st.ratio, st.ratio_low, st.ratio_high
+    enough = st.enough
     slower = st.significant & (ratio > 1.0 + threshold)
     faster = st.significant & (ratio < 1.0 - threshold)
     out = []

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from typing import IO, Any
 
+from delegate_lens.compare.identity import DEFAULT_MIN_MATCHED
 from delegate_lens.compare.model import CompareResult, OneSidedRow, RowComparison, RowIdentity
 from delegate_lens.errors import UsageError
 from delegate_lens.texttable import align_columns
@@ -150,8 +151,16 @@ def _summary(result: CompareResult) -> list[str]:
         f"threshold {100 * result.threshold:g}%, alpha {result.alpha:g}, test {result.test}; "
         f"{len(result.rows)} rows matched ({counts}); {len(result.only_base)} only in base, "
         f"{len(result.only_new)} only in new",
+        result.programs.describe(),
         f"{len(result.regressions)} slower, {len(result.improvements)} faster",
-    ]
+    ] + (
+        [
+            f"warning: only {100 * result.programs.matched_share:.3g}% of the operator rows "
+            "matched (allowed): the verdicts speak for those rows only"
+        ]
+        if result.programs.below_min or result.programs.matched_share < DEFAULT_MIN_MATCHED
+        else []
+    )
 
 
 def _write_table(result: CompareResult, stream: IO[str]) -> None:
