@@ -17,6 +17,7 @@ from typing import Any
 
 from delegate_lens.errors import DelegateLensError, MappingError, PluginError, UsageError
 from delegate_lens.hookspecs import hookimpl
+from delegate_lens.testing.coverage import _as_tuple, _check_maps
 from delegate_lens.testing.profile import BackendProfile, backend_profile
 from delegate_lens.testing.report import RULES, ConformanceReport, Finding
 
@@ -63,18 +64,6 @@ class _Case:
         self.findings.append(
             Finding(rule, message, repr(self.model), str(subject), self.seed, self.example, source)
         )
-
-
-def _op_nodes(program: Any) -> list[Any]:
-    return [
-        n
-        for n in program.graph.nodes
-        if n.op == "call_function" and getattr(n.target, "__name__", "") != "getitem"
-    ]
-
-
-def _as_tuple(value: Any) -> tuple[Any, ...]:
-    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
 def check_model(
@@ -145,45 +134,6 @@ def check_model(
         _check_etrecord(case, record_path, manager)
         _check_links(case, etdump_bytes, record_path, orphans)
     return case.findings
-
-
-def _check_maps(case: _Case, recorder: Recorder, profile: BackendProfile) -> None:
-    for program, result in recorder.preprocessed:
-        nodes = _op_nodes(program)
-        partition = {n.meta.get("debug_handle") for n in nodes} - {None}
-        mapping = getattr(result, "debug_handle_map", None) or {}
-        covered: set[int] = set()
-        for ident, handles in mapping.items():
-            for h in _as_tuple(handles):
-                covered.add(h)
-                if h not in partition:
-                    case.add(
-                        "handles-in-partition",
-                        f"identifier {ident!r} names handle {h}, not in its partition "
-                        f"{sorted(partition)}",
-                        f"identifier {ident!r}, handle {h}",
-                    )
-        if profile.opaque:
-            continue
-        # a per-call summary covers every handle and says nothing of any op: coverage is
-        # over the other (per-op) identifiers
-        summaries = profile.summary_identifiers(mapping, partition)
-        per_op = {
-            h for ident, hs in mapping.items() if ident not in summaries for h in _as_tuple(hs)
-        }
-        for node in nodes:
-            h = node.meta.get("debug_handle")
-            if h is None or h in per_op:
-                continue
-            if h in covered:
-                names = ", ".join(repr(i) for i in sorted(summaries, key=str))
-                message = (
-                    f"delegated node {node.name} (handle {h}) is covered only by summary "
-                    f"identifier(s) {names}, by no per-op identifier"
-                )
-            else:
-                message = f"delegated node {node.name} (handle {h}) is in no identifier's handles"
-            case.add("delegated-nodes-covered", message, f"node {node.name}, handle {h}")
 
 
 def _check_outputs(
