@@ -33,13 +33,12 @@ from delegate_lens.compare.model import (
 from delegate_lens.compare.stats import TESTS, compare_samples
 from delegate_lens.errors import UsageError
 from delegate_lens.inspector.api import Inspector
+from delegate_lens.inspector.attribution import attribute_table
 from delegate_lens.inspector.tables import BlockTable
 
 __all__ = ["compare"]
 
 PathLike = str | os.PathLike[str]
-_DELEGATE_CALL = "DELEGATE_CALL"
-_EXECUTE = "Method::execute"
 
 
 def _inspector(value: Any, etrecord: Any, what: str) -> tuple[Inspector, str]:
@@ -247,32 +246,19 @@ def _one_sided(table: BlockTable | None, rows: list[int], side: str) -> list[One
     ]
 
 
-def _is_delegate_call(table: BlockTable, row: int) -> bool:
-    key = table.keys[row]
-    if key.identifier is not None:
-        return False
-    return key.name == _DELEGATE_CALL or table.links[row].delegate_backend_name is not None
-
-
 def _totals(table: BlockTable | None) -> tuple[float | None, float | None]:
-    """(total, delegated) of one block: see :class:`BlockSummary`."""
+    """(total, delegated) of one block, medians over its runs, from the one attribution of
+    time: the total is the block's denominator (``Method::execute`` when logged, else the
+    attributed time), delegated the time in delegate calls; see :class:`BlockSummary`."""
     if table is None:
         return None, None
-    medians = table.stats[1]
-    total: float | None = None
-    execute: float | None = None
-    delegated = 0.0
-    for row, key in enumerate(table.keys):
-        if not table.block.has_perf[row] or key.identifier is not None:
-            continue
-        if key.name == _EXECUTE:
-            execute = float(medians[row])
-        elif key.name not in ("Method::init", "Program::load_method", "OPERATOR_CALL"):
-            total = (total or 0.0) + float(medians[row])
-        if _is_delegate_call(table, row):
-            delegated += float(medians[row])
-    total = execute if execute is not None else total
-    return total, (delegated if total is not None else None)
+    attribution = attribute_table(table)
+    if not attribution.charges and not attribution.backend_samples:
+        return None, None
+    delegated = np.zeros(table.n_runs)
+    for times in attribution.backend_samples.values():
+        delegated = delegated + times
+    return float(np.median(attribution.run_samples)), float(np.median(delegated))
 
 
 def _block_summary(pair: BlockPair) -> BlockSummary:
@@ -282,6 +268,8 @@ def _block_summary(pair: BlockPair) -> BlockSummary:
 
 
 def _backend_summaries(pairs: list[BlockPair]) -> list[BackendSummary]:
+    """Per backend, on each side: its delegate calls per run and the median over runs of
+    their time, summed over blocks, and its share of all blocks' totals."""
     calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     times: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     grand = [0.0, 0.0]
@@ -290,11 +278,10 @@ def _backend_summaries(pairs: list[BlockPair]) -> list[BackendSummary]:
             if table is None:
                 continue
             grand[side] += _totals(table)[0] or 0.0
-            for row in range(table.n_rows):
-                if table.block.has_perf[row] and _is_delegate_call(table, row):
-                    backend = table.links[row].delegate_backend_name or "(unknown backend)"
-                    calls[backend][side] += 1
-                    times[backend][side] += float(table.stats[1, row])
+            attribution = attribute_table(table)
+            for backend, samples in attribution.backend_samples.items():
+                calls[backend][side] += attribution.backend_calls[backend]
+                times[backend][side] += float(np.median(samples))
     return [
         BackendSummary(
             backend=backend,

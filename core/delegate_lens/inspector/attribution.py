@@ -67,6 +67,7 @@ EXECUTE = "Method::execute"
 _OPERATOR_CALL = "OPERATOR_CALL"
 _DELEGATE_CALL = "DELEGATE_CALL"
 GROUP_SEPARATOR = " + "
+UNKNOWN_BACKEND = "(unknown backend)"
 
 
 class RowRole:
@@ -130,7 +131,8 @@ class BlockAttribution:
     :param row_charge: each row's index in ``charges`` (-1: not charged).
     :param row_positions: for each charged row linked to the graph, the positions in its
         ``RowLink.op_types`` (its nodes) it ran; empty otherwise.
-    :param backend_samples: per delegate backend, the time of its delegate calls in each run.
+    :param backend_samples: per delegate backend (``"(unknown backend)"`` for a call not
+        linked to the ETRecord), the time of its delegate calls in each run.
     :param backend_calls: per delegate backend, its delegate calls per run.
     """
 
@@ -293,7 +295,7 @@ def attribute_table(table: BlockTable) -> BlockAttribution:
         if key.identifier is None and key.name == _DELEGATE_CALL:
             roles[j] = RowRole.WRAPPER
             calls.append(j)
-            backend = link.delegate_backend_name or _DELEGATE_CALL
+            backend = link.delegate_backend_name or UNKNOWN_BACKEND
             backend_samples[backend] = backend_samples.get(backend, np.zeros(n_runs)) + samples[j]
             backend_calls[backend] = backend_calls.get(backend, 0) + 1
             continue
