@@ -97,7 +97,7 @@ def bench_events(n: int, batches: int) -> dict[str, float]:
 def _chain_program(n: int) -> Any:
     import numpy as np
 
-    from delegate_lens.program_format import (
+    from delegate_lens.program import (
         MethodData,
         OperatorInstruction,
         ProgramData,

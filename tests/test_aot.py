@@ -22,7 +22,7 @@ from test_aot_helpers import (  # noqa: E402
 
 import delegate_lens as dl  # noqa: E402
 from delegate_lens.errors import MappingError, MissingExtraError, PluginError, UsageError  # noqa: E402
-from delegate_lens.program_format import (  # noqa: E402
+from delegate_lens.program import (  # noqa: E402
     DelegateCallInstruction,
     OperatorInstruction,
     deserialize,

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 from test_aot_helpers import RecordingBackend, TagPartitioner, registered  # noqa: E402
 
 import delegate_lens as dl  # noqa: E402
-from delegate_lens.program_format import DelegateCallInstruction, deserialize  # noqa: E402
+from delegate_lens.program import DelegateCallInstruction, deserialize  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

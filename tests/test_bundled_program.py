@@ -31,7 +31,7 @@ from delegate_lens.bundled_program import (
 from delegate_lens.bundled_program import flatbuffer as fb
 from delegate_lens.bundled_program.schema import SCALAR_TYPES
 from delegate_lens.errors import BundledProgramError
-from delegate_lens.program_format import (
+from delegate_lens.program import (
     IntValue,
     MethodData,
     OperatorInstruction,

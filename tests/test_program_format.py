@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from delegate_lens.errors import ProgramFormatError
-from delegate_lens.program_format import (
+from delegate_lens.program import (
     DTYPE_ITEMSIZE,
     BoolValue,
     CompileSpecData,
@@ -282,13 +282,15 @@ def test_random_corruption_never_crashes(data: st.DataObject) -> None:
 
 
 def test_program_format_imports_no_torch() -> None:
-    code = "import delegate_lens.program_format, sys; assert 'torch' not in sys.modules"
+    code = "import delegate_lens.program, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_model_lives_in_program_model_and_keeps_its_public_path() -> None:
-    from delegate_lens import program_format, program_model
+def test_the_program_package_has_one_face_and_private_modules() -> None:
+    import delegate_lens.program as face
+    from delegate_lens.program import _format, _model
 
-    for name in program_model.__all__:
-        assert getattr(program_format, name) is getattr(program_model, name)
-        assert name in program_format.__all__
+    for name in face.__all__:
+        home = _model if hasattr(_model, name) else _format
+        assert getattr(face, name) is getattr(home, name)
+    assert not hasattr(_model, "__all__") and not hasattr(_format, "__all__")

@@ -15,7 +15,7 @@ import delegate_lens as dl  # noqa: E402
 from delegate_lens.errors import ProgramFormatError, RuntimeBackendError  # noqa: E402
 from delegate_lens.etdump import loads  # noqa: E402
 from delegate_lens.etdump.jsonview import to_json  # noqa: E402
-from delegate_lens.program_format import (  # noqa: E402
+from delegate_lens.program import (  # noqa: E402
     DelegateCallInstruction,
     DelegateData,
     IntValue,
@@ -73,7 +73,7 @@ def test_hand_made_program_lists_kwargs_multi_outputs() -> None:
         OperatorInstruction("aten.split_with_sizes.default", [5, 10, 11], [8]),
         OperatorInstruction("aten.cat.default", [12], [13], {"dim": 11}),
     ]
-    from delegate_lens.program_format import FloatValue
+    from delegate_lens.program import FloatValue
 
     values.append(FloatValue(1e-5))  # 15
     program = Program.load(
@@ -155,7 +155,7 @@ def test_unknown_backend_is_named_at_load() -> None:
     ],
 )
 def test_bad_enum_values_are_named(value: str, match: str) -> None:
-    from delegate_lens.program_format import DeviceValue, LayoutValue, MemoryFormatValue
+    from delegate_lens.program import DeviceValue, LayoutValue, MemoryFormatValue
 
     extra = {
         "device": DeviceValue("bogus"),  # torch.device raised its own RuntimeError

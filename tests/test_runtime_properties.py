@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from delegate_lens.program_format import (  # noqa: E402
+from delegate_lens.program import (  # noqa: E402
     MethodData,
     OperatorInstruction,
     ProgramData,

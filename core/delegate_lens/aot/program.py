@@ -1,8 +1,8 @@
 """``EdgeProgramManager.to_program()``: the serialized program and its debug maps.
 
 Every method's (lowered) graph becomes a value table and a list of instructions in
-execution order: one :class:`~delegate_lens.program_format.OperatorInstruction` per operator
-node, one :class:`~delegate_lens.program_format.DelegateCallInstruction` per delegate call
+execution order: one :class:`~delegate_lens.program.OperatorInstruction` per operator
+node, one :class:`~delegate_lens.program.DelegateCallInstruction` per delegate call
 (``getitem`` nodes only pick outputs and make no instruction). Alongside come the maps an
 ETRecord stores, keyed by instruction id (its index in the method):
 
@@ -33,7 +33,7 @@ from delegate_lens.aot.lowering import (
     state_of,
 )
 from delegate_lens.errors import DelegateLensError, UsageError
-from delegate_lens.program_format import (
+from delegate_lens.program import (
     BoolValue,
     DelegateCallInstruction,
     DelegateData,
@@ -276,7 +276,7 @@ class _MethodBuilder:
 class ProgramManager:
     """The program for the runtime, and the debug maps of its instructions.
 
-    :ivar program: the :class:`~delegate_lens.program_format.ProgramData`.
+    :ivar program: the :class:`~delegate_lens.program.ProgramData`.
     :ivar debug_handle_map: ``{method: {instruction id: handles}}``.
     :ivar delegate_map: ``{method: {instruction id: {"name", "delegate_map"}}}``.
     :ivar instruction_id_to_num_outs_map: ``{method: {instruction id: outputs}}``.
@@ -304,7 +304,7 @@ class ProgramManager:
 
     @property
     def buffer(self) -> bytes:
-        """The serialized program (``delegate_lens.program_format``), made once."""
+        """The serialized program (``delegate_lens.program``), made once."""
         if self._buffer is None:
             self._buffer = serialize(self.program)
         return self._buffer

@@ -1,7 +1,7 @@
 """:class:`BundledProgram`: a program together with test cases for its methods.
 
 Made from a program (a ``ProgramManager`` from ``to_program()``, a
-:class:`~delegate_lens.program_format.ProgramData` or a program's bytes) and
+:class:`~delegate_lens.program.ProgramData` or a program's bytes) and
 :class:`~delegate_lens.bundled_program.config.MethodTestSuite` s; checked against what the
 program knows (method names, input and output counts, dtypes and shapes) when the program
 is one of ours. Saved as ``.bpte`` in ExecuTorch's bundled-program schema.
@@ -19,7 +19,7 @@ import numpy as np
 from delegate_lens.bundled_program.config import MethodTestCase, MethodTestSuite, value_kind
 from delegate_lens.bundled_program.schema import BUNDLED_PROGRAM_SCHEMA_VERSION
 from delegate_lens.errors import BundledProgramError, ProgramFormatError
-from delegate_lens.program_format import (
+from delegate_lens.program import (
     MAGIC,
     BoolValue,
     FloatValue,
@@ -37,7 +37,7 @@ def _program_parts(program_manager: Any) -> tuple[bytes, ProgramData | None]:
     if isinstance(program_manager, bytes | bytearray | memoryview):
         return bytes(program_manager), None
     if isinstance(program_manager, ProgramData):
-        from delegate_lens.program_format import serialize
+        from delegate_lens.program import serialize
 
         return serialize(program_manager), program_manager
     program = getattr(program_manager, "program", None)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from delegate_lens.errors import RuntimeBackendError
-from delegate_lens.program_format import (
+from delegate_lens.program import (
     BoolValue,
     DeviceValue,
     DTypeValue,

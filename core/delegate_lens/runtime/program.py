@@ -1,7 +1,7 @@
 """Load a serialized program and run its methods.
 
 ``Program.load(path_or_bytes)`` reads what ``ProgramManager.buffer`` holds (see
-:mod:`delegate_lens.program_format`); ``program.load_method(name, event_tracer)`` prepares
+:mod:`delegate_lens.program`); ``program.load_method(name, event_tracer)`` prepares
 one method: resolves every operator to its torch kernel and initializes every delegate
 through the ``dl_runtime_backend`` plugin of its backend (``init`` once, here);
 ``method.execute(inputs)`` runs the instructions in order and returns the outputs.
@@ -26,7 +26,7 @@ import torch
 from delegate_lens.backend import CompileSpec
 from delegate_lens.errors import DelegateLensError, ProgramFormatError, RuntimeBackendError
 from delegate_lens.fileio import read_input
-from delegate_lens.program_format import (
+from delegate_lens.program import (
     DelegateCallInstruction,
     ListValue,
     MethodData,

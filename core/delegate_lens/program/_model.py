@@ -1,7 +1,7 @@
 """The serialized program's data model: torch-free attrs value classes.
 
-The container that writes and reads them is :mod:`delegate_lens.program_format` (which
-also re-exports every name here, its public import path).
+The container that writes and reads them is :mod:`delegate_lens.program._format`; both are
+public through :mod:`delegate_lens.program`.
 
 A method is a value table plus instructions in execution order. Values are referred to by
 their index in the table (a *value id*):
@@ -34,29 +34,6 @@ from typing import Any, TypeAlias
 import attrs
 
 from delegate_lens.errors import ProgramFormatError
-
-__all__ = [
-    "DTYPE_ITEMSIZE",
-    "BoolValue",
-    "CompileSpecData",
-    "DTypeValue",
-    "DelegateCallInstruction",
-    "DelegateData",
-    "DeviceValue",
-    "FloatValue",
-    "Instruction",
-    "IntValue",
-    "LayoutValue",
-    "ListValue",
-    "MemoryFormatValue",
-    "MethodData",
-    "NoneValue",
-    "OperatorInstruction",
-    "ProgramData",
-    "StringValue",
-    "TensorValue",
-    "Value",
-]
 
 DTYPE_ITEMSIZE: dict[str, int] = {
     "bool": 1,

@@ -19,7 +19,7 @@ indexes, tensor sizes) and raises :class:`~delegate_lens.errors.ProgramFormatErr
 the byte offset or the JSON path of what is wrong.
 
 The data model (values, instructions, methods, :class:`ProgramData`) lives in
-:mod:`delegate_lens.program_model`; its names are importable from here too.
+:mod:`delegate_lens.program._model`; :mod:`delegate_lens.program` is the face of both.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from delegate_lens.errors import ProgramFormatError
-from delegate_lens.program_model import (
-    DTYPE_ITEMSIZE,
+from delegate_lens.program._model import (
     BoolValue,
     CompileSpecData,
     DelegateCallInstruction,
@@ -54,33 +53,6 @@ from delegate_lens.program_model import (
     TensorValue,
     Value,
 )
-
-__all__ = [
-    "DTYPE_ITEMSIZE",
-    "FORMAT_VERSION",
-    "MAGIC",
-    "BoolValue",
-    "CompileSpecData",
-    "DTypeValue",
-    "DelegateCallInstruction",
-    "DelegateData",
-    "DeviceValue",
-    "FloatValue",
-    "Instruction",
-    "IntValue",
-    "LayoutValue",
-    "ListValue",
-    "MemoryFormatValue",
-    "MethodData",
-    "NoneValue",
-    "OperatorInstruction",
-    "ProgramData",
-    "StringValue",
-    "TensorValue",
-    "Value",
-    "deserialize",
-    "serialize",
-]
 
 MAGIC = b"DLPG"
 FORMAT_VERSION = 1
