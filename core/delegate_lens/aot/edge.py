@@ -254,13 +254,34 @@ def _to_edge(
     )
 
 
-def to_edge(programs: Any, *, generate_etrecord: bool = False) -> EdgeProgramManager:
+def _reference_options(
+    compile_config: Any, constant_methods: Any, transform_passes: Any = None
+) -> None:
+    """The reference's options: an ``EdgeCompileConfig`` is accepted (its IR checks are the
+    reference's own), constant methods and transform passes are not modelled."""
+    del compile_config
+    if constant_methods:
+        raise UsageError("constant_methods are not supported (the program has no constants table)")
+    if transform_passes:
+        raise UsageError("transform_passes are not supported; transform the exported program first")
+
+
+def to_edge(
+    programs: Any,
+    *,
+    generate_etrecord: bool = False,
+    compile_config: Any = None,
+    constant_methods: Any = None,
+) -> EdgeProgramManager:
     """Decompose to core ATen and give every operator node a debug handle.
 
     :param programs: a ``torch.export.ExportedProgram`` (method ``"forward"``) or a dict
         ``{method name: ExportedProgram}``.
     :param generate_etrecord: keep what :meth:`ProgramManager.get_etrecord` needs.
+    :param compile_config: the reference's ``EdgeCompileConfig``, accepted and not used.
+    :param constant_methods: the reference's; only None / empty is supported.
     """
+    _reference_options(compile_config, constant_methods)
     return _to_edge(programs, generate_etrecord)
 
 
@@ -268,11 +289,18 @@ def to_edge_transform_and_lower(
     programs: Any,
     partitioner: PartitionerArg | None = None,
     generate_etrecord: bool = False,
+    *,
+    compile_config: Any = None,
+    constant_methods: Any = None,
+    transform_passes: Any = None,
 ) -> EdgeProgramManager:
     """:func:`to_edge` then :meth:`EdgeProgramManager.to_backend`, as in ExecuTorch.
 
-    Operators a partitioner lists in ``ops_to_not_decompose`` are kept whole.
+    Operators a partitioner lists in ``ops_to_not_decompose`` are kept whole. The
+    reference's ``compile_config`` is accepted and not used; ``constant_methods`` and
+    ``transform_passes`` are not supported (only None / empty).
     """
+    _reference_options(compile_config, constant_methods, transform_passes)
     sources = _programs(programs)
     per_method = _partitioners_by_method(partitioner, sources)
     preserve = {name: _preserved_ops(per_method[name], sources[name]) for name in sources}
