@@ -7,27 +7,36 @@ a complete (``"X"``) slice; slices nest by time: ``Method::execute`` holds the
 the events the delegate logged. Viewers need proper nesting on a track, so a kernel or
 delegate event that sticks out of its instruction's call (a delegate clock that is not
 quite the runtime's), or any slice that overlaps the end of the slice it starts in, is
-clipped and gets ``"clipped": true`` in its args. Each slice's args hold the instruction
-id, op types, debug handles, module paths, backend and the (parsed) delegate metadata.
+clipped and gets ``"clipped": true`` in its args (see :mod:`delegate_lens.inspector.slices`).
+Each slice's args hold the instruction id, op types, debug handles, module paths, backend
+and the (parsed) delegate metadata.
 
 When the ETDump has allocation events, each run's track also carries a ``memory (bytes)``
 counter (``"C"`` events): the bytes the run allocated per allocator, from its first event
 to its last (then back to 0).
 
 Times are microseconds from the first event of the file (cycles are written as if they
-were microseconds). The slices of a block are computed with numpy for all its runs at once;
-the text is written run by run.
+were microseconds), printed as Python prints the float (``12.345``). The text is made
+from columns: the slices of a block are computed and nested with numpy for all its runs
+at once; each row of a block has one text template, and the numbers of a chunk of runs
+go into them with one ``%`` per run.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
-from typing import IO, TYPE_CHECKING, Any
+import os
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any, cast
 
+import attrs
 import numpy as np
+import numpy.typing as npt
 
-from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
 from delegate_lens.inspector.memory import allocator_label
+from delegate_lens.inspector.slices import BlockSlices, Nested
 from delegate_lens.inspector.timescale import TimeScale, units_per_second
 
 if TYPE_CHECKING:
@@ -37,14 +46,11 @@ if TYPE_CHECKING:
 __all__ = ["write_chrome_trace"]
 
 _PID = 1
+_CHUNK_EVENTS = 1 << 14  # slices turned into text at a time
+_NEST_EVENTS = 1 << 18  # slices nested at a time
+_EXACT = 10**15  # below this, the decimal text below is exactly Python's repr of the float
 
-
-def _level(name: str, delegated: bool) -> int:
-    if name in FRAMEWORK_EVENTS:
-        return 0
-    if name in ("OPERATOR_CALL", "DELEGATE_CALL"):
-        return 1
-    return 3 if delegated else 2
+_BlockSlices = BlockSlices  # the name the report's timeline imports
 
 
 def _jsonable(value: Any) -> Any:
@@ -96,57 +102,170 @@ def _static_args(table: BlockTable, j: int) -> str:
     return json.dumps(args)[1:-1]
 
 
-class _BlockSlices:
-    """Every slice of one block, for all its runs: ``start``/``end`` are ``(runs, rows)``
-    integer ticks of the runtime's clock (rows: the block's rows with samples)."""
+def _objects(items: list[bytes]) -> npt.NDArray[np.object_]:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+class _Microseconds:
+    """Tick columns as the text of ``ticks / divisor`` (or ``ticks * multiplier``) in
+    microseconds, in two parts per value: the integer and the ``.fraction`` (bytes)."""
+
+    def __init__(self, source: TimeScale) -> None:
+        ups = 1_000_000 if source is TimeScale.CYCLES else units_per_second(source)
+        self.divisor = ups // 1_000_000 if ups >= 1_000_000 else 0
+        self.multiplier = 1_000_000 // ups if not self.divisor else 1
+        self.factor = 1_000_000 / ups
+        digits = len(str(self.divisor)) - 1
+        fractions = [f".{f:0{digits}d}".rstrip("0") for f in range(self.divisor or 1)]
+        self.fractions = _objects([(f if len(f) > 1 else ".0").encode() for f in fractions])
+
+    def one(self, ticks: int) -> str:
+        """Python's repr of the microseconds (what the slow path prints)."""
+        return repr(ticks / self.divisor if self.divisor else ticks * self.factor)
+
+    def parts(self, ticks: npt.NDArray[np.int64]) -> tuple[list[int], list[bytes], list[int]]:
+        """Integers, fractions and the indices of the values they cannot print exactly
+        as the float's repr (negative or huge: :meth:`one` prints those)."""
+        if self.divisor > 1:
+            whole, frac = np.divmod(ticks, self.divisor)
+            ints: list[int] = whole.tolist()
+            fracs: list[bytes] = self.fractions[frac].tolist()
+        else:
+            ints = (ticks * self.multiplier).tolist()
+            fracs = [b".0"] * len(ints)
+        bad = np.flatnonzero((ticks < 0) | (ticks >= _EXACT // self.multiplier)).tolist()
+        return ints, fracs, bad
+
+
+class _ChromeBlock:
+    """A block's slices with one text template per row (bytes, ASCII: ``json.dumps``
+    escapes the rest): ``%d%s`` for the integer and fraction of ``ts`` and ``dur``, ``%s``
+    for the run and the extra args; ``exact`` has ``%s`` for every number."""
 
     def __init__(self, inspector: Inspector, table: BlockTable, ticks_per_target: float) -> None:
-        fc = inspector.file_columns
-        block = table.block
-        self.rows = [int(j) for j in np.flatnonzero(block.has_perf)]
-        k = table.n_runs
-        r = len(self.rows)
-        start = np.zeros((k, r), dtype=np.int64)
-        end = np.zeros((k, r), dtype=np.int64)
-        for c, j in enumerate(self.rows):
-            if j in table.converted_start:
-                start[:, c] = np.rint(table.converted_start[j] * ticks_per_target)
-            else:
-                start[:, c] = fc.start_time[block.events[:, j]].astype(np.int64)
-            end[:, c] = start[:, c] + np.rint(table.samples[j] * ticks_per_target).astype(np.int64)
-        keys = [table.keys[j] for j in self.rows]
-        level = np.array([_level(key.name, key.identifier is not None) for key in keys])
-        # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
-        calls: dict[tuple[bool, int], int] = {}
-        for c, key in enumerate(keys):
-            if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
-                calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
-        clipped = np.zeros((k, r), dtype=bool)
-        for c, key in enumerate(keys):
-            if level[c] < 2:
-                continue
-            p = calls.get((key.identifier is not None, key.instruction_id))
-            if p is None:
-                continue
-            s = np.clip(start[:, c], start[:, p], end[:, p])
-            e = np.clip(end[:, c], s, end[:, p])
-            clipped[:, c] = (s != start[:, c]) | (e != end[:, c])
-            start[:, c] = s
-            end[:, c] = e
-        # same start: outer levels first; within a level zero-length slices first (siblings
-        # rather than children of a longer slice starting at the same instant), then longest
-        lv = np.broadcast_to(level, (k, r))
-        self.order = np.lexsort((-end, end > start, lv, start), axis=-1)
-        self.start = start
-        self.end = end
-        self.clipped = clipped
-        self.names = [json.dumps(key.name) for key in keys]
-        self.cats = ['"delegate"' if key.identifier is not None else '"runtime"' for key in keys]
-        self.args = [_static_args(table, j) for j in self.rows]
-        self.metadata: list[list[str | None] | None] = []
-        for j in self.rows:
+        self.slices = BlockSlices(inspector, table, ticks_per_target)
+        self.method = table.method
+        fast: list[bytes] = []
+        exact: list[bytes] = []
+        for key, j in zip(self.slices.keys, self.slices.rows, strict=True):
+            cat = '"delegate"' if key.identifier is not None else '"runtime"'
+            head = f'{{"name": {json.dumps(key.name)}, "cat": {cat}, "ph": "X", "pid": {_PID}, '
+            args = _static_args(table, j).replace("%", "%%")
+            for number, out in (("%d%s", fast), ("%s%s", exact)):
+                text = (
+                    f',\n{head.replace("%", "%%")}"tid": %s, "ts": {number}, "dur": {number}, '
+                    f'"args": {{{args}, "run": %s%s}}}}'
+                )
+                out.append(text.encode("ascii"))
+        self.templates = _objects(fast)
+        self.exact = _objects(exact)
+        self.metadata: dict[int, list[str | None]] = {}  # col -> JSON text per run position
+        for c, j in enumerate(self.slices.rows):
             raws, parsed = inspector.row_metadata(table, j)
-            self.metadata.append(_sample_metadata(parsed, raws, k) if raws else None)
+            if raws:
+                self.metadata[c] = _sample_metadata(parsed, raws, table.n_runs)
+        self._nested: tuple[int, int, Nested] | None = None
+
+    def nested(self, positions: npt.NDArray[np.intp]) -> Nested:
+        """The nested slices of the runs at ``positions`` (ascending), nesting ranges of
+        runs of about a million slices at a time (numpy steps serve all their runs)."""
+        lo, hi = int(positions[0]), int(positions[-1]) + 1
+        if self._nested is None or lo < self._nested[0] or hi > self._nested[1]:
+            span = max(hi - lo, _NEST_EVENTS // max(1, len(self.slices.rows)))
+            end = min(self.slices.start.shape[0], lo + span)
+            self._nested = (lo, end, self.slices.nested(slice(lo, end)))
+        first, _end, nested = self._nested
+        take = positions - first
+        return Nested(*(getattr(nested, f.name)[take] for f in attrs.fields(Nested)))
+
+    def extras(self, nested: Nested, positions: npt.NDArray[np.intp]) -> npt.NDArray[Any]:
+        """The args after ``"run"`` of each slice: its metadata and ``"clipped"``."""
+        extra = np.full(nested.cols.shape, b"", dtype=object)
+        for c, texts in self.metadata.items():
+            for i, s in zip(*np.nonzero(nested.cols == c), strict=True):
+                text = texts[positions[i]]
+                if text is not None:
+                    extra[i, s] = f', "metadata": {text}'.encode("ascii")
+        if nested.clipped.any():
+            extra[nested.clipped] += b', "clipped": true'
+        return extra
+
+    def text(
+        self, runs: list[int], positions: list[int], origin: int, us: _Microseconds
+    ) -> list[bytes]:
+        """The slice lines of some runs of this block, run by run."""
+        r = len(self.slices.rows)
+        if not r:
+            return [b""] * len(runs)
+        where = np.array(positions, dtype=np.intp)
+        nested = self.nested(where)
+        ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
+        dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
+        extra = self.extras(nested, where).ravel().tolist()
+        names = np.repeat(np.array([b"%d" % run for run in runs], dtype=object), r).tolist()
+        values: list[Any] = [None] * (7 * len(extra))
+        values[0::7] = names
+        values[1::7] = ts_int
+        values[2::7] = ts_frac
+        values[3::7] = dur_int
+        values[4::7] = dur_frac
+        values[5::7] = names
+        values[6::7] = extra
+        slow = set()
+        for i in ts_bad + dur_bad:  # print these runs with the float's repr
+            slow.add(i // r)
+        for i in ts_bad:
+            values[7 * i + 1 : 7 * i + 3] = [
+                us.one(int(nested.start.flat[i]) - origin).encode(),
+                b"",
+            ]
+        for i in dur_bad:
+            d = int(nested.end.flat[i]) - int(nested.start.flat[i])
+            values[7 * i + 3 : 7 * i + 5] = [us.one(d).encode(), b""]
+        n = 7 * r
+        same = bool((nested.cols == nested.cols[0]).all())
+        form = b"".join(self.templates[nested.cols[0]].tolist()) if same else b""
+        parts = []
+        for i in range(len(runs)):
+            chunk = values[n * i : n * (i + 1)]
+            if i in slow:
+                chunk = [v if isinstance(v, bytes) else b"%d" % v for v in chunk]
+                parts.append(b"".join(self.exact[nested.cols[i]].tolist()) % tuple(chunk))
+            elif same:
+                parts.append(form % tuple(chunk))
+            else:
+                parts.append(b"".join(self.templates[nested.cols[i]].tolist()) % tuple(chunk))
+        return parts
+
+
+def _chunks(runs: list[int], sizes: dict[int, int]) -> Iterator[list[int]]:
+    chunk: list[int] = []
+    events = 0
+    for run in runs:
+        chunk.append(run)
+        events += sizes[run]
+        if events >= _CHUNK_EVENTS:
+            yield chunk
+            chunk, events = [], 0
+    if chunk:
+        yield chunk
+
+
+def _sink(stream: IO[str]) -> Callable[[list[bytes]], object]:
+    """Where pieces of ASCII text go: straight into the binary buffer of a UTF-8 text
+    file (no newline translation on this OS), else decoded into the text stream."""
+    buffer = getattr(stream, "buffer", None)
+    if (
+        isinstance(stream, io.TextIOWrapper)
+        and buffer is not None
+        and codecs.lookup(stream.encoding).name in ("utf-8", "ascii")
+        and os.linesep == "\n"
+    ):
+        stream.flush()
+        return cast("Callable[[list[bytes]], object]", buffer.writelines)
+    return lambda pieces: stream.write(b"".join(pieces).decode("ascii"))
 
 
 def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
@@ -154,84 +273,70 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     fc = inspector.file_columns
     source = inspector.source_time_scale
     target = inspector.target_time_scale
-    ups = 1_000_000 if source is TimeScale.CYCLES else units_per_second(source)
+    us = _Microseconds(source)
     ticks_per_target = inspector.time_factor  # source ticks per target unit
-    divisor = ups // 1_000_000 if ups >= 1_000_000 else 0
-    multiplier = 1_000_000 / ups
 
-    def us(ticks: int) -> str:
-        # divide by an integer where possible: exact thousandths print short
-        return repr(ticks / divisor if divisor else ticks * multiplier)
-
-    blocks = [_BlockSlices(inspector, t, ticks_per_target) for t in inspector.tables]
+    blocks = [_ChromeBlock(inspector, t, ticks_per_target) for t in inspector.tables]
     where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
     for b, table in enumerate(inspector.tables):
         for pos, run in enumerate(table.block.runs.tolist()):
             where[run] = (b, pos)
-    origin = min((int(s.start.min()) for s in blocks if s.start.size), default=0)
-
-    stream.write('{"displayTimeUnit": "ns", "otherData": ')
-    stream.write(
-        json.dumps(
-            {
-                "producer": "delegate-lens",
-                "source_time_scale": source.value,
-                "target_time_scale": target.value,
-            }
-        )
-    )
-    stream.write(', "traceEvents": [\n')
-    stream.write(
-        f'{{"name": "process_name", "ph": "M", "pid": {_PID}, "args": {{"name": "delegate-lens"}}}}'
-    )
+    starts = [int(cb.slices.start.min()) for cb in blocks if cb.slices.start.size]
+    origin = min(starts, default=0)
     memory: dict[int, dict[str, int]] = {}  # run -> {allocator: bytes}, from allocations
     for usage in inspector.get_memory_usage():
         memory.setdefault(usage.run, {})[allocator_label(usage)] = usage.total_bytes
-    for run in sorted(where):
-        b, pos = where[run]
-        sl = blocks[b]
-        method = inspector.tables[b].method  # which method ran, when the ETRecord tells
-        label = f"run {run}: {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
-        name = json.dumps(label)
-        stream.write(
-            f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": {run}, '
-            f'"args": {{"name": {name}}}}}'
-            f',\n{{"name": "thread_sort_index", "ph": "M", "pid": {_PID}, "tid": {run}, '
-            f'"args": {{"sort_index": {run}}}}}'
-        )
-        starts = sl.start[pos].tolist()
-        ends = sl.end[pos].tolist()
-        clipped = sl.clipped[pos].tolist()
-        stack: list[int] = []  # end ticks of the open slices
+
+    other = json.dumps(
+        {
+            "producer": "delegate-lens",
+            "source_time_scale": source.value,
+            "target_time_scale": target.value,
+        }
+    )
+    write = _sink(stream)
+    write(
+        [
+            f'{{"displayTimeUnit": "ns", "otherData": {other}, "traceEvents": [\n'
+            f'{{"name": "process_name", "ph": "M", "pid": {_PID}, '
+            '"args": {"name": "delegate-lens"}}'.encode()
+        ]
+    )
+    sizes = {run: len(blocks[b].slices.rows) for run, (b, _pos) in where.items()}
+    for chunk in _chunks(sorted(where), sizes):
+        texts: dict[int, bytes] = {}
+        by_block: dict[int, list[int]] = {}
+        for run in chunk:
+            by_block.setdefault(where[run][0], []).append(run)
+        for b, runs in by_block.items():
+            lines = blocks[b].text(runs, [where[r][1] for r in runs], origin, us)
+            texts.update(zip(runs, lines, strict=True))
         parts = []
-        for c in sl.order[pos].tolist():
-            s, e = starts[c], ends[c]
-            while stack and stack[-1] <= s and not (stack[-1] == s == e):
-                stack.pop()
-            clip = clipped[c]
-            if stack and e > stack[-1]:
-                e = stack[-1]
-                clip = True
-            stack.append(e)
-            extra = f', "run": {run}'
-            meta = sl.metadata[c]
-            if meta is not None and meta[pos] is not None:
-                extra += f', "metadata": {meta[pos]}'
-            if clip:
-                extra += ', "clipped": true'
+        for run in chunk:
+            b, pos = where[run]
+            sl = blocks[b].slices
+            method = blocks[b].method  # which method ran, when the ETRecord tells
+            label = f"run {run}: {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
             parts.append(
-                f',\n{{"name": {sl.names[c]}, "cat": {sl.cats[c]}, "ph": "X", "pid": {_PID}, '
-                f'"tid": {run}, "ts": {us(s - origin)}, "dur": {us(e - s)}, '
-                f'"args": {{{sl.args[c]}{extra}}}}}'
+                (
+                    f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": {run}, '
+                    f'"args": {{"name": {json.dumps(label)}}}}}'
+                    f',\n{{"name": "thread_sort_index", "ph": "M", "pid": {_PID}, "tid": {run}, '
+                    f'"args": {{"sort_index": {run}}}}}'
+                ).encode()
             )
-        stream.write("".join(parts))
-        if run in memory and starts:
-            # counters: what the run allocated, per allocator, held from its start to its end
-            args = json.dumps(memory[run])
-            zero = json.dumps(dict.fromkeys(memory[run], 0))
-            for ts, values in ((min(starts), args), (max(ends), zero)):
-                stream.write(
-                    f',\n{{"name": "memory (bytes)", "ph": "C", "pid": {_PID}, "tid": {run}, '
-                    f'"ts": {us(ts - origin)}, "args": {values}}}'
-                )
-    stream.write("\n]}\n")
+            parts.append(texts.pop(run))
+            if run in memory and sl.rows:
+                # counters: what the run allocated, per allocator, held from its start to its end
+                args = json.dumps(memory[run])
+                zero = json.dumps(dict.fromkeys(memory[run], 0))
+                first, last = int(sl.start[pos].min()), int(sl.end[pos].max())
+                for ts, values in ((first, args), (last, zero)):
+                    parts.append(
+                        (
+                            f',\n{{"name": "memory (bytes)", "ph": "C", "pid": {_PID}, '
+                            f'"tid": {run}, "ts": {us.one(ts - origin)}, "args": {values}}}'
+                        ).encode()
+                    )
+        write(parts)
+    write([b"\n]}\n"])

@@ -1,0 +1,185 @@
+"""The slices of the timeline exports (``chrome-trace``, ``perfetto``, the report's timeline):
+every profile event of a block, for all its runs at once, as numpy columns.
+
+A slice starts at its event's start and lasts its sample (integer ticks of the runtime's
+clock). Viewers need proper nesting on a track, so a kernel or delegate event that sticks
+out of its instruction's call (a delegate clock that is not quite the runtime's) is
+clipped to the call, and :func:`nest` then clips any slice that overlaps the end of the
+slice it starts in. The order on a track: by start; at the same start outer levels first
+(``Method::execute``, then ``OPERATOR_CALL``/``DELEGATE_CALL``, then kernels, then
+delegate events), within a level zero-length slices first (siblings rather than children
+of a longer slice starting at the same instant), then longest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.api import Inspector
+    from delegate_lens.inspector.tables import BlockTable
+
+__all__ = ["BlockSlices", "Nested", "nest"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# below this many runs a block is nested run by run in Python (numpy's per-call cost
+# would dominate); from it on, one numpy step per slice position serves every run
+_VECTOR_RUNS = 48
+
+
+def level(name: str, delegated: bool) -> int:
+    """Nesting level of an event: framework 0, calls 1, kernels 2, delegate events 3."""
+    if name in FRAMEWORK_EVENTS:
+        return 0
+    if name in ("OPERATOR_CALL", "DELEGATE_CALL"):
+        return 1
+    return 3 if delegated else 2
+
+
+@attrs.frozen
+class Nested:
+    """Slices of some runs of a block in track order, each ``(runs, slices)``: ``cols``
+    (which of :attr:`BlockSlices.rows`), ``start`` and ``end`` (ticks, ``end`` clipped to
+    the enclosing slice), ``clipped`` (either clipping changed the slice) and ``depth``
+    (number of enclosing slices)."""
+
+    cols: npt.NDArray[np.intp]
+    start: IntArray
+    end: IntArray
+    clipped: BoolArray
+    depth: npt.NDArray[np.int32]
+
+
+class BlockSlices:
+    """Every slice of one block, for all its runs: ``start``/``end`` are ``(runs, rows)``
+    integer ticks of the runtime's clock (rows: the block's rows with samples, ``rows``),
+    ``clipped`` marks the slices clipped to their call, ``order`` is each run's track
+    order (indices into ``rows``)."""
+
+    def __init__(self, inspector: Inspector, table: BlockTable, ticks_per_target: float) -> None:
+        fc = inspector.file_columns
+        block = table.block
+        self.table = table
+        self.rows = [int(j) for j in np.flatnonzero(block.has_perf)]
+        k = table.n_runs
+        r = len(self.rows)
+        start = np.zeros((k, r), dtype=np.int64)
+        end = np.zeros((k, r), dtype=np.int64)
+        if r:
+            start[:] = fc.start_time[block.events[:, self.rows]]
+            length = np.rint(table.samples[self.rows] * ticks_per_target).astype(np.int64)
+            for c, j in enumerate(self.rows):
+                if j in table.converted_start:
+                    start[:, c] = np.rint(table.converted_start[j] * ticks_per_target)
+            end[:] = start + length.T
+        self.keys = [table.keys[j] for j in self.rows]
+        lv = np.array([level(key.name, key.identifier is not None) for key in self.keys])
+        # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
+        calls: dict[tuple[bool, int], int] = {}
+        for c, key in enumerate(self.keys):
+            if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
+                calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
+        clipped = np.zeros((k, r), dtype=bool)
+        for c, key in enumerate(self.keys):
+            if lv[c] < 2:
+                continue
+            p = calls.get((key.identifier is not None, key.instruction_id))
+            if p is None:
+                continue
+            s = np.clip(start[:, c], start[:, p], end[:, p])
+            e = np.clip(end[:, c], s, end[:, p])
+            clipped[:, c] = (s != start[:, c]) | (e != end[:, c])
+            start[:, c] = s
+            end[:, c] = e
+        levels = np.broadcast_to(lv, (k, r))
+        self.order = np.lexsort((-end, end > start, levels, start), axis=-1)
+        self.start = start
+        self.end = end
+        self.clipped = clipped
+
+    def nested(self, positions: slice | npt.NDArray[np.intp] = slice(None)) -> Nested:
+        """The slices of the runs at ``positions`` (in the block) in track order, nested."""
+        order = self.order[positions]
+        start = np.take_along_axis(self.start[positions], order, axis=1)
+        end = np.take_along_axis(self.end[positions], order, axis=1)
+        clipped = np.take_along_axis(self.clipped[positions], order, axis=1)
+        end, more, depth = nest(start, end)
+        return Nested(order, start, end, clipped | more, depth)
+
+
+def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArray[np.int32]]:
+    """Clip ``(runs, slices)`` slices in track order so that each run's slices nest:
+    the clipped ends, which slices were clipped, and each slice's depth.
+
+    A slice closes the slices on the stack that end at or before its start (but a
+    zero-length slice at the very end of an open zero-length slice stays inside it) and
+    is clipped to end no later than the slice left on top, its parent.
+    """
+    k, r = start.shape
+    if k < _VECTOR_RUNS:
+        return _nest_loop(start, end)
+    out = end.copy()
+    clipped = np.zeros((k, r), dtype=bool)
+    depth = np.zeros((k, r), dtype=np.int32)
+    # the ends of the open slices, bottom up; they never increase upwards (a slice is
+    # clipped to its parent), so the slices a new one closes are always the top ones
+    stack = np.zeros((k, 1), dtype=np.int64)
+    level = np.zeros((1, 1), dtype=np.intp)
+    d = np.zeros(k, dtype=np.intp)
+    runs = np.arange(k)
+    for i in range(r):
+        s = start[:, i]
+        e = end[:, i]
+        if d.any():
+            size = int(d.max())
+            ends = stack[:, :size]
+            open_ = (ends > s[:, None]) | ((ends == s[:, None]) & (s == e)[:, None])
+            d = np.count_nonzero(open_ & (level[:, :size] < d[:, None]), axis=1)
+            top = ends[runs, d - 1]
+            cut = (d > 0) & (e > top)
+            if cut.any():
+                e = np.where(cut, top, e)
+                out[:, i] = e
+                clipped[:, i] = cut
+            depth[:, i] = d
+        if stack.shape[1] <= d.max():
+            stack = np.concatenate([stack, np.zeros_like(stack)], axis=1)
+            level = np.arange(stack.shape[1])[None, :]
+        stack[runs, d] = e
+        d = d + 1
+    return out, clipped, depth
+
+
+def _nest_loop(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArray[np.int32]]:
+    """:func:`nest` run by run in plain Python (few runs)."""
+    out = end.copy()
+    clipped = np.zeros(start.shape, dtype=bool)
+    depth = np.zeros(start.shape, dtype=np.int32)
+    for run in range(start.shape[0]):
+        ends: list[int] = []
+        cut: list[bool] = []
+        depths: list[int] = []
+        stack: list[int] = []  # end ticks of the open slices
+        for s, e in zip(start[run].tolist(), end[run].tolist(), strict=True):
+            while stack and stack[-1] <= s and not (stack[-1] == s == e):
+                stack.pop()
+            depths.append(len(stack))
+            if stack and e > stack[-1]:
+                e = stack[-1]
+                cut.append(True)
+            else:
+                cut.append(False)
+            stack.append(e)
+            ends.append(e)
+        out[run] = ends
+        clipped[run] = cut
+        depth[run] = depths
+    return out, clipped, depth

@@ -1,0 +1,180 @@
+"""The chrome-trace export written from columns equals the plain per-slice model it
+replaced: same slices, names, nesting, clipping and timestamps (printed as Python prints
+the float), whichever way the slices are nested (numpy across runs, or run by run)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dumps
+from delegate_lens.inspector import Inspector, TimeScale, slices
+from delegate_lens.inspector.trace import _Microseconds, write_chrome_trace
+
+
+def _prof(name: str, iid: int, start: int, end: int, **kw: Any) -> Event:
+    return Event(
+        profile_event=ProfileEvent(
+            name=name, instruction_id=iid, start_time=start, end_time=end, **kw
+        )
+    )
+
+
+def _run(t0: int, jitter: int, name: str = "Execute") -> RunData:
+    """Two instructions; the second kernel overruns its call by ``jitter`` ticks and a
+    zero-length kernel sits at the end of the first call."""
+    return RunData(
+        name=name,
+        events=[
+            _prof("native_call_add.out", 0, t0 + 5, t0 + 105),
+            _prof("native_call_view.out", 0, t0 + 110, t0 + 110),
+            _prof("OPERATOR_CALL", 0, t0, t0 + 110),
+            _prof("native_call_mul.out", 1, t0 + 125, t0 + 230 + jitter),
+            _prof("OPERATOR_CALL", 1, t0 + 120, t0 + 230),
+            _prof("Method::execute", 0, t0, t0 + 235, chain_index=-1),
+        ],
+    )
+
+
+def _model(inspector: Inspector) -> list[tuple[Any, ...]]:
+    """The slices as the per-slice writer made them: (tid, name, ts, dur, clipped, args)."""
+    out = []
+    us = 1000 if inspector.source_time_scale.value == "ns" else 1
+    blocks = [slices.BlockSlices(inspector, t, inspector.time_factor) for t in inspector.tables]
+    origin = min(int(b.start.min()) for b in blocks if b.start.size)
+    for table, sl in zip(inspector.tables, blocks, strict=True):
+        for pos, run in enumerate(table.block.runs.tolist()):
+            stack: list[int] = []
+            for c in sl.order[pos].tolist():
+                s, e = int(sl.start[pos, c]), int(sl.end[pos, c])
+                while stack and stack[-1] <= s and not (stack[-1] == s == e):
+                    stack.pop()
+                clip = bool(sl.clipped[pos, c])
+                if stack and e > stack[-1]:
+                    e, clip = stack[-1], True
+                stack.append(e)
+                key = sl.keys[c]
+                out.append(
+                    (run, key.name, (s - origin) / us, (e - s) / us, clip, key.instruction_id)
+                )
+    return sorted(out)
+
+
+def _written(inspector: Inspector) -> tuple[str, list[tuple[Any, ...]]]:
+    text = io.StringIO()
+    write_chrome_trace(inspector, text)
+    got = [
+        (
+            e["tid"],
+            e["name"],
+            e["ts"],
+            e["dur"],
+            e["args"].get("clipped", False),
+            e["args"].get("instruction_id", 0),
+        )
+        for e in json.loads(text.getvalue())["traceEvents"]
+        if e["ph"] == "X"
+    ]
+    return text.getvalue(), sorted(got)
+
+
+@pytest.mark.parametrize("n_runs", [3, 60])  # run by run / numpy across runs
+def test_trace_equals_the_per_slice_model(n_runs: int) -> None:
+    runs = [_run(1000 * i, jitter=(i % 3) * 7) for i in range(n_runs)]
+    inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
+    text, got = _written(inspector)
+    assert got == _model(inspector)
+    assert any(clip for *_, clip, _iid in got)  # the overrunning kernel is clipped
+    assert '"ts": 0.005, "dur": 0.1,' in text  # exact decimals, as repr prints them
+
+
+def test_both_nesting_paths_write_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = [_run(997 * i, jitter=(i % 4) * 5) for i in range(50)]
+    inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
+    vector = io.StringIO()
+    write_chrome_trace(inspector, vector)
+    monkeypatch.setattr(slices, "_VECTOR_RUNS", 10**9)
+    loop = io.StringIO()
+    write_chrome_trace(inspector, loop)
+    assert vector.getvalue() == loop.getvalue()
+
+
+def test_huge_times_print_the_float() -> None:
+    """Values the integer fast path cannot print exactly take the float's repr."""
+    runs = [
+        RunData(
+            name="Execute",
+            events=[
+                _prof("Method::execute", 0, 0, 10, chain_index=-1),
+                _prof("Method::execute", 0, 3 * 10**18, 3 * 10**18 + 1500, chain_index=-1),
+            ],
+        )
+    ]
+    inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
+    text, got = _written(inspector)
+    assert got == _model(inspector)
+    assert f'"ts": {3 * 10**18 / 1000!r}, "dur": 1.5,' in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(list(TimeScale)),
+    st.lists(st.integers(-(10**17), 10**17) | st.integers(-5000, 5000), min_size=1, max_size=20),
+)
+def test_microsecond_text_is_the_floats_repr(scale: TimeScale, ticks: list[int]) -> None:
+    us = _Microseconds(scale)
+    ints, fracs, bad = us.parts(np.array(ticks, dtype=np.int64))
+    for i, value in enumerate(ticks):
+        text = us.one(value) if i in bad else f"{ints[i]}{fracs[i].decode()}"
+        assert text == us.one(value)
+        if scale is TimeScale.NS:
+            assert text == repr(value / 1000)
+
+
+def test_a_text_file_gets_the_same_bytes_as_a_string_stream(tmp_path: Path) -> None:
+    runs = [_run(1000 * i, jitter=i) for i in range(4)]
+    inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
+    text = io.StringIO()
+    write_chrome_trace(inspector, text)
+    path = tmp_path / "trace.json"
+    with path.open("w", encoding="utf-8") as stream:
+        stream.write("")  # pending text is flushed before the bytes go in
+        write_chrome_trace(inspector, stream)
+    assert path.read_text(encoding="utf-8") == text.getvalue()
+
+
+@st.composite
+def _tracks(draw: Any) -> tuple[np.ndarray, np.ndarray]:
+    k = draw(st.integers(1, 6))
+    r = draw(st.integers(1, 12))
+    start = np.array(
+        draw(st.lists(st.integers(0, 40), min_size=k * r, max_size=k * r)), dtype=np.int64
+    ).reshape(k, r)
+    length = np.array(
+        draw(st.lists(st.integers(-3, 30), min_size=k * r, max_size=k * r)), dtype=np.int64
+    ).reshape(k, r)
+    if draw(st.booleans()):
+        start.sort(axis=1)
+    return start, start + length
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tracks())
+def test_numpy_nesting_equals_the_stack_walk(tracks: tuple[np.ndarray, np.ndarray]) -> None:
+    start, end = tracks
+    expected = slices._nest_loop(start, end)
+    old = slices._VECTOR_RUNS
+    try:
+        slices._VECTOR_RUNS = 0  # every block through the numpy path
+        got = slices.nest(start, end)
+    finally:
+        slices._VECTOR_RUNS = old
+    for a, b in zip(got, expected, strict=True):
+        assert np.array_equal(a, b)
