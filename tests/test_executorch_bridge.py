@@ -50,6 +50,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     "argv",
     [
         ["check-backend", "--executorch-partitioner", XNNPACK],
+        ["profile", "model.pte"],
     ],
 )
 def test_without_the_bridge_each_command_names_the_extra(

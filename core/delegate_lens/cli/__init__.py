@@ -32,6 +32,7 @@ _COMMAND_MODULES = (
     "compare",
     "verify",
     "check_backend",
+    "profile",
 )
 
 EXIT_USAGE = 2

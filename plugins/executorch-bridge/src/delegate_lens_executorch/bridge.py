@@ -39,3 +39,10 @@ class Bridge:
         from delegate_lens_executorch.conformance import BRIDGE_RULES
 
         return tuple(BRIDGE_RULES)
+
+    @property
+    def profile_files(self) -> tuple[str, ...]:
+        """The names of the files :meth:`profile` may write to its output folder."""
+        from delegate_lens_executorch.profiling import PROFILE_FILES
+
+        return PROFILE_FILES

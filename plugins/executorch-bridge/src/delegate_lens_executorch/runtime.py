@@ -8,6 +8,7 @@ failure becomes one error of ours naming the program, with the runtime's last lo
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import tempfile
@@ -63,15 +64,17 @@ def native_quiet() -> Iterator[_Captured]:
             pass
         saved = os.dup(2)
         os.dup2(sink.fileno(), 2)
+        python_side = io.StringIO()  # the pybindings log through sys.stderr when they can
         try:
-            yield captured
+            with contextlib.redirect_stderr(python_side):
+                yield captured
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             for name, level in levels.items():
                 logging.getLogger(name).setLevel(level)
             sink.seek(0)
-            captured.text = sink.read().decode("utf-8", "replace")
+            captured.text = sink.read().decode("utf-8", "replace") + python_side.getvalue()
 
 
 def import_executorch(module: str) -> Any:
@@ -97,11 +100,16 @@ def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> Any:
     pl = import_executorch("executorch.extension.pybindings.portable_lib")
     with native_quiet() as log:
         try:
-            return pl._load_for_executorch_from_buffer(
+            module = pl._load_for_executorch_from_buffer(
                 data, enable_etdump=True, debug_buffer_size=debug_buffer_size
             )
+            module.method_names()  # a truncated program fails only here
+            failure = None
         except Exception as exc:  # the runtime reports bad programs as RuntimeError
-            reason = log.last_line() or str(exc).splitlines()[0]
+            failure = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if failure is None:
+        return module
+    reason = log.last_line() or failure  # the log line says why; the exception only where
     raise ProgramFormatError(f"{origin}: the ExecuTorch runtime cannot load it: {reason}")
 
 
@@ -155,8 +163,23 @@ def execute(
         detail = f" ({detail})" if detail and detail not in failure else ""
         raise RuntimeBackendError(
             f"{origin}: method {method!r} failed in the ExecuTorch runtime: {failure}{detail}"
+            f"{_expected_inputs(module, method, inputs)}"
         )
     return outputs
+
+
+def _expected_inputs(module: Any, method: str, inputs: Sequence[Any]) -> str:
+    """``; it takes [1, 16], given [3, 5]`` when the tensor shapes differ, else ``""``."""
+    try:
+        meta = module.method_meta(method)
+        wanted = [list(meta.input_tensor_meta(i).sizes()) for i in range(meta.num_inputs())]
+    except Exception:  # scalars and other non-tensor inputs have no tensor meta
+        return ""
+    given = [list(getattr(v, "shape", ())) for v in inputs]
+    if wanted == given:
+        return ""
+    show = lambda shapes: ", ".join(map(str, shapes))  # noqa: E731
+    return f"; it takes {show(wanted)}, given {show(given)}"
 
 
 def write_results(module: Any, *, debug: bool) -> tuple[bytes, bytes | None]:
