@@ -18,7 +18,9 @@ docstring describes them), and take the plugin manager as ``pm`` (default: the p
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from types import TracebackType
@@ -54,6 +56,115 @@ def _caller(pm: pluggy.PluginManager, hook_name: str) -> Any:
     if caller is None or not hook_name.startswith("dl_"):
         raise UsageError(f"unknown hook {hook_name!r}")
     return caller
+
+
+class _Failed(Exception):
+    """A plugin named ``plugin`` failed: raised, exited, or returned what its hook does
+    not declare (``error``: the exception, or a PluginError saying what it returned)."""
+
+    def __init__(self, plugin: str | None, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.plugin = plugin
+        self.error = error
+
+
+_SIMPLE: dict[str, Callable[[object], bool]] = {
+    "None": lambda v: v is None,
+    "Any": lambda v: True,
+    "bytes": lambda v: isinstance(v, (bytes, bytearray, memoryview)),
+    "str": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+    "list": lambda v: isinstance(v, list),
+    "dict": lambda v: isinstance(v, dict),
+    "tuple": lambda v: isinstance(v, tuple),
+    "Sequence": lambda v: isinstance(v, (list, tuple)),
+    "npt.NDArray": lambda v: type(v).__name__ == "ndarray",
+}
+
+
+def _fits(value: object, annotation: str) -> bool:
+    """Whether ``value`` has a type the hook's return ``annotation`` (its source text)
+    allows: each alternative of a ``|`` union checked by its outer type (``list[str]``: a
+    list); a type not known here is not checked."""
+    depth, start, alternatives = 0, 0, []
+    for i, char in enumerate(annotation):
+        depth += char == "["
+        depth -= char == "]"
+        if char == "|" and depth == 0:
+            alternatives.append(annotation[start:i])
+            start = i + 1
+    alternatives.append(annotation[start:])
+    for alternative in alternatives:
+        outer = alternative.strip().split("[", 1)[0]
+        check = _SIMPLE.get(outer)
+        if check is None or check(value):
+            return True
+    return False
+
+
+def _declared(caller: Any) -> str | None:
+    spec = getattr(caller, "spec", None)
+    function = getattr(spec, "function", None)
+    annotation = getattr(function, "__annotations__", {}).get("return")
+    return annotation if isinstance(annotation, str) else None
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _invoke(caller: Any, hook_name: str, kwargs: dict[str, Any], skip: set[str]) -> Any:
+    """Call the hook as pluggy does (the same order, *firstresult* stops at the first
+    answer), without the plugins in ``skip``; plugins' stdout goes to stderr (machine
+    readable output stays clean). Any failure of a plugin is a :class:`_Failed` naming it:
+    an exception, ``sys.exit()``, or (*firstresult*: the answer is used as it is) a result
+    of another type than the hook declares; the callers of other hooks check each result."""
+    impls = caller.get_hookimpls()
+    with contextlib.redirect_stdout(sys.stderr):
+        if any(impl.hookwrapper or impl.wrapper for impl in impls) and not skip:
+            try:  # wrappers: pluggy calls them (results then unchecked)
+                return caller(**kwargs)
+            except SystemExit as exc:
+                raise _Failed(None, _exited(exc)) from None
+        spec = getattr(caller, "spec", None)
+        first = bool(spec and spec.opts.get("firstresult"))
+        declared = _declared(caller)
+        results: list[Any] = []
+        for impl in reversed(_plain_impls(impls)):
+            name = str(impl.plugin_name)
+            if name in skip:
+                continue
+            try:
+                result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+            except KeyError as exc:
+                if exc.args and exc.args[0] in impl.argnames and exc.args[0] not in kwargs:
+                    raise UsageError(f"{hook_name}: the call must give argument {exc}") from None
+                raise _Failed(name, exc) from exc
+            except SystemExit as exc:
+                raise _Failed(name, _exited(exc)) from None
+            except DelegateLensError:
+                raise
+            except Exception as exc:
+                raise _Failed(name, exc) from exc
+            if result is None:
+                continue
+            if first and declared is not None and not _fits(result, declared):
+                raise _Failed(name, _bad_result(result, declared))
+            if first:
+                return result
+            results.append(result)
+        return None if first else results
+
+
+def _exited(exc: SystemExit) -> PluginError:
+    return PluginError(f"called sys.exit({exc.code!r})")
+
+
+def _bad_result(value: object, declared: str) -> PluginError:
+    return PluginError(f"returned {_shown(value)}, but the hook returns {declared}")
 
 
 def _code_of(function: Callable[..., Any]) -> Any:
@@ -119,11 +230,10 @@ def call_hook(hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kw
     manager = _manager(pm)
     caller = _caller(manager, hook_name)
     try:
-        return caller(**kwargs)
-    except DelegateLensError:
-        raise
-    except Exception as exc:
-        raise PluginError(_failure_message(manager, caller, hook_name, exc)) from exc
+        return _invoke(caller, hook_name, kwargs, set())
+    except _Failed as failed:
+        message = _failure_message(manager, caller, hook_name, failed.error, failed.plugin)
+        raise PluginError(message) from failed.error
 
 
 def call_hook_or_warn(
@@ -137,14 +247,15 @@ def call_hook_or_warn(
     """
     manager = _manager(pm)
     caller = _caller(manager, hook_name)
-    try:
-        return caller(**kwargs)
-    except Exception as exc:
-        from delegate_lens.config import ConfigError
+    from delegate_lens.config import ConfigError
 
-        if isinstance(exc, ConfigError):
-            raise
-        message = _failure_message(manager, caller, hook_name, exc)
+    try:
+        return _invoke(caller, hook_name, kwargs, set())
+    except ConfigError:
+        raise
+    except (_Failed, Exception) as exc:
+        failed = exc if isinstance(exc, _Failed) else _Failed(None, exc)
+        message = _failure_message(manager, caller, hook_name, failed.error, failed.plugin)
         warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
         return None
 
@@ -170,25 +281,24 @@ def call_hook_or_skip(
 
     manager = _manager(pm)
     caller = _caller(manager, hook_name)
-    skipped: list[object] = []
+    skipped: set[str] = set()
     while True:
         try:
-            return caller(**kwargs)
+            return _invoke(caller, hook_name, kwargs, skipped)
         except ConfigError:
             raise
-        except Exception as exc:
-            culprit = _culprit(caller, exc)
-            message = _failure_message(manager, caller, hook_name, exc, culprit)
+        except (_Failed, Exception) as exc:
+            failed = exc if isinstance(exc, _Failed) else _Failed(None, exc)
+            culprit = failed.plugin or _culprit(caller, failed.error)
+            message = _failure_message(manager, caller, hook_name, failed.error, culprit)
             if where:
                 head, _, tail = message.partition(f" failed in {hook_name}: ")
                 message = f"{head} failed in {hook_name} on {where}: {tail}"
-            plugin = None if culprit is None else manager.get_plugin(culprit)
-            if plugin is None:
+            if culprit is None or culprit in skipped or manager.get_plugin(culprit) is None:
                 warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
                 return None
             warnings.warn(f"{message}; the next plugin answers", PluginWarning, stacklevel=2)
-            skipped.append(plugin)
-            caller = manager.subset_hook_caller(hook_name, skipped)
+            skipped.add(culprit)
 
 
 def call_each(
@@ -207,15 +317,20 @@ def call_each(
         if missing:
             raise UsageError(f"{hook_name}: the call must give argument(s) {missing}")
         args = [kwargs[arg] for arg in impl.argnames]
+        name = str(impl.plugin_name)
         try:
-            result = impl.function(*args)
+            with contextlib.redirect_stdout(sys.stderr):
+                result = impl.function(*args)
         except DelegateLensError:
             raise
+        except SystemExit as exc:
+            message = _failure_message(manager, caller, hook_name, _exited(exc), name)
+            raise PluginError(message) from None
         except Exception as exc:
-            message = _failure_message(manager, caller, hook_name, exc, str(impl.plugin_name))
+            message = _failure_message(manager, caller, hook_name, exc, name)
             raise PluginError(message) from exc
-        if result is not None:
-            results.append((str(impl.plugin_name), result))
+        if result is not None:  # (what each plugin gave is checked by the caller)
+            results.append((name, result))
     return results
 
 

@@ -1,0 +1,120 @@
+"""Misbehaving plugins, loaded as real modules with ``-p`` (issue 24 defect 8): a
+``print()`` in a hook never reaches machine-readable stdout, a result of the wrong type is
+named (never written into the output), ``sys.exit()`` in a hook is named instead of ending
+the command silently."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import VECTORS
+
+MLP = VECTORS / "mlp_xnnpack"
+INSPECT = [
+    "inspect",
+    str(MLP / "etdump.etdp"),
+    "--etrecord",
+    str(MLP / "etrecord.bin"),
+    "-f",
+    "json",
+]
+
+PLUGINS = {
+    "noisy_plugin": """
+        @hookimpl
+        def dl_delegate_time_scale_array(backend_id, event_name, ticks):
+            print("hello from a plugin")
+            return None
+    """,
+    "bad_result_plugin": """
+        @hookimpl
+        def dl_delegate_time_scale_array(backend_id, event_name, ticks):
+            return 42
+    """,
+    "exiting_plugin": """
+        import sys
+
+        @hookimpl
+        def dl_delegate_time_scale_array(backend_id, event_name, ticks):
+            sys.exit(0)
+    """,
+    "bad_exporters_plugin": """
+        @hookimpl
+        def dl_exporters():
+            return 42
+    """,
+    "exiting_exporters_plugin": """
+        import sys
+
+        @hookimpl
+        def dl_exporters():
+            print("about to leave")
+            sys.exit(0)
+    """,
+}
+
+
+def _run(tmp_path: Path, plugin: str | None) -> subprocess.CompletedProcess[str]:
+    for name, body in PLUGINS.items():
+        source = "from delegate_lens import hookimpl\n" + textwrap.dedent(body)
+        (tmp_path / f"{name}.py").write_text(source)
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    argv = ["-p", plugin] if plugin else []
+    return subprocess.run(
+        [sys.executable, "-m", "delegate_lens", *argv, *INSPECT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> object:
+    result = _run(tmp_path_factory.mktemp("plain"), None)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_print_in_a_hook_keeps_stdout_clean(tmp_path: Path, baseline: object) -> None:
+    result = _run(tmp_path, "noisy_plugin")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == baseline  # JSON, unchanged
+    assert "hello from a plugin" in result.stderr
+
+
+def test_result_of_the_wrong_type_is_named_not_written(tmp_path: Path, baseline: object) -> None:
+    result = _run(tmp_path, "bad_result_plugin")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == baseline  # the next plugin answered
+    assert "plugin 'bad_result_plugin'" in result.stderr
+    assert "returned int 42, but the hook returns" in result.stderr
+
+
+def test_exit_in_a_hook_with_a_fallback_is_named(tmp_path: Path, baseline: object) -> None:
+    result = _run(tmp_path, "exiting_plugin")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == baseline
+    assert "plugin 'exiting_plugin'" in result.stderr and "sys.exit(0)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("plugin", "says"),
+    [("bad_exporters_plugin", "returned int"), ("exiting_exporters_plugin", "sys.exit(0)")],
+)
+def test_hook_without_a_fallback_is_exit_2_naming_the_plugin(
+    tmp_path: Path, plugin: str, says: str
+) -> None:
+    result = _run(tmp_path, plugin)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith(f"error: plugin '{plugin}'") and says in last
+    assert "Traceback" not in result.stderr
