@@ -33,7 +33,13 @@ from typing import Any
 
 from delegate_lens.errors import MappingError
 
-__all__ = ["INT_IDENTIFIER_MAX", "DelegateMap", "DelegateMappingBuilder", "Identifier"]
+__all__ = [
+    "INT_IDENTIFIER_MAX",
+    "DelegateMap",
+    "DelegateMappingBuilder",
+    "Identifier",
+    "partition_handles",
+]
 
 Identifier = int | str
 """A delegate debug identifier: an ``int >= 0`` or a ``str``."""
@@ -265,3 +271,17 @@ class DelegateMappingBuilder:
     def __repr__(self) -> str:
         kind = "generated" if self._generated else "manual"
         return f"DelegateMappingBuilder({kind}, {len(self._map)} entries)"
+
+
+def partition_handles(edge_program: Any) -> set[int]:
+    """The debug handles carried by the nodes of a partition's program (or graph module)."""
+    graph_module = getattr(edge_program, "graph_module", edge_program)
+    graph = getattr(graph_module, "graph", graph_module)
+    found: set[int] = set()
+    for node in graph.nodes:
+        handle = node.meta.get("debug_handle")
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            found.add(handle)
+        elif isinstance(handle, (tuple, list)):
+            found.update(h for h in handle if isinstance(h, int))
+    return found

@@ -162,7 +162,7 @@ def reference_op_type(target: Any) -> str:
 def print_delegation_info(graph_module: Any, file: Any = None) -> None:
     """Print the summary and the per-operator table (with a ``Total`` row) in the
     reference's grid (``tabulate``'s ``fancy_grid`` of its DataFrame)."""
-    from delegate_lens.inspector.reference_table import format_fancy_grid
+    from delegate_lens.texttable import format_fancy_grid
 
     info = get_delegation_info(graph_module)
     print(info.get_summary(), file=file)

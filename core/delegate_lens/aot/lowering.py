@@ -35,9 +35,8 @@ from torch.export.graph_signature import (
 )
 
 from delegate_lens.backend import CompileSpec, PreprocessResult
-from delegate_lens.builtins.mapping_validator import partition_handles
 from delegate_lens.errors import MappingError, PluginError, UsageError
-from delegate_lens.mapping import DelegateMap, as_int, is_iterable
+from delegate_lens.mapping import DelegateMap, as_int, is_iterable, partition_handles
 from delegate_lens.partitioner import DELEGATION_TAG, DelegationSpec
 
 __all__ = [

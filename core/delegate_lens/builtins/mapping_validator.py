@@ -11,23 +11,9 @@ from typing import Any
 
 from delegate_lens.errors import MappingError
 from delegate_lens.hookspecs import hookimpl
-from delegate_lens.mapping import INT_IDENTIFIER_MAX
+from delegate_lens.mapping import INT_IDENTIFIER_MAX, partition_handles
 
-__all__ = ["dl_delegate_mapping", "partition_handles"]
-
-
-def partition_handles(edge_program: Any) -> set[int]:
-    """The debug handles carried by the nodes of a partition's program (or graph module)."""
-    graph_module = getattr(edge_program, "graph_module", edge_program)
-    graph = getattr(graph_module, "graph", graph_module)
-    found: set[int] = set()
-    for node in graph.nodes:
-        handle = node.meta.get("debug_handle")
-        if isinstance(handle, int) and not isinstance(handle, bool):
-            found.add(handle)
-        elif isinstance(handle, (tuple, list)):
-            found.update(h for h in handle if isinstance(h, int))
-    return found
+__all__ = ["dl_delegate_mapping"]
 
 
 @hookimpl

@@ -321,7 +321,8 @@ class Inspector:
         """Print the reference's table: one row per event (``OPERATOR_CALL`` rows left out),
         its columns (``start_time`` included) in its grid with an index column, cell for
         cell as the reference prints it (``delegate-lens inspect`` prints a compact one)."""
-        from delegate_lens.inspector.reference_table import format_fancy_grid, reference_rows
+        from delegate_lens.inspector.reference_table import reference_rows
+        from delegate_lens.texttable import format_fancy_grid
 
         headers, rows = reference_rows(self, include_units, include_delegate_debug_data)
         print(format_fancy_grid(headers, rows), file=sys.stdout if file is None else file)

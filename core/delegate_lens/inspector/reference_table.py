@@ -21,7 +21,7 @@ from delegate_lens.inspector.rows import table_rows
 if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
 
-__all__ = ["format_fancy_grid", "reference_rows", "write_reference_tsv"]
+__all__ = ["reference_rows", "write_reference_tsv"]
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN = "OPERATOR_CALL"
@@ -71,72 +71,6 @@ def _metadata_cells(metadata: Any) -> dict[str, Any]:
     if isinstance(metadata, dict):
         return {str(k): v for k, v in metadata.items()}
     return {"delegate_debug_metadata": metadata}
-
-
-# --------------------------------------------------------------------------- the grid
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return format(value, "g")
-    return str(value)
-
-
-def _after_point(text: str, value: Any) -> int:
-    """Digits after the decimal point (``e`` counts as one), -1 for an int or a non-number
-    (how tabulate aligns a column of numbers)."""
-    if not _is_number(value) or isinstance(value, int) or math.isinf(value) or text == "nan":
-        return -1
-    pos = text.rfind(".")
-    if pos < 0:
-        pos = text.lower().rfind("e")
-    return len(text) - pos - 1 if pos >= 0 else -1
-
-
-def _column(header: str, values: list[Any], numeric: bool) -> tuple[str, list[str]]:
-    texts = [_cell(v) for v in values]
-    if numeric:
-        decimals = [_after_point(t, v) for t, v in zip(texts, values)]
-        most = max(decimals, default=-1)
-        texts = [t + " " * (most - d) for t, d in zip(texts, decimals)]
-    width = max([len(header) + 2, *(len(t) for t in texts)])
-    if numeric:
-        return header.rjust(width), [t.rjust(width) for t in texts]
-    return header.ljust(width), [t.ljust(width) for t in texts]
-
-
-def format_fancy_grid(headers: list[str], rows: list[list[Any]]) -> str:
-    """``tabulate(frame, headers="keys", tablefmt="fancy_grid")`` of a DataFrame with these
-    columns and a default index (the reference's printed table)."""
-    columns = [("", list(range(len(rows))))]
-    columns += [(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
-    cells: list[tuple[str, list[str]]] = []
-    for header, values in columns:
-        present = [v for v in values if v is not None]
-        numeric = bool(present) and all(_is_number(v) for v in present)
-        cells.append(_column(header, values, numeric))
-    widths = [len(head) for head, _ in cells]
-
-    def rule(left: str, fill: str, mid: str, right: str) -> str:
-        return left + mid.join(fill * (w + 2) for w in widths) + right
-
-    def line(parts: list[str]) -> str:
-        return "│ " + " │ ".join(parts) + " │"
-
-    out = [rule("╒", "═", "╤", "╕"), line([head for head, _ in cells])]
-    out.append(rule("╞", "═", "╪", "╡"))
-    for i in range(len(rows)):
-        if i:
-            out.append(rule("├", "─", "┼", "┤"))
-        out.append(line([body[i] for _, body in cells]))
-    out.append(rule("╘", "═", "╧", "╛"))
-    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- TSV
