@@ -28,6 +28,7 @@ needs_executorch = pytest.mark.skipif(
 )
 XNNPACK = "executorch.backends.xnnpack.partition.xnnpack_partitioner:XnnpackPartitioner"
 EXTRA = "pip install 'delegate-lens[executorch]'"
+REFERENCE_BPTE = Path(__file__).parent / "data" / "bundled_program" / "reference_add.bpte"
 
 # What XNNPACK 1.5.1 breaks (docs/executorch.md): its Debug Handle Map is empty, and its
 # runtime logs events under its own operator names ("Fully Connected (NC, F32) GEMM #1").
@@ -51,6 +52,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     [
         ["check-backend", "--executorch-partitioner", XNNPACK],
         ["profile", "model.pte"],
+        ["verify", str(REFERENCE_BPTE)],
     ],
 )
 def test_without_the_bridge_each_command_names_the_extra(

@@ -54,6 +54,8 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.bundled_program import BundledProgram
 
     bundled = BundledProgram.load(args.bundled_program)
+    if not bundled.is_delegate_lens_program:  # a real ExecuTorch program: the bridge runs it
+        return _verify_real(args, bundled)
     try:
         data = bundled.program  # a clear error when the program is not ours
     except BundledProgramError as exc:
@@ -82,4 +84,25 @@ def _run(args: argparse.Namespace) -> int:
     if tracer is not None:
         tracer.write(args.etdump, args.debug_buffer)
     print(f"{total - failed} of {total} test case(s) passed")
+    return 1 if failed else 0
+
+
+def _verify_real(args: argparse.Namespace, bundled: Any) -> int:
+    """Run the cases on the real ExecuTorch runtime (the executorch extra); same output."""
+    from delegate_lens.bridge import executorch_bridge
+
+    what = f"verify of {args.bundled_program} (its program is an ExecuTorch .pte)"
+    results = executorch_bridge(what).verify(
+        args.bundled_program,
+        bundled=bundled,
+        rtol=args.rtol,
+        atol=args.atol,
+        etdump=args.etdump,
+        debug_buffer=args.debug_buffer,
+        debug_buffer_size=args.debug_buffer_size,
+    )
+    for result in results:
+        print(result.line(), flush=False)
+    failed = sum(not r.passed for r in results)
+    print(f"{len(results) - failed} of {len(results)} test case(s) passed")
     return 1 if failed else 0

@@ -44,7 +44,7 @@ def as_runtime_value(value: Any) -> Any:
     import torch
 
     if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
+        return torch.from_numpy(np.array(value, order="C", copy=True))  # writable
     return value
 
 
