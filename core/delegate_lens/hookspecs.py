@@ -11,7 +11,8 @@ Hooks are grouped by the stage of the pipeline that calls them:
 * ahead of time: :func:`dl_partitioner`, :func:`dl_preprocess`, :func:`dl_delegate_mapping`;
 * runtime: :func:`dl_runtime_backend`, :func:`dl_encode_delegate_metadata`;
 * Inspector: :func:`dl_parse_delegate_metadata`, :func:`dl_delegate_time_scale`,
-  :func:`dl_delegate_time_scale_array`, :func:`dl_exporters`.
+  :func:`dl_delegate_time_scale_array`, :func:`dl_exporters`;
+* notebooks: :func:`dl_html_display`.
 
 Implementations may accept fewer arguments than a spec lists (pluggy passes only the ones
 they name), never more.
@@ -293,6 +294,28 @@ def dl_delegate_time_scale_array(
     plugin converts is an :class:`delegate_lens.errors.InspectorError` naming it. A plugin
     that raises is reported in a warning naming it and the row, and the next plugin
     answers.
+    """
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+@hookspec(firstresult=True)
+def dl_html_display(obj: object) -> str | None:
+    """Return the HTML that shows ``obj`` in a notebook, or ``None`` to leave it to others.
+
+    Called by the ``_repr_html_`` of an :class:`~delegate_lens.inspector.Inspector`, a
+    numeric-gap table (``calculate_numeric_gap(as_dataframe=False)``) and a
+    :func:`~delegate_lens.compare` result, when Jupyter displays one of them. The built-in
+    ``notebook`` plugin answers for all three with the report's pages
+    (:mod:`delegate_lens.report.notebook`); a plugin registered later is asked first.
+
+    :param obj: the object being displayed.
+    :returns: an HTML fragment (self-contained, nothing loaded from the network), or
+        ``None``.
+
+    firstresult: the first non-``None`` result wins. No result: Jupyter shows the
+    object's ``repr``.
     """
 
 

@@ -25,6 +25,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "delegate_lens.builtins.metadata_fallback",
     "delegate_lens.builtins.tick_clock",  # before time_scale_fallback: asked before it
     "delegate_lens.builtins.time_scale_fallback",
+    "delegate_lens.builtins.notebook",
     "delegate_lens.backends_demo.plugin",
 )
 """Modules registered as built-in plugins, in registration order."""

@@ -253,12 +253,13 @@ class CompareResult:
             counts[row.match] += 1
         return counts
 
-    def _repr_html_(self) -> str:
-        """Jupyter's display: summary, a chart of each row's ratio and the tables (see
-        :func:`delegate_lens.report.notebook.compare_html`)."""
-        from delegate_lens.report.notebook import compare_html
+    def _repr_html_(self) -> str | None:
+        """Jupyter's display, from the ``dl_html_display`` hook (the built-in ``notebook``
+        plugin: :func:`delegate_lens.report.notebook.compare_html`); None: the repr."""
+        from delegate_lens.hookcalls import call_hook
 
-        return compare_html(self)
+        html = call_hook("dl_html_display", obj=self)
+        return html if isinstance(html, str) else None
 
     def asdict(self, samples: bool = False) -> dict[str, Any]:
         return {

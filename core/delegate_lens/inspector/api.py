@@ -162,12 +162,13 @@ class Inspector:
         self._blocks: list[EventBlock] | None = None
         self._attribution: list[BlockAttribution] | None = None
 
-    def _repr_html_(self) -> str:
-        """Jupyter's display: the HTML report (graph, timeline, tables) inline in a frame
-        sized for a cell (see :func:`delegate_lens.report.notebook.inspector_html`)."""
-        from delegate_lens.report.notebook import inspector_html
+    def _repr_html_(self) -> str | None:
+        """Jupyter's display, from the ``dl_html_display`` hook (the built-in ``notebook``
+        plugin: :func:`delegate_lens.report.notebook.inspector_html`); None: the repr."""
+        from delegate_lens.hookcalls import call_hook
 
-        return inspector_html(self)
+        html = call_hook("dl_html_display", obj=self)
+        return html if isinstance(html, str) else None
 
     @property
     def etdump(self) -> ETDump:

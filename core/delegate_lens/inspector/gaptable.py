@@ -90,12 +90,13 @@ class NumericGapTable:
         """The earliest row (graph order) that diverged while its inputs were fine."""
         return next((row for row in self.rows if row["first_divergence"]), None)
 
-    def _repr_html_(self) -> str:
-        """Jupyter's display: summary, a chart of the gap per row and the rows (see
-        :func:`delegate_lens.report.notebook.gap_html`)."""
-        from delegate_lens.report.notebook import gap_html
+    def _repr_html_(self) -> str | None:
+        """Jupyter's display, from the ``dl_html_display`` hook (the built-in ``notebook``
+        plugin: :func:`delegate_lens.report.notebook.gap_html`); None: the repr."""
+        from delegate_lens.hookcalls import call_hook
 
-        return gap_html(self)
+        html = call_hook("dl_html_display", obj=self)
+        return html if isinstance(html, str) else None
 
     def to_dataframe(self) -> Any:
         """A pandas DataFrame of the rows (needs the ``pandas`` extra)."""
