@@ -186,7 +186,7 @@ def test_unknown_format_is_one_line_and_exit_2(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "unknown format 'xml'" in err and "chrome-trace, csv, json, table, tsv" in err
+    assert "unknown format 'xml'" in err and "chrome-trace, csv, json, perfetto, table, tsv" in err
 
 
 def test_no_exporter_loaded_says_so(vectors_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

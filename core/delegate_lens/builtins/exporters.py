@@ -1,8 +1,9 @@
-"""Built-in Inspector exporters on ``dl_exporters``: ``table``, ``json``, ``tsv``, ``csv``
-and ``chrome-trace``.
+"""Built-in Inspector exporters on ``dl_exporters``: ``table``, ``json``, ``tsv``, ``csv``,
+``chrome-trace`` and ``perfetto``.
 
-Each writes an :class:`~delegate_lens.inspector.Inspector`'s data to a text stream; the
-heavy modules are imported only when an exporter runs. No torch.
+Each writes an :class:`~delegate_lens.inspector.Inspector`'s data to a text stream
+(``perfetto``: a binary one); the heavy modules are imported only when an exporter runs.
+No torch.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def _chrome_trace(inspector: Any, stream: IO[str]) -> None:
     write_chrome_trace(inspector, stream)
 
 
+def _perfetto(inspector: Any, stream: IO[bytes]) -> None:
+    from delegate_lens.inspector.perfetto import write_perfetto
+
+    write_perfetto(inspector, stream)
+
+
 BUILTIN_EXPORTERS: tuple[Exporter, ...] = (
     Exporter("table", "aligned text table, one line per event (the default)", _table),
     Exporter("json", "every block and event with samples, links and debug data (JSON)", _json),
@@ -60,6 +67,12 @@ BUILTIN_EXPORTERS: tuple[Exporter, ...] = (
         "chrome-trace",
         "Trace Event JSON timeline for Perfetto UI / chrome://tracing, one track per run",
         _chrome_trace,
+    ),
+    Exporter(
+        "perfetto",
+        "native Perfetto trace (protobuf), one track per run; needs the 'perfetto' extra",
+        _perfetto,
+        binary=True,
     ),
 )
 

@@ -120,8 +120,8 @@ def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArr
     the clipped ends, which slices were clipped, and each slice's depth.
 
     A slice closes the slices on the stack that end at or before its start (but a
-    zero-length slice at the very end of an open zero-length slice stays inside it) and
-    is clipped to end no later than the slice left on top, its parent.
+    zero-length slice exactly at the end of an open slice stays inside it) and is clipped
+    to end no later than the slice left on top, its parent.
     """
     k, r = start.shape
     if k < _VECTOR_RUNS:
