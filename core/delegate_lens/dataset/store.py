@@ -164,7 +164,9 @@ class DatasetStore:
         names = [
             info.path
             for info in self.fs.get_file_info(selector)
-            if info.base_name.startswith("part-") and info.base_name.endswith(".parquet")
+            if info.base_name.startswith("part-")
+            and info.base_name.endswith(".parquet")
+            and info.type == self._fs_module.FileType.File  # (a folder so named is no part)
         ]
         return sorted(names)
 
