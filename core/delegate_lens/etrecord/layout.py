@@ -171,9 +171,7 @@ def program_of(value: Any, what: str) -> Any:
 
 def edge_programs(value: Any) -> dict[str, Any]:
     """``{method: program}`` from what the reference accepts as an edge dialect program."""
-    from delegate_lens.aot.edge import EdgeProgramManager
-
-    if isinstance(value, EdgeProgramManager):
+    if callable(getattr(value, "unlowered_program", None)) and hasattr(value, "methods"):
         # every node and handle visible: the programs before lowering (the reference keeps
         # what its manager holds, lowered or not)
         return {m: value.unlowered_program(m) for m in value.methods}
@@ -218,10 +216,13 @@ def is_bundled(value: Any) -> bool:
 
 def torch_values(value: Any) -> Any:
     """Numpy arrays (our test cases hold them) as torch tensors, recursively."""
-    from delegate_lens.aot.intermediate import _to_torch
+    import numpy as np
+    import torch
 
     if isinstance(value, (list, tuple)):
         return type(value)(torch_values(v) for v in value)
     if isinstance(value, dict):
         return {k: torch_values(v) for k, v in value.items()}
-    return _to_torch(value)
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    return value

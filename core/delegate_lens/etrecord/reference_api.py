@@ -371,8 +371,6 @@ class ReferenceETRecordAPI:
     def add_extra_export_modules(self, extra_recorded_export_modules: Mapping[str, Any]) -> None:
         """Record more programs in ``graph_map``: ``{name: ExportedProgram or edge
         manager}`` (stored as ``name/forward``, or ``name/<method>`` per method)."""
-        from delegate_lens.aot.edge import EdgeProgramManager
-
         updates: dict[str, bytes | None] = {}
         live: dict[str, Any] = {}
         for name, module in extra_recorded_export_modules.items():
@@ -381,9 +379,7 @@ class ReferenceETRecordAPI:
                     f"the name {name!r} given in extra_recorded_export_modules contains a "
                     "name the ETRecord format reserves"
                 )
-            if isinstance(module, EdgeProgramManager) or (
-                hasattr(module, "methods") and callable(getattr(module, "exported_program", None))
-            ):
+            if hasattr(module, "methods") and callable(getattr(module, "exported_program", None)):
                 programs = {m: module.exported_program(m) for m in module.methods}
             else:
                 programs = {"forward": program_of(module, f"module {name!r}")}
