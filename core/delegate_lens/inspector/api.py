@@ -18,6 +18,12 @@ from delegate_lens.inspector.build import (
 )
 from delegate_lens.inspector.debugdata import DebugBuffer, debug_problems_message
 from delegate_lens.inspector.delegate_rows import DelegateRows, MetadataParser, TimeScaleConverter
+from delegate_lens.inspector.etrecord_access import (
+    EDGE_DIALECT_GRAPH_KEY,
+    check_reference_graph_name,
+    exported_program_of,
+    reference_output_loader,
+)
 from delegate_lens.inspector.linking import FRAMEWORK_EVENTS, InspectorWarning, Linker
 from delegate_lens.inspector.model import Event, EventBlock, LazyEvents, PerfData
 from delegate_lens.inspector.tablebuild import build_table
@@ -33,9 +39,6 @@ if TYPE_CHECKING:
     from delegate_lens.inspector.optypes import OpTypeSummary
 
 __all__ = ["EDGE_DIALECT_GRAPH_KEY", "Inspector"]
-
-EDGE_DIALECT_GRAPH_KEY = "edge_dialect_graph_module"
-"""The reference's name of the edge program among the Inspector's graphs."""
 
 PathLike = str | os.PathLike[str]
 
@@ -121,7 +124,7 @@ class Inspector:
         self.reference_graph_name = reference_graph_name
         self.etdump_path = None if etdump_path is None else Path(etdump_path)
         self._etrecord = load_etrecord(etrecord)
-        _check_reference_graph_name(self._etrecord, reference_graph_name)
+        check_reference_graph_name(reference_graph_name)
 
         if etdump is not None:
             from delegate_lens.etdump.model import ETDump
@@ -291,20 +294,10 @@ class Inspector:
             run_indices=[int(r) for r in table.block.runs],
             method=table.method,
             run_output=list(table.run_output),
-            reference_loader=self._reference_loader(table.block.bundled_input_index),
+            reference_loader=reference_output_loader(
+                self._etrecord, table.block.bundled_input_index
+            ),
         )
-
-    def _reference_loader(self, index: int | None) -> Any:
-        record = self._etrecord
-        if index is None or index < 0 or not getattr(record, "has_reference_outputs", False):
-            return None
-
-        def load() -> Any:
-            outputs = record.reference_outputs() or {}
-            per_case = outputs.get("forward") if isinstance(outputs, dict) else None
-            return per_case[index] if per_case is not None and index < len(per_case) else None
-
-        return load
 
     @property
     def etrecord(self) -> Any:
@@ -476,20 +469,10 @@ class Inspector:
         ``"exported_program"``, ``"edge_dialect_exported_program"`` or a ``graph_map``
         name (``"name"`` meaning ``"name/forward"``). None with a warning when no ETRecord
         was given or the graph is unknown (the warning lists the known ones)."""
-        record = self._etrecord
-        if record is None:
+        if self._etrecord is None:
             _warn("get_exported_program needs an ETRecord (etrecord=...)")
             return None
-        if graph is None or graph in ("edge_dialect_exported_program", EDGE_DIALECT_GRAPH_KEY):
-            return record.edge_program(method) if method else record.edge_dialect_program
-        if graph == "exported_program":
-            return record.exported_program
-        names = list(getattr(record, "graph_map_names", []))
-        name = graph if graph in names or "/" in graph else f"{graph}/forward"
-        if name not in names:
-            _warn(f"get_exported_program: no graph {graph!r} (graph_map: {names})")
-            return None
-        return record.graph_map[name]
+        return exported_program_of(self._etrecord, graph, method, _warn)
 
     def calculate_numeric_gap(
         self,
@@ -546,16 +529,6 @@ class Inspector:
 
             as_dataframe = importlib.util.find_spec("pandas") is not None
         return table.to_dataframe() if as_dataframe else table
-
-
-def _check_reference_graph_name(record: Any, name: str) -> None:
-    if name in (EDGE_DIALECT_GRAPH_KEY, "edge_dialect_exported_program"):
-        return
-    raise UsageError(
-        f"reference_graph_name={name!r}: the Inspector links events to the edge program "
-        f"({EDGE_DIALECT_GRAPH_KEY!r}), where every debug handle of the run is; for numeric "
-        "gaps against another graph use calculate_numeric_gap(reference_graph=...)"
-    )
 
 
 def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
