@@ -86,6 +86,22 @@ def generate_etrecord(
     stored as the reference stores them; by default the stored program's example inputs,
     ``False`` for none. Imports torch.
     """
+    if _from_executorch(edge_dialect_program, executorch_program):  # the bridge writes it
+        from delegate_lens.bridge import executorch_bridge
+
+        bridge = executorch_bridge("generate_etrecord with ExecuTorch's managers")
+        if extra_recorded_export_modules:
+            from delegate_lens.errors import UsageError
+
+            raise UsageError("extra_recorded_export_modules: not with ExecuTorch's managers")
+        written: Path | None = bridge.generate_etrecord(
+            et_record,
+            edge_dialect_program,
+            executorch_program,
+            exported_program,
+            representative_inputs=representative_inputs,
+        )
+        return written
     from delegate_lens.aot.etrecord_writer import build_etrecord
 
     bundled = executorch_program if hasattr(executorch_program, "method_test_suites") else None
@@ -112,3 +128,8 @@ def generate_etrecord(
     if extra_recorded_export_modules is not None:
         record.add_extra_export_modules(extra_recorded_export_modules)
     return record.save(et_record)
+
+
+def _from_executorch(*managers: Any) -> bool:
+    """Whether a manager is real ExecuTorch's (``executorch.exir``'s program managers)."""
+    return any(type(m).__module__.startswith("executorch.") for m in managers)

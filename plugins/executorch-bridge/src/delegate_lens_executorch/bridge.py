@@ -46,3 +46,11 @@ class Bridge:
         from delegate_lens_executorch.profiling import PROFILE_FILES
 
         return PROFILE_FILES
+
+    def generate_etrecord(
+        self, et_record: Any, edge: Any, program: Any, *args: Any, **kw: Any
+    ) -> Any:
+        """See :func:`delegate_lens_executorch.etrecord.generate_etrecord`."""
+        from delegate_lens_executorch.etrecord import generate_etrecord
+
+        return generate_etrecord(et_record, edge, program, *args, **kw)
