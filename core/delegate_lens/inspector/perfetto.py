@@ -140,14 +140,20 @@ def _write_block(
     scale: int,
     first_run_uuid: int,
 ) -> None:
-    """The packet sequences of the runs of one block (one ``Trace`` message per run,
-    written one after the other: serialized messages concatenate)."""
+    """The packet sequences of the runs of one block. Each packet is written as a ``Trace``
+    holding only it (serialized ``Trace`` messages concatenate, as the package's streaming
+    builder writes them); the slice packets reuse one message per kind, only their
+    timestamp and name change."""
     names: dict[str, int] = {}
     for key in sl.keys:
         names.setdefault(key.name, len(names) + 1)
     iids = [names[key.name] for key in sl.keys]
-    begin, end_type = pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END
-    cleared = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    begin_trace, end_trace = pb.Trace(), pb.Trace()
+    begin, end = begin_trace.packet.add(), end_trace.packet.add()
+    begin.track_event.type = pb.TrackEvent.TYPE_SLICE_BEGIN
+    end.track_event.type = pb.TrackEvent.TYPE_SLICE_END
+    begin_event = begin.track_event
+    serialize_begin, serialize_end = begin_trace.SerializeToString, end_trace.SerializeToString
     runs = sl.table.block.runs.tolist()
     span = max(1, _NEST_EVENTS // len(sl.rows))
     for lo in range(0, len(runs), span):
@@ -158,44 +164,47 @@ def _write_block(
         depths = nested.depth.tolist()
         for i, run in enumerate(runs[lo : lo + span]):
             sequence = 2 + run
-            trace = pb.Trace()
-            add = trace.packet.add
-            packet = add()
-            packet.trusted_packet_sequence_id = sequence
-            packet.sequence_flags = cleared
-            for name, iid in names.items():
-                packet.interned_data.event_names.add(iid=iid, name=name)
-            defaults = packet.trace_packet_defaults
-            defaults.timestamp_clock_id = SEQUENCE_CLOCK
-            defaults.track_event_defaults.track_uuid = first_run_uuid + run
             now = starts[i][0]
-            packet = add()
-            packet.trusted_packet_sequence_id = sequence
-            clocks = packet.clock_snapshot.clocks
-            clocks.add(clock_id=BOOTTIME, timestamp=now)
-            clocks.add(clock_id=SEQUENCE_CLOCK, timestamp=now, is_incremental=True)
+            pieces = [_sequence_start(pb, sequence, first_run_uuid + run, names, now)]
+            put = pieces.append
+            begin.trusted_packet_sequence_id = sequence
+            end.trusted_packet_sequence_id = sequence
             open_ends: list[int] = []
             for c, s, e, d in zip(cols[i], starts[i], ends[i], depths[i], strict=True):
                 while len(open_ends) > d:
                     t = open_ends.pop()
-                    packet = add()
-                    packet.trusted_packet_sequence_id = sequence
-                    packet.timestamp = t - now
+                    end.timestamp = t - now
                     now = t
-                    packet.track_event.type = end_type
-                packet = add()
-                packet.trusted_packet_sequence_id = sequence
-                packet.timestamp = s - now
+                    put(serialize_end())
+                begin.timestamp = s - now
                 now = s
-                event = packet.track_event
-                event.type = begin
-                event.name_iid = iids[c]
+                begin_event.name_iid = iids[c]
+                put(serialize_begin())
                 open_ends.append(e)
             while open_ends:
                 t = open_ends.pop()
-                packet = add()
-                packet.trusted_packet_sequence_id = sequence
-                packet.timestamp = t - now
+                end.timestamp = t - now
                 now = t
-                packet.track_event.type = end_type
-            stream.write(trace.SerializeToString())
+                put(serialize_end())
+            stream.write(b"".join(pieces))
+
+
+def _sequence_start(pb: Any, sequence: int, track: int, names: dict[str, int], now: int) -> bytes:
+    """A run's first packets: incremental state cleared, interned names, defaults (its
+    track, the sequence clock), then the clock snapshot that starts the clock at ``now``."""
+    trace = pb.Trace()
+    packet = trace.packet.add()
+    packet.trusted_packet_sequence_id = sequence
+    packet.sequence_flags = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    for name, iid in names.items():
+        packet.interned_data.event_names.add(iid=iid, name=name)
+    defaults = packet.trace_packet_defaults
+    defaults.timestamp_clock_id = SEQUENCE_CLOCK
+    defaults.track_event_defaults.track_uuid = track
+    packet = trace.packet.add()
+    packet.trusted_packet_sequence_id = sequence
+    clocks = packet.clock_snapshot.clocks
+    clocks.add(clock_id=BOOTTIME, timestamp=now)
+    clocks.add(clock_id=SEQUENCE_CLOCK, timestamp=now, is_incremental=True)
+    data: bytes = trace.SerializeToString()
+    return data
