@@ -6,8 +6,9 @@
   handles the backend mapped their identifier to (none when the backend gave no map).
 * Every graph node carrying one of the handles gives ``op_types``, ``stack_traces`` and
   ``module_hierarchy`` (keyed by node name + ``_``, as the reference).
-* Framework rows (``Method::init``, ``Program::load_method``, ``Method::execute``) link to
-  nothing (the reference gives them the handles of instruction 0; we do not).
+* Framework rows (``Method::init``, ``Program::load_method``, ``Method::execute``) get the
+  debug handles of the instruction id they carry (0), as the reference gives them, and no
+  op types, stack traces or module hierarchy: they run no operator.
 
 Choosing the method (the reference only knows ``forward`` and fails otherwise): a block's
 rows are checked against every method: an instruction id that the method lacks, a
@@ -243,8 +244,12 @@ class Linker:
     def choose(self, block_label: str, rows: Sequence[RowKey]) -> Choice:
         """The method of a block and the instructions to leave unlinked (with warnings)."""
         relevant = [r for r in rows if r.name not in FRAMEWORK_EVENTS and r.instruction_id >= 0]
-        if not relevant or not self.methods:
+        if not self.methods:
             return Choice(None, None, frozenset())
+        if not relevant:  # framework rows only (Method::init): the method is not known; with
+            # one method its handles still go to them, as the reference gives them
+            single = self.methods[0] if len(self.methods) == 1 else None
+            return Choice(None, single, frozenset())
         if len(self.methods) == 1:
             method = self.methods[0]
             mismatches, _ = self.check(method, relevant)
@@ -326,8 +331,13 @@ class Linker:
     # --- linking a row --------------------------------------------------------------------
 
     def link(self, method: str | None, row: RowKey) -> RowLink:
-        if method is None or row.name in FRAMEWORK_EVENTS or row.instruction_id < 0:
+        if method is None or row.instruction_id < 0:
             return NO_LINK
+        if row.name in FRAMEWORK_EVENTS and row.identifier is None:
+            # as the reference: the handles of the instruction id the runtime logged (0),
+            # and nothing else (no op types, no module): they run no operator
+            handles = self.debug_handle_map.get(method, {}).get(row.instruction_id)
+            return RowLink(debug_handles=_present(handles), method=method)
         key = (method, row)
         cached = self._cache.get(key)
         if cached is None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from delegate_lens.etrecord.maps import normalize_handles
 from delegate_lens.inspector.attribution import node_samples
+from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
 from delegate_lens.report.rows import RowIds, _num
 
 if TYPE_CHECKING:
@@ -150,6 +151,8 @@ def method_graph(
         for j, link in enumerate(table.links):
             if link.method not in (method, None) or link.debug_handles is None:
                 continue
+            if table.keys[j].name in FRAMEWORK_EVENTS:
+                continue  # the handles of instruction 0, as the reference: not the node's
             if link.method is None and not single:
                 continue
             for i in _nodes_of(link.debug_handles, by_handle):
