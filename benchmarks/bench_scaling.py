@@ -20,8 +20,8 @@ file (its size gives the output bytes per event):
 * ``chrome-trace`` / ``perfetto``: ``inspect --format ...``;
 * ``collect``: ``delegate-lens collect -q F --etrecord R -o DATASET`` (a new dataset each run).
 
-Printed per command and size: medians over ``--repeat`` runs of wall and user CPU
-seconds and peak RSS (MB, and bytes per event), output bytes per event; then per command
+Printed per command and size: medians over ``--repeat`` runs of wall, user CPU and CPU
+(user + system: page faults of big inputs are system time) seconds and peak RSS (MB, and bytes per event), output bytes per event; then per command
 the slopes over the sizes (least squares per million events: seconds, MB = marginal bytes
 per event) and ``chrome-trace`` / ``inspect`` by size. With ``--reference-python`` (a
 Python with the reference ``executorch`` installed), its ``Inspector(...).to_dataframe()``
@@ -84,6 +84,7 @@ class Figures:
     events: int
     wall: float
     user: float
+    cpu: float  # user + system
     rss_mb: float
     wall_spread: tuple[float, float]
     output_bytes: int | None
@@ -204,6 +205,7 @@ def measure(
         events=events,
         wall=statistics.median(walls),
         user=statistics.median(s.user for s in samples),
+        cpu=statistics.median(s.user + s.sys for s in samples),
         rss_mb=statistics.median(s.rss_mb for s in samples),
         wall_spread=(min(walls), max(walls)),
         output_bytes=output_bytes,
@@ -232,7 +234,7 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 HEADER = (
     f"{'command':<14}{'size':>5}{'M events':>10}{'wall s':>9}{'(min-max)':>15}"
-    f"{'user s':>9}{'RSS MB':>9}{'RSS B/ev':>10}{'out B/ev':>10}"
+    f"{'user s':>9}{'cpu s':>9}{'RSS MB':>9}{'RSS B/ev':>10}{'out B/ev':>10}"
 )
 
 
@@ -244,13 +246,13 @@ def print_table(rows: list[Figures], header: bool = True) -> None:
         spread = f"({f.wall_spread[0]:.2f}-{f.wall_spread[1]:.2f})"
         print(
             f"{f.command:<14}{f.times:>4}x{f.events / 1e6:>10.3f}{f.wall:>9.3f}{spread:>15}"
-            f"{f.user:>9.3f}{f.rss_mb:>9.1f}{f.rss_mb * 2**20 / f.events:>10.1f}{out:>10}"
+            f"{f.user:>9.3f}{f.cpu:>9.3f}{f.rss_mb:>9.1f}{f.rss_mb * 2**20 / f.events:>10.1f}{out:>10}"
         )
 
 
 def print_slopes(rows: list[Figures]) -> None:
     print("\nper million events (least squares over the sizes; RSS MB/M = marginal B/event):")
-    print(f"{'command':<14}{'wall s/M':>10}{'user s/M':>10}{'RSS MB/M':>10}")
+    print(f"{'command':<14}{'wall s/M':>10}{'user s/M':>10}{'cpu s/M':>10}{'RSS MB/M':>10}")
     for command in dict.fromkeys(f.command for f in rows):
         mine = [f for f in rows if f.command == command]
         if len({f.times for f in mine}) < 2:
@@ -258,8 +260,9 @@ def print_slopes(rows: list[Figures]) -> None:
         xs = [f.events / 1e6 for f in mine]
         wall = slope(xs, [f.wall for f in mine])
         user = slope(xs, [f.user for f in mine])
+        cpu = slope(xs, [f.cpu for f in mine])
         rss = slope(xs, [f.rss_mb * 2**20 / 1e6 for f in mine])
-        print(f"{command:<14}{wall:>10.3f}{user:>10.3f}{rss:>10.1f}")
+        print(f"{command:<14}{wall:>10.3f}{user:>10.3f}{cpu:>10.3f}{rss:>10.1f}")
 
 
 def print_ratios(rows: list[Figures], a: str, b: str, label: str) -> None:
