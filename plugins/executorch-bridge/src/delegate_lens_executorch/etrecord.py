@@ -10,15 +10,16 @@ schema shape, its debug handles, the program's three maps. Both Inspectors read 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from delegate_lens.errors import UsageError
 
-__all__ = ["aten_view", "generate_etrecord"]
+__all__ = ["aten_targets", "aten_view", "generate_etrecord"]
 
 
 def aten_view(program: Any) -> Any:
@@ -34,6 +35,25 @@ def aten_view(program: Any) -> Any:
             node.target = inner
     view.graph_module.recompile()
     return view
+
+
+@contextlib.contextmanager
+def aten_targets(program: Any) -> Iterator[Any]:
+    """Inside: ``program``'s edge-dialect targets are the ATen operators they wrap (for
+    code written against ATen graphs, e.g. a delegate-lens partitioner); put back after.
+    In place, as partitioning must tag the program itself (a copy of a program holding
+    fake tensors cannot be made)."""
+    swapped = []
+    for node in program.graph.nodes:
+        inner = getattr(node.target, "_op", None)
+        if node.op == "call_function" and inner is not None:
+            swapped.append((node, node.target))
+            node.target = inner
+    try:
+        yield program
+    finally:
+        for node, target in swapped:
+            node.target = target
 
 
 def _has_delegates(program: Any) -> bool:
