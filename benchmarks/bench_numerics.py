@@ -39,8 +39,7 @@ def main() -> None:
     from numerics_helpers import demo_run
 
     from delegate_lens import Inspector
-    from delegate_lens.aot.intermediate import capture_intermediate_outputs
-    from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX
+    from delegate_lens.numerics import CACHE_SUFFIX, capture_intermediate_outputs
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as folder:

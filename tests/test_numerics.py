@@ -14,9 +14,8 @@ from numerics_helpers import demo_run
 
 from delegate_lens import Inspector
 from delegate_lens.errors import InspectorError, PluginError, UsageError
-from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX, AotOutputs
-from delegate_lens.inspector.gaptable import NumericGapTable
 from delegate_lens.inspector.linking import InspectorWarning
+from delegate_lens.numerics import CACHE_SUFFIX, AotOutputs, NumericGapTable
 
 # torch; a fresh plugin manager with every installed plugin, as for a user
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("fresh_plugin_manager")]
@@ -166,7 +165,7 @@ def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
     with pytest.raises(InspectorError, match="running the reference graph on the inputs failed"):
         gaps(paths, inputs=[np.zeros((3, 16), np.float32)])  # the export's shape guard
     # reference outputs of another shape: named per operator, gap nan, row kept
-    from delegate_lens.aot.intermediate import capture_intermediate_outputs
+    from delegate_lens.numerics import capture_intermediate_outputs
 
     aot = capture_intermediate_outputs(paths["etrecord"])
     outputs = dict(aot.outputs)
@@ -192,7 +191,7 @@ def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
 
 def test_comparator_plugins_and_callables(tmp_path_factory: Any) -> None:
     from delegate_lens import hookimpl
-    from delegate_lens.comparators import Comparator
+    from delegate_lens.numerics import Comparator
     from delegate_lens.pluginmanager import get_plugin_manager
 
     paths = run(tmp_path_factory, "mlp", precision=b"fp16", precision_kernels=b"div")

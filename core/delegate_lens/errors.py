@@ -18,6 +18,7 @@ __all__ = [
     "EventTracerError",
     "InputFileError",
     "InspectorError",
+    "InspectorWarning",
     "MappingError",
     "MissingExtraError",
     "MissingFileError",
@@ -109,3 +110,7 @@ class DelegateLensWarning(UserWarning):
 
 class PluginWarning(DelegateLensWarning):
     """A plugin failed where delegate-lens could fall back (the message names the plugin)."""
+
+
+class InspectorWarning(DelegateLensWarning):
+    """A problem with the Inspector's inputs that it worked around (see the message)."""

@@ -212,7 +212,7 @@ def dl_numerical_comparators() -> Sequence[Any]:
     --distance MSE``). The built-in ``MSE``, ``L1``, ``SNR`` and ``cosine`` comparators come
     from the built-in plugin ``delegate_lens.builtins.comparators`` through this hook.
 
-    :returns: a sequence of :class:`delegate_lens.inspector.numerics.Comparator` (or any
+    :returns: a sequence of :class:`delegate_lens.numerics.Comparator` (or any
         object with the same attributes): a ``name`` (looked up case-insensitively), a
         ``description``, ``compare(aot, runtime) -> float`` taking two float64 numpy arrays
         of one shape, ``higher_is_better`` (``True`` for similarities such as SNR) and a

@@ -284,8 +284,8 @@ def build_etrecord(
     entries[EXPORT_GRAPH_ID] = str(graph_id).encode("ascii")
     inputs = _representative_inputs(representative_inputs, exported_program)
     if inputs is not None:
-        from delegate_lens.aot.intermediate import encode_inputs
         from delegate_lens.etrecord import REPRESENTATIVE_INPUTS
+        from delegate_lens.etrecord.torch_io import encode_inputs
 
         entries[REPRESENTATIVE_INPUTS] = encode_inputs(inputs)
     record = ETRecord.from_entries(entries, origin="<generated ETRecord>")

@@ -1,7 +1,6 @@
-"""Built-in comparators on ``dl_numerical_comparators``: ``MSE``, ``L1``, ``SNR``, ``cosine``.
-
-Same formulas as the reference Inspector's (computed in float64 with numpy, imported when
-a comparison runs; no torch):
+"""Built-in plugin: the comparators ``MSE``, ``L1``, ``SNR`` and ``cosine`` on
+``dl_numerical_comparators`` (defined in :mod:`delegate_lens.numerics`; same formulas as the
+reference Inspector's, in float64 with numpy):
 
 * ``MSE`` — mean of squared differences; diverged above 1e-10;
 * ``L1`` — sum of absolute differences; diverged above 1e-3;
@@ -13,61 +12,11 @@ a comparison runs; no torch):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from delegate_lens.comparators import Comparator
 from delegate_lens.hookspecs import hookimpl
+from delegate_lens.numerics import BUILTIN_COMPARATORS, Comparator
 
-if TYPE_CHECKING:
-    from delegate_lens.comparators import FloatArray
-
-__all__ = ["BUILTIN_COMPARATORS", "dl_numerical_comparators"]
-
-
-def mse(a: FloatArray, b: FloatArray) -> float:
-    import numpy as np
-
-    return float(np.mean(np.square(a - b))) if a.size else 0.0
-
-
-def l1(a: FloatArray, b: FloatArray) -> float:
-    import numpy as np
-
-    return float(np.abs(a - b).sum())
-
-
-def snr(a: FloatArray, b: FloatArray) -> float:
-    import numpy as np
-
-    signal = float(np.mean(np.square(a))) if a.size else 0.0
-    noise = float(np.mean(np.square(a - b))) if a.size else 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(10.0 * np.log10(np.float64(signal) / np.float64(noise)))
-
-
-def cosine(a: FloatArray, b: FloatArray) -> float:
-    import numpy as np
-
-    norm = float(np.sqrt(np.sum(np.square(a))) * np.sqrt(np.sum(np.square(b))))
-    if norm == 0.0:
-        return 1.0 if not a.any() and not b.any() else 0.0
-    return float(np.sum(a * b) / norm)
-
-
-BUILTIN_COMPARATORS: tuple[Comparator, ...] = (
-    Comparator("MSE", "mean squared error", mse, default_threshold=1e-10),
-    Comparator("L1", "sum of absolute differences", l1, default_threshold=1e-3),
-    Comparator(
-        "SNR", "signal-to-noise ratio in dB", snr, higher_is_better=True, default_threshold=100.0
-    ),
-    Comparator(
-        "cosine",
-        "cosine similarity",
-        cosine,
-        higher_is_better=True,
-        default_threshold=1.0 - 1e-9,
-    ),
-)
+__all__ = ["dl_numerical_comparators"]
 
 
 @hookimpl

@@ -17,7 +17,7 @@ def dl_html_display(obj: object) -> str | None:
     """The report's page for an Inspector, a numeric-gap table or a comparison."""
     from delegate_lens.compare.model import CompareResult
     from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.gaptable import NumericGapTable
+    from delegate_lens.numerics import NumericGapTable
     from delegate_lens.report import notebook
 
     if isinstance(obj, Inspector):

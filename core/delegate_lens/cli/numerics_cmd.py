@@ -92,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
 
         inputs = None
         if args.inputs:
-            from delegate_lens.aot.intermediate import load_inputs
+            from delegate_lens.numerics import load_inputs
 
             inputs = load_inputs(args.inputs)
         inspector = Inspector(

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from delegate_lens.etdump.decoded import DecodedColumns
     from delegate_lens.etdump.jsonview import from_json, to_json, write_json
     from delegate_lens.etdump.model import (
+        FRAMEWORK_EVENTS,
         AllocationEvent,
         Allocator,
         Bool,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 # Names load their module on first use (PEP 562): reading an ETDump does not import the
 # writer or the JSON view, nor the object model until run objects are asked for.
 _HOME = {
+    "FRAMEWORK_EVENTS": "model",
     "EventColumns": "columns",
     "EventColumnsBuilder": "columns",
     "EventKind": "columns",
@@ -90,6 +92,7 @@ _HOME = {
 
 __all__ = [
     "FILE_IDENTIFIER",
+    "FRAMEWORK_EVENTS",
     "AllocationEvent",
     "Allocator",
     "Bool",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from delegate_lens.etdump.columns import EventColumns
 
 __all__ = [
+    "FRAMEWORK_EVENTS",
     "AllocationEvent",
     "Allocator",
     "Bool",
@@ -44,6 +45,10 @@ __all__ = [
     "Value",
     "ValueType",
 ]
+
+FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
+"""Names of the events the runtime logs around its own work (not an operator's): loading a
+method, initializing it, executing it."""
 
 
 class ValueType(enum.IntEnum):

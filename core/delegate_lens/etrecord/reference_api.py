@@ -284,7 +284,7 @@ class ReferenceETRecordAPI:
                 "representative inputs must be a list of inputs (tensors, arrays, numbers) "
                 f"or a BundledProgram, not {type(value).__name__}"
             )
-        from delegate_lens.aot.intermediate import encode_inputs
+        from delegate_lens.etrecord.torch_io import encode_inputs
 
         self._update({REPRESENTATIVE_INPUTS: encode_inputs(list(value))})
 

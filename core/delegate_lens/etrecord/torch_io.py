@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import ETRecordFormatError
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
     from delegate_lens.etrecord.record import ETRecord
 
-__all__ = ["load_program"]
+__all__ = ["encode_inputs", "load_program", "to_torch"]
 
 _EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
 
@@ -121,3 +122,27 @@ def _restore_debug_handles(record: ETRecord, program: Any, entry: str, method: s
         info = graph.nodes_by_name.get(node.name)
         if info is not None and info.debug_handle is not None:
             node.meta["debug_handle"] = info.debug_handle
+
+
+def encode_inputs(inputs: Sequence[Any]) -> bytes:
+    """The ``representative_inputs`` entry for ``inputs``: ``torch.save`` of the list of
+    inputs (tensors, numbers), as the reference writes it."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save([to_torch(x) for x in inputs], buffer)
+    return buffer.getvalue()
+
+
+def to_torch(value: Any) -> Any:
+    """A numpy array as a torch tensor (a tensor detached, on the CPU); else as it is."""
+    import numpy as np
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    return value

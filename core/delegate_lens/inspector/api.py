@@ -506,12 +506,12 @@ class Inspector:
         :param threshold: where a gap counts as diverged (default: the comparator's).
         :param method: the method to compare (default ``forward``).
         :param as_dataframe: a pandas DataFrame (default when pandas is installed) or a
-            :class:`~delegate_lens.inspector.gaptable.NumericGapTable`.
+            :class:`~delegate_lens.numerics.NumericGapTable`.
         :returns: one row per matched output, in graph order, with the reference's
             columns and ``delegate_backend``, ``delegate_identifiers``, ``diverged``,
             ``first_divergence`` and ``note`` (see ``docs/numerics.md``).
         """
-        from delegate_lens.inspector.numerics import calculate_numeric_gap
+        from delegate_lens.numerics import calculate_numeric_gap
 
         table = calculate_numeric_gap(
             self,

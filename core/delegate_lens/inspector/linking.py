@@ -31,16 +31,12 @@ from typing import Any
 
 import attrs
 
-from delegate_lens.errors import DelegateLensWarning
+from delegate_lens.errors import InspectorWarning
+from delegate_lens.etdump.model import FRAMEWORK_EVENTS
 
 __all__ = ["FRAMEWORK_EVENTS", "Choice", "InspectorWarning", "Linker", "RowKey", "RowLink"]
 
-FRAMEWORK_EVENTS = frozenset({"Method::init", "Program::load_method", "Method::execute"})
 _MAX_LISTED = 8
-
-
-class InspectorWarning(DelegateLensWarning):
-    """A problem with the Inspector's inputs that it worked around (see the message)."""
 
 
 @attrs.frozen

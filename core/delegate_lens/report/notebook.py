@@ -4,7 +4,7 @@
   tables) in a sandboxed ``<iframe srcdoc>`` sized for a notebook cell: everything inline
   (scripts, styles, data), nothing fetched, and nothing of the page leaks into the notebook
   (ids, styles, ``window.dlReport``), so several reports live in one notebook;
-* :func:`gap_html` — a :class:`~delegate_lens.inspector.gaptable.NumericGapTable`: its
+* :func:`gap_html` — a :class:`~delegate_lens.numerics.NumericGapTable`: its
   summary, a chart of the gap per row (log scale, the threshold drawn, diverged rows and
   the first divergence marked) and its rows;
 * :func:`compare_html` — a :class:`~delegate_lens.compare.CompareResult`: its summary, a
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from delegate_lens.compare.model import CompareResult
     from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.gaptable import NumericGapTable
+    from delegate_lens.numerics import NumericGapTable
 
 __all__ = ["FRAME_HEIGHT", "compare_html", "gap_html", "inspector_html"]
 
@@ -174,7 +174,7 @@ def _gap_chart(table: NumericGapTable, kinds: list[str]) -> str:
 
 def gap_html(table: NumericGapTable) -> str:
     """The numeric-gap table as HTML (summary, chart, rows, unmatched outputs)."""
-    from delegate_lens.inspector.gaptable import _fmt
+    from delegate_lens.numerics import format_gap
 
     lines = table.format_lines()
     summary = lines[lines.index("") + 1 :] if "" in lines else []
@@ -190,7 +190,7 @@ def gap_html(table: NumericGapTable) -> str:
             ", ".join(row["runtime_ops"]),
             row["delegate_backend"] or "",
             ", ".join(map(str, row["delegate_identifiers"])),
-            " ".join(_fmt(g) for g in row["gap"]),
+            " ".join(format_gap(g) for g in row["gap"]),
             {"first": "first divergence", "diverged": "diverged", "ok": ""}[kind],
         ]
         for row, kind in zip(table.rows, kinds)
@@ -275,7 +275,7 @@ def compare_html(result: CompareResult) -> str:
 def repr_html(obj: Any) -> str:
     """The display of whichever of the three ``obj`` is."""
     from delegate_lens.compare.model import CompareResult
-    from delegate_lens.inspector.gaptable import NumericGapTable
+    from delegate_lens.numerics import NumericGapTable
 
     if isinstance(obj, NumericGapTable):
         return gap_html(obj)

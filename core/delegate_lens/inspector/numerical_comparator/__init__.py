@@ -1,5 +1,5 @@
 """``executorch.devtools.inspector.numerical_comparator`` under delegate-lens: the
-reference's comparator classes (defined in :mod:`delegate_lens.comparators`).
+reference's comparator classes (defined in :mod:`delegate_lens.numerics`).
 
 Subclass :class:`NumericalComparatorBase` (``element_compare``, optionally
 ``preprocessing``) and pass an instance to ``Inspector.calculate_numeric_gap``; the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from delegate_lens.comparators import (
+from delegate_lens.numerics import (
     L1Comparator,
     MSEComparator,
     NumericalComparatorBase,

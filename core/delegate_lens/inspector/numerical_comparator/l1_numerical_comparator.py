@@ -1,5 +1,5 @@
-"""The reference's module path of :class:`L1Comparator` (defined in :mod:`delegate_lens.comparators`)."""
+"""The reference's module path of :class:`L1Comparator` (defined in :mod:`delegate_lens.numerics`)."""
 
-from delegate_lens.comparators import L1Comparator
+from delegate_lens.numerics import L1Comparator
 
 __all__ = ["L1Comparator"]

@@ -1,5 +1,5 @@
-"""The reference's module path of :class:`MSEComparator` (defined in :mod:`delegate_lens.comparators`)."""
+"""The reference's module path of :class:`MSEComparator` (defined in :mod:`delegate_lens.numerics`)."""
 
-from delegate_lens.comparators import MSEComparator
+from delegate_lens.numerics import MSEComparator
 
 __all__ = ["MSEComparator"]

@@ -69,7 +69,7 @@ def numeric_gaps(inspector: Any) -> dict[str, float] | None:
     from pathlib import Path
 
     from delegate_lens.errors import DelegateLensError, DelegateLensWarning
-    from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX
+    from delegate_lens.numerics import CACHE_SUFFIX
 
     method = getattr(inspector, "calculate_numeric_gap", None)
     record = inspector.etrecord

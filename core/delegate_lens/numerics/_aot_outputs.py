@@ -1,6 +1,6 @@
 """Reference (AOT) intermediate outputs: what the stored graph computed, keyed by handle.
 
-Made with torch by :func:`delegate_lens.aot.intermediate.capture_intermediate_outputs`;
+Made with torch by :func:`delegate_lens.numerics.capture_intermediate_outputs`;
 held and cached here as numpy arrays, so the Inspector compares them without torch. The
 cache is an ``.npz`` file (numpy's own format, read with ``allow_pickle=False``) holding
 one array per output and a JSON description of the graph.
@@ -19,8 +19,6 @@ import attrs
 import numpy as np
 
 from delegate_lens.errors import InspectorError
-
-__all__ = ["CACHE_SUFFIX", "AotOutputs"]
 
 CACHE_SUFFIX = ".numerics.npz"
 """``<etrecord>`` + this suffix: where ``cache=True`` keeps the captured outputs."""

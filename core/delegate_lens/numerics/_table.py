@@ -22,8 +22,6 @@ import attrs
 from delegate_lens.errors import MissingExtraError
 from delegate_lens.texttable import align_columns
 
-__all__ = ["COLUMNS", "NumericGapTable", "Unmatched"]
-
 _LIBRARY = re.compile(r"[/\\\\]torch[/\\\\](nn|fx|_|export|utils)")
 
 COLUMNS = (
@@ -173,7 +171,7 @@ class NumericGapTable:
                     " ".join(map(str, row["runtime_debug_handle"])),
                     row["delegate_backend"] or "",
                     " ".join(map(str, row["delegate_identifiers"])),
-                    " ".join(_fmt(g) for g in row["gap"]),
+                    " ".join(format_gap(g) for g in row["gap"]),
                     int(row["diverged"]),
                     int(row["first_divergence"]),
                     row["note"],
@@ -199,7 +197,7 @@ class NumericGapTable:
                     ",".join(map(str, row["aot_debug_handle"])),
                     ", ".join(row["aot_ops"]),
                     runtime,
-                    " ".join(_fmt(g) for g in row["gap"]),
+                    " ".join(format_gap(g) for g in row["gap"]),
                     mark,
                 ]
             )
@@ -220,7 +218,7 @@ class NumericGapTable:
             backend = f" in {first['delegate_backend']}" if first["delegate_backend"] else ""
             lines.append(
                 f"first divergence: {', '.join(first['aot_ops'])} (runtime {where}{backend}), "
-                f"{self.distance} = {' '.join(_fmt(g) for g in first['gap'])}"
+                f"{self.distance} = {' '.join(format_gap(g) for g in first['gap'])}"
             )
             source = _source_line(first["stacktraces"])
             if source:
@@ -253,7 +251,8 @@ def _source_line(stack_traces: dict[str, str | None]) -> str | None:
     return None
 
 
-def _fmt(value: float) -> str:
+def format_gap(value: float) -> str:
+    """A gap as the tables print it."""
     if math.isnan(value):
         return "nan"
     if math.isinf(value):
@@ -262,7 +261,7 @@ def _fmt(value: float) -> str:
 
 
 def _json_float(value: float) -> float | str:
-    return value if math.isfinite(value) else _fmt(value)
+    return value if math.isfinite(value) else format_gap(value)
 
 
 def _shape(value: Any) -> Any:

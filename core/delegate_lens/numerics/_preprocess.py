@@ -1,6 +1,6 @@
 """The reference comparators' ``preprocessing(mapping)`` step, on our numeric-gap rows.
 
-A :class:`~delegate_lens.comparators.NumericalComparatorBase` subclass may override
+A :class:`~delegate_lens.numerics.NumericalComparatorBase` subclass may override
 ``preprocessing``: it gets ``{(aot handles, aot value): (runtime handles, runtime value)}``
 with torch tensors (as the reference builds it, one entry per row) and returns the mapping
 to compare. Rows whose AOT handles the returned mapping leaves out are dropped; the values
@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from delegate_lens.comparators import Comparator
 from delegate_lens.errors import UsageError
-
-__all__ = ["apply_preprocessing"]
+from delegate_lens.numerics._comparators import Comparator
 
 GapFn = Callable[[Comparator, Any, Any, str], tuple[list[float], str]]
 

@@ -3,7 +3,7 @@
 Plugins contribute them on ``dl_numerical_comparators``::
 
     from delegate_lens import hookimpl
-    from delegate_lens.comparators import Comparator
+    from delegate_lens.numerics import Comparator
 
     @hookimpl
     def dl_numerical_comparators():
@@ -35,15 +35,6 @@ if TYPE_CHECKING:  # importing this module (a plugin does) stays free of numpy
 
     FloatArray = npt.NDArray[np.float64]
 
-__all__ = [
-    "Comparator",
-    "L1Comparator",
-    "MSEComparator",
-    "NumericalComparatorBase",
-    "SNRComparator",
-    "get_comparators",
-    "resolve_comparator",
-]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 
@@ -110,7 +101,7 @@ def get_comparators(pm: pluggy.PluginManager | None = None) -> dict[str, Compara
                 raise PluginError(
                     f"plugin {describe_plugin(plugin_name, pm)} returned "
                     f"{type(comparator).__name__} from dl_numerical_comparators; expected "
-                    "delegate_lens.comparators.Comparator values"
+                    "delegate_lens.numerics.Comparator values"
                 )
             key = comparator.name.lower()
             if key in found:
@@ -238,8 +229,6 @@ class _BuiltinComparator(NumericalComparatorBase):
     _builtin = ""
 
     def _found(self) -> Comparator:
-        from delegate_lens.builtins.comparators import BUILTIN_COMPARATORS
-
         return next(c for c in BUILTIN_COMPARATORS if c.name == self._builtin)
 
     def element_compare(self, a: Any, b: Any) -> float:
@@ -275,3 +264,53 @@ class SNRComparator(_BuiltinComparator):
     _builtin = "SNR"
     higher_is_better = True
     default_threshold = 100.0
+
+
+# --------------------------------------------------------------------------- built-ins
+# Same formulas as the reference Inspector's, in float64 with numpy (no torch).
+
+
+def mse(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
+    return float(np.mean(np.square(a - b))) if a.size else 0.0
+
+
+def l1(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
+    return float(np.abs(a - b).sum())
+
+
+def snr(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
+    signal = float(np.mean(np.square(a))) if a.size else 0.0
+    noise = float(np.mean(np.square(a - b))) if a.size else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(10.0 * np.log10(np.float64(signal) / np.float64(noise)))
+
+
+def cosine(a: FloatArray, b: FloatArray) -> float:
+    import numpy as np
+
+    norm = float(np.sqrt(np.sum(np.square(a))) * np.sqrt(np.sum(np.square(b))))
+    if norm == 0.0:
+        return 1.0 if not a.any() and not b.any() else 0.0
+    return float(np.sum(a * b) / norm)
+
+
+BUILTIN_COMPARATORS: tuple[Comparator, ...] = (
+    Comparator("MSE", "mean squared error", mse, default_threshold=1e-10),
+    Comparator("L1", "sum of absolute differences", l1, default_threshold=1e-3),
+    Comparator(
+        "SNR", "signal-to-noise ratio in dB", snr, higher_is_better=True, default_threshold=100.0
+    ),
+    Comparator(
+        "cosine",
+        "cosine similarity",
+        cosine,
+        higher_is_better=True,
+        default_threshold=1.0 - 1e-9,
+    ),
+)

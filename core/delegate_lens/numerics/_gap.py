@@ -1,8 +1,8 @@
 """``Inspector.calculate_numeric_gap``: where does the runtime's output leave the reference?
 
-1. Reference outputs: an :class:`~delegate_lens.inspector.aot_outputs.AotOutputs` given,
+1. Reference outputs: an :class:`~delegate_lens.numerics.AotOutputs` given,
    read from a cache, or captured from the ETRecord with torch (the only step that needs
-   it; :mod:`delegate_lens.aot.intermediate`).
+   it; :mod:`delegate_lens.numerics._capture`).
 2. Runtime outputs: the debug values of the first run of the method's block, one entry per
    row that has operators and values; a backend's values pass through its
    ``dl_intermediate_output`` hook first (dequantization, layout). A ``DELEGATE_CALL`` whose
@@ -28,13 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from delegate_lens.comparators import Comparator, resolve_comparator
-from delegate_lens.errors import InspectorError, UsageError
-from delegate_lens.inspector.aot_outputs import AotOutputs
-from delegate_lens.inspector.gaptable import NumericGapTable, Unmatched
-from delegate_lens.inspector.linking import FRAMEWORK_EVENTS, InspectorWarning
-
-__all__ = ["calculate_numeric_gap", "runtime_intermediate_outputs"]
+from delegate_lens.errors import InspectorError, InspectorWarning, UsageError
+from delegate_lens.etdump.model import FRAMEWORK_EVENTS
+from delegate_lens.numerics._aot_outputs import AotOutputs
+from delegate_lens.numerics._comparators import Comparator, resolve_comparator
+from delegate_lens.numerics._table import NumericGapTable, Unmatched
 
 Handles = tuple[int, ...]
 
@@ -284,7 +282,7 @@ def _resolve_aot(
             "calculate_numeric_gap needs an ETRecord (etrecord=...) with representative "
             "inputs, or aot_outputs=..."
         )
-    from delegate_lens.aot.intermediate import capture_intermediate_outputs  # imports torch
+    from delegate_lens.numerics._capture import capture_intermediate_outputs  # torch
 
     return capture_intermediate_outputs(
         inspector.etrecord,
@@ -309,7 +307,7 @@ def calculate_numeric_gap(
     disable_debug_handle_validation: bool = False,
 ) -> NumericGapTable:
     """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`."""
-    from delegate_lens.comparators import NumericalComparatorBase
+    from delegate_lens.numerics._comparators import NumericalComparatorBase
 
     if isinstance(distance, NumericalComparatorBase) and distance.inspector is None:
         distance.inspector = inspector  # as the reference hands it the Inspector
@@ -412,7 +410,7 @@ def calculate_numeric_gap(
                 )
             )
     if comparator.preprocess is not None:
-        from delegate_lens.inspector.preprocess import apply_preprocessing
+        from delegate_lens.numerics._preprocess import apply_preprocessing
 
         rows = apply_preprocessing(comparator, rows, threshold, _gap)
     rows.sort(key=lambda r: r["_order"])

@@ -7,7 +7,7 @@ provenance (as the reference does); otherwise the edge program of ``method``. A
 that has a debug handle (``getitem`` excepted), keyed by ``(handle,)``, as numpy arrays.
 
 Imports torch: the one-off ahead-of-time step of numeric debugging. The result is an
-:class:`~delegate_lens.inspector.aot_outputs.AotOutputs`, cached beside the ETRecord on
+:class:`~delegate_lens.numerics.AotOutputs`, cached beside the ETRecord on
 request, which the Inspector compares without torch.
 """
 
@@ -25,14 +25,8 @@ from typing import Any
 from delegate_lens.errors import DelegateLensWarning, ETRecordFormatError, InspectorError
 from delegate_lens.etrecord.entries import REPRESENTATIVE_INPUTS
 from delegate_lens.etrecord.graph import GraphInfo, GraphNode
-from delegate_lens.inspector.aot_outputs import CACHE_SUFFIX, AotOutputs
-
-__all__ = [
-    "aten_debug_handles",
-    "capture_intermediate_outputs",
-    "encode_inputs",
-    "load_inputs",
-]
+from delegate_lens.etrecord.torch_io import to_torch
+from delegate_lens.numerics._aot_outputs import CACHE_SUFFIX, AotOutputs
 
 log = logging.getLogger(__name__)
 
@@ -79,29 +73,6 @@ def aten_debug_handles(
     if not handles or (validate and not set(edge.handles) <= set(handles.values())):
         return None
     return handles
-
-
-def encode_inputs(inputs: Sequence[Any]) -> bytes:
-    """The ``representative_inputs`` entry for ``inputs``: ``torch.save`` of the list of
-    inputs (tensors, numbers), as the reference writes it."""
-    import io
-
-    import torch
-
-    buffer = io.BytesIO()
-    torch.save([_to_torch(x) for x in inputs], buffer)
-    return buffer.getvalue()
-
-
-def _to_torch(value: Any) -> Any:
-    import numpy as np
-    import torch
-
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(value))
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    return value
 
 
 def load_inputs(path: str | os.PathLike[str]) -> list[Any]:
@@ -155,7 +126,7 @@ def _key(record: Any, graph: str, inputs: Sequence[Any]) -> str:
     for name in record.entry_names:
         digest.update(f"{name}:{record.entry_size(name)};".encode())
     for value in inputs:
-        tensor = _to_torch(value)
+        tensor = to_torch(value)
         digest.update(repr(getattr(tensor, "shape", tensor)).encode())
         if hasattr(tensor, "numpy"):
             digest.update(tensor.contiguous().numpy().tobytes())
@@ -282,7 +253,7 @@ def _run(program: Any, handles: dict[str, int], inputs: list[Any], origin: str) 
                 captured[n.name] = result
             return result
 
-    args = [_to_torch(x) for x in inputs]
+    args = [to_torch(x) for x in inputs]
     n_placeholders = sum(1 for n in module.graph.nodes if n.op == "placeholder")
     if len(args) != n_placeholders:
         raise InspectorError(
