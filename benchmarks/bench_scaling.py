@@ -271,7 +271,10 @@ def print_ratios(rows: list[Figures], a: str, b: str, label: str) -> None:
     for times in sorted({f.times for f in rows}):
         x, y = by.get((a, times)), by.get((b, times))
         if x and y:
-            lines.append(f"  {times}x: wall {x.wall / y.wall:.2f}, user CPU {x.user / y.user:.2f}")
+            lines.append(
+                f"  {times}x: wall {x.wall / y.wall:.2f}, user CPU {x.user / y.user:.2f}, "
+                f"CPU (user + system) {x.cpu / y.cpu:.2f}"
+            )
     if lines:
         print(f"\n{label}:")
         print("\n".join(lines))
