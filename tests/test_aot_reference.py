@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 from test_aot_helpers import RecordingBackend, export_mlp, handles_partitioner, registered  # noqa: E402
 
 import delegate_lens as dl  # noqa: E402
-from delegate_lens.aot.etrecord_writer import reference_document  # noqa: E402
+from delegate_lens.etrecord._writer import reference_document  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

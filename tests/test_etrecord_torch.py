@@ -116,9 +116,9 @@ def test_generate_etrecord_saves_what_the_writer_builds(
         calls.append((edge, prog, exported_program, representative_inputs))
         return ETRecord.from_entries(entries)
 
-    fake = types.ModuleType("delegate_lens.aot.etrecord_writer")
+    fake = types.ModuleType("delegate_lens.etrecord._writer")
     fake.build_etrecord = build_etrecord  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "delegate_lens.aot.etrecord_writer", fake)
+    monkeypatch.setitem(sys.modules, "delegate_lens.etrecord._writer", fake)
     out = generate_etrecord(tmp_path / "g.etrecord", "edge", "prog", exported_program="ep")
     assert calls == [("edge", "prog", "ep", None)]  # None: the program's example inputs
     generate_etrecord(tmp_path / "h.etrecord", "edge", "prog", representative_inputs=["x"])

@@ -9,26 +9,18 @@ Handles are numbered ``1, 2, 3, ...`` in order of first appearance in the edge g
 
 from __future__ import annotations
 
-import contextlib
 import operator
-import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch.export import ExportedProgram
 
+from delegate_lens.etrecord.torch_io import quiet_torch
+
 __all__ = ["assign_debug_handles", "decompose_with_handles", "quiet_torch", "source_name"]
 
 DEBUG_HANDLE = "debug_handle"
-
-
-@contextlib.contextmanager
-def quiet_torch() -> Iterator[None]:
-    """Hide torch 2.13's FutureWarning about its own pytree internals (retrace, deepcopy)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
-        yield
 
 
 def source_name(node: torch.fx.Node, graph_id: int) -> str | None:

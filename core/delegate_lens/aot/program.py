@@ -333,7 +333,7 @@ class ProgramManager:
             raise UsageError(
                 "no ETRecord: pass generate_etrecord=True to to_edge / to_edge_transform_and_lower"
             )
-        from delegate_lens.aot.etrecord_writer import build_etrecord
+        from delegate_lens.etrecord import build_etrecord
 
         if representative_inputs is not None:
             return build_etrecord(manager, self, representative_inputs=representative_inputs)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from delegate_lens.etrecord._writer import build_etrecord
 from delegate_lens.etrecord.entries import (
     ARTIFACT_SUFFIXES,
     DEBUG_HANDLE_MAP,
@@ -54,6 +55,7 @@ __all__ = [
     "GraphNode",
     "Handles",
     "ModuleFrame",
+    "build_etrecord",
     "dumps_json",
     "generate_etrecord",
     "load_etrecord",
@@ -102,7 +104,9 @@ def generate_etrecord(
             representative_inputs=representative_inputs,
         )
         return written
-    from delegate_lens.aot.etrecord_writer import build_etrecord
+    import importlib
+
+    _writer = importlib.import_module(f"{__name__}._writer")  # at call time: tests replace it
 
     bundled = executorch_program if hasattr(executorch_program, "method_test_suites") else None
     manager = executorch_program
@@ -115,7 +119,7 @@ def generate_etrecord(
                 "executorch_program is a BundledProgram made from program bytes; give the "
                 "ProgramManager it was made from (or bundle the ProgramManager)"
             )
-    record = build_etrecord(
+    record = _writer.build_etrecord(
         edge_dialect_program,
         manager,
         exported_program=exported_program,

@@ -4,7 +4,7 @@ The reference's ``ETRecord`` is a bag of live torch objects (``exported_program`
 ``edge_dialect_program``, ``graph_map``) and maps (``_debug_handle_map``, ...), filled in
 with ``add_*`` / ``update_*`` and written by ``save``. Ours is the archive itself, read
 without torch; this mixin gives it the same fields and methods. Every change is written to
-the record's entries at once (programs serialized as :mod:`delegate_lens.aot.etrecord_writer`
+the record's entries at once (programs serialized as :mod:`delegate_lens.etrecord._writer`
 writes them), so the torch-free views (``graph``, ``debug_handle_map``, ...) and ``save``
 always agree with the fields. Live objects given are kept: reading a field back gives the
 same object, as the reference does.
@@ -100,7 +100,7 @@ class ReferenceETRecordAPI:
         self._torch_programs.update(live)
 
     def _program_updates(self, name: str, program: Any) -> dict[str, bytes | None]:
-        from delegate_lens.aot.etrecord_writer import program_entries
+        from delegate_lens.etrecord._writer import program_entries
 
         return dict(program_entries(name, program))
 

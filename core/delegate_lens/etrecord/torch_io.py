@@ -13,9 +13,11 @@ without ExecuTorch, which is reported as an ETRecordFormatError saying so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import ETRecordFormatError
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
     from delegate_lens.etrecord.record import ETRecord
 
-__all__ = ["encode_inputs", "load_program", "to_torch"]
+__all__ = ["encode_inputs", "load_program", "quiet_torch", "to_torch"]
 
 _EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
 
@@ -146,3 +148,11 @@ def to_torch(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().cpu()
     return value
+
+
+@contextlib.contextmanager
+def quiet_torch() -> Iterator[None]:
+    """Hide torch 2.13's FutureWarning about its own pytree internals (retrace, deepcopy)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*LeafSpec", category=FutureWarning)
+        yield

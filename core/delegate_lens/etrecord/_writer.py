@@ -1,4 +1,7 @@
-"""Write the ETRecord of a lowered model (contract B, writer part).
+"""Write the ETRecord of a lowered model (contract B, writer part); imports torch.
+
+The managers come from the lowering flow (:mod:`delegate_lens.aot`), which sits above this
+package: they are used by their attributes, never imported.
 
 Entries, as the reference writes them (see ``shared/spec/etrecord-format.md``):
 
@@ -43,9 +46,9 @@ if TYPE_CHECKING:
     from delegate_lens.aot.program import ProgramManager
     from delegate_lens.etrecord import ETRecord
 
-__all__ = ["build_etrecord", "program_entries", "reference_document"]
 
 REFERENCE_SCHEMA = {"major": 5, "minor": 4}
+_PROGRAM_MANAGER = ("methods", "debug_handle_map", "delegate_map", "instruction_id_to_num_outs_map")
 _NEW_ARGUMENT_KINDS = frozenset(
     {
         "as_sym_float",
@@ -143,8 +146,8 @@ def program_entries(
     in the reference's schema shape when ``reference_compatible`` and nothing is lost)."""
     from torch._export.serde.serialize import serialize
 
-    from delegate_lens.aot.handles import quiet_torch
     from delegate_lens.etrecord import ARTIFACT_SUFFIXES
+    from delegate_lens.etrecord.torch_io import quiet_torch
 
     with quiet_torch():
         artifact = serialize(program)
@@ -208,8 +211,6 @@ def build_etrecord(
         inputs of the stored ATen program (when it has positional inputs only); ``False``
         stores none.
     """
-    from delegate_lens.aot.edge import EdgeProgramManager
-    from delegate_lens.aot.program import ProgramManager
     from delegate_lens.etrecord import (
         DEBUG_HANDLE_MAP,
         DELEGATE_MAP,
@@ -222,12 +223,13 @@ def build_etrecord(
         dumps_json,
     )
 
-    if not isinstance(edge_manager, EdgeProgramManager):
+    # duck-typed: the ETRecord package sits below the lowering flow that makes these
+    if not all(hasattr(edge_manager, a) for a in ("methods", "unlowered_program")):
         raise UsageError(
             "edge_manager must be the EdgeProgramManager from to_edge / "
             f"to_edge_transform_and_lower, not {type(edge_manager).__name__}"
         )
-    if not isinstance(program_manager, ProgramManager):
+    if not all(hasattr(program_manager, a) for a in _PROGRAM_MANAGER):
         raise UsageError(
             "program_manager must be the ProgramManager from EdgeProgramManager.to_program(), "
             f"not {type(program_manager).__name__}"
