@@ -52,7 +52,7 @@ def _our_delegate_map(model: Any, inputs: Any) -> dict[Any, Any]:
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     partitioner = call_hook("dl_partitioner", backend_id="DemoBackend", compile_specs=())
     lowered = dl.to_edge_transform_and_lower(

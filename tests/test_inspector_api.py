@@ -137,7 +137,13 @@ def test_print_tsv_and_dataframe(mlp: Inspector, tmp_path: Path) -> None:
     text = out.getvalue()
     assert "OPERATOR_CALL" not in text and "Fully Connected (NC, F32) GEMM #1" in text
     header = [cell.strip() for cell in text.splitlines()[1].split("│")[1:6]]
-    assert header == ["", "event_block_name", "event_name", "p10 (ms)", "p50 (ms)"]  # as the reference
+    assert header == [
+        "",
+        "event_block_name",
+        "event_name",
+        "p10 (ms)",
+        "p50 (ms)",
+    ]  # as the reference
     path = tmp_path / "table.tsv"
     mlp.save_data_to_tsv(path)
     lines = path.read_text().splitlines()

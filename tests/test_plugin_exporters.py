@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from delegate_lens import hookimpl
 from delegate_lens.errors import PluginError
 from delegate_lens.exporters import Exporter, get_exporters
-from delegate_lens.pluginmanager import PluginSource, build_plugin_manager, call_hook
+from delegate_lens.hookcalls import call_hook
+from delegate_lens.pluginmanager import PluginSource, build_plugin_manager
 
 
 def _write_names(inspector: Any, stream: Any) -> None:

@@ -18,17 +18,16 @@ import pluggy
 import pytest
 
 from delegate_lens import hookimpl, hookspecs
-from delegate_lens.builtins import BUILTIN_NAMES, BUILTIN_PLUGINS
 from delegate_lens.config import ConfigError
 from delegate_lens.errors import MappingError, PluginError, UsageError
+from delegate_lens.hookcalls import call_each, call_hook, call_hook_or_warn
 from delegate_lens.pluginmanager import (
     AUTOLOAD_ENV,
+    BUILTIN_NAMES,
+    BUILTIN_PLUGINS,
     PluginWarning,
     apply_plugin_options,
     build_plugin_manager,
-    call_each,
-    call_hook,
-    call_hook_or_warn,
     describe_plugin,
     get_plugin_manager,
     has_implementations,
@@ -551,9 +550,11 @@ def test_real_plugins_are_found_through_entry_points() -> None:
     assert REPO.joinpath("plugins", "json-metadata", "pyproject.toml").is_file()
 
 
-def test_hook_calls_live_in_hookcalls_and_keep_their_public_path() -> None:
+def test_the_plugin_host_and_the_hook_calls_import_one_way() -> None:
     from delegate_lens import hookcalls, pluginmanager
 
-    for name in ("call_hook", "call_hook_or_warn", "call_each"):
-        assert getattr(pluginmanager, name) is getattr(hookcalls, name)
-        assert name in pluginmanager.__all__ and name in hookcalls.__all__
+    for name in ("call_hook", "call_hook_or_warn", "call_each", "call_hook_or_skip"):
+        assert name in hookcalls.__all__
+        assert not hasattr(pluginmanager, name)  # no re-export: one home
+    code = "import delegate_lens.pluginmanager, sys; assert 'delegate_lens.hookcalls' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -25,7 +25,7 @@ EXTRA_HINT = "pip install 'delegate-lens[executorch]'"
 
 def executorch_bridge(what: str) -> Any:
     """The bridge object, or a :class:`MissingExtraError` saying ``what`` needs the extra."""
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     bridge = call_hook("dl_executorch_bridge")
     if bridge is None:

@@ -67,7 +67,8 @@ class Exporter:
 
 def get_exporters(pm: pluggy.PluginManager | None = None) -> dict[str, Exporter]:
     """Every exporter the plugins of ``pm`` (default: the process's) offer, by name."""
-    from delegate_lens.pluginmanager import call_each, describe_plugin
+    from delegate_lens.hookcalls import call_each
+    from delegate_lens.pluginmanager import describe_plugin
 
     found: dict[str, Exporter] = {}
     owner: dict[str, str] = {}

@@ -12,8 +12,8 @@
   (:class:`PluginWarning`, naming it and what it was working on) and the hook is asked
   again without it, so the next plugin answers, in the end the built-in fallback.
 
-All three are also importable from :mod:`delegate_lens.pluginmanager` (where the module
-docstring describes them), and take the plugin manager as ``pm`` (default: the process's).
+Each takes the plugin manager as ``pm`` (default: the process's). This module imports the
+plugin host (:mod:`delegate_lens.pluginmanager`), never the other way.
 """
 
 from __future__ import annotations
@@ -29,26 +29,20 @@ from typing import Any
 import pluggy
 
 from delegate_lens.errors import DelegateLensError, PluginError, PluginWarning, UsageError
+from delegate_lens.pluginmanager import describe_plugin, exception_text, get_plugin_manager
 
 __all__ = ["call_each", "call_hook", "call_hook_or_skip", "call_hook_or_warn"]
 
 
 def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
-    from delegate_lens.pluginmanager import get_plugin_manager
-
     return get_plugin_manager() if pm is None else pm
 
 
 def _describe(name: str, pm: pluggy.PluginManager) -> str:
-    from delegate_lens import pluginmanager
-
-    return pluginmanager.describe_plugin(name, pm)
+    return describe_plugin(name, pm)
 
 
-def _exc_text(exc: BaseException) -> str:
-    from delegate_lens import pluginmanager
-
-    return pluginmanager._exc_text(exc)
+_exc_text = exception_text
 
 
 def _caller(pm: pluggy.PluginManager, hook_name: str) -> Any:

@@ -17,7 +17,7 @@ Hooks are grouped by the stage of the pipeline that calls them:
 Implementations may accept fewer arguments than a spec lists (pluggy passes only the ones
 they name), never more.
 
-delegate-lens calls these through :func:`delegate_lens.pluginmanager.call_hook` (or
+delegate-lens calls these through :func:`delegate_lens.hookcalls.call_hook` (or
 ``call_hook_or_warn`` where a fallback exists): an exception escaping an implementation
 becomes a :class:`delegate_lens.PluginError` naming the plugin and its distribution, while
 errors of delegate-lens's own types (e.g. ``MappingError``) pass unchanged. A guide with an

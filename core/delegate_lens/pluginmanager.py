@@ -1,12 +1,12 @@
-"""The plugin host: one pluggy plugin manager per process, and safe ways to call its hooks.
+"""The plugin host: one pluggy plugin manager per process, its plugins and where they came from.
 
 Building the manager (:func:`get_plugin_manager`) does, in this order:
 
 1. add the hook specs of :mod:`delegate_lens.hookspecs`;
 2. block the names given as ``-p no:NAME`` (:func:`apply_plugin_options`; a built-in
    by its module name or its last component, e.g. ``no:mapping_validator``);
-3. register the built-in plugins (:data:`delegate_lens.builtins.BUILTIN_PLUGINS`), each
-   under its module name or its alias in :data:`~delegate_lens.builtins.BUILTIN_NAMES`
+3. register the built-in plugins (:data:`BUILTIN_PLUGINS`, imported by name as pytest
+   does its own), each under its module name or its alias in :data:`BUILTIN_NAMES`
    (the demo backend: ``demo_backend``); a module defining ``make_plugin(pm)`` is
    registered as the object that returns (e.g. ``tick_clock``, which calls another hook);
 4. load every entry point of group ``delegate_lens`` (sorted by name), each registered
@@ -22,30 +22,11 @@ an unknown ``dl_`` hook raises :class:`~delegate_lens.errors.PluginError` naming
 plugin and its distribution (name and version). As in pytest, a routine of a plugin
 named ``dl_*`` is a hook implementation even without ``@hookimpl``.
 
-Calling hooks (for the other parts of delegate-lens)
-----------------------------------------------------
-``get_plugin_manager().hook.dl_xxx(...)`` works, but an exception escaping a plugin then
-carries no plugin name. Use instead:
-
-* :func:`call_hook` ``(hook_name, /, *, pm=None, **kwargs)`` — call the hook as pluggy
-  does (same order and *firstresult* semantics). An exception of our own type
-  (:class:`~delegate_lens.errors.DelegateLensError`, e.g. a validator's
-  ``MappingError``) propagates unchanged; any other exception becomes a ``PluginError``
-  naming the plugin whose implementation raised, e.g. ``plugin 'json_metadata'
-  (delegate-lens-json-metadata 0.1.0) failed in dl_parse_delegate_metadata: ValueError:
-  ...`` (the original exception is its ``__cause__``).
-* :func:`call_hook_or_warn` — same call, but where a safe fallback exists (the
-  Inspector's metadata parsing, time scale conversion): any failure (except a
-  :class:`~delegate_lens.config.ConfigError`, which is the user's to fix) is reported
-  with ``warnings.warn(message, PluginWarning)`` naming the plugin, and ``None`` is
-  returned so the caller falls back (e.g. keeps the raw bytes).
-* :func:`call_each` — call every implementation one by one and get ``[(plugin_name,
-  result), ...]`` for non-``None`` results, in registration order (for combining hooks
-  such as ``dl_exporters`` where the caller must know who returned what).
-* :func:`has_implementations` — whether any plugin implements a hook (lets hot paths
-  skip a per-event call entirely).
-* :func:`describe_plugin` — ``"name (distribution version)"`` / ``"name (built-in)"``
-  for messages; :func:`list_plugins` — :class:`PluginInfo` for every registered plugin.
+Calling hooks is :mod:`delegate_lens.hookcalls`'s job (``call_hook``,
+``call_hook_or_warn``, ``call_each``, ``call_hook_or_skip``): it imports this module, never
+the other way. Here: :func:`has_implementations` (whether any plugin implements a hook),
+:func:`describe_plugin` (``"name (distribution version)"`` / ``"name (built-in)"`` for
+messages) and :func:`list_plugins` (:class:`PluginInfo` for every registered plugin).
 """
 
 from __future__ import annotations
@@ -73,6 +54,8 @@ from delegate_lens.hookspecs import PROJECT_NAME
 
 __all__ = [
     "AUTOLOAD_ENV",
+    "BUILTIN_NAMES",
+    "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "DelegateLensPluginManager",
     "DelegateLensWarning",
@@ -81,16 +64,30 @@ __all__ = [
     "PluginWarning",
     "apply_plugin_options",
     "build_plugin_manager",
-    "call_each",
-    "call_hook",
-    "call_hook_or_skip",
-    "call_hook_or_warn",
     "describe_plugin",
+    "exception_text",
     "get_plugin_manager",
     "has_implementations",
     "list_plugins",
     "reset_plugin_manager",
 ]
+
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "delegate_lens.builtins.mapping_validator",
+    "delegate_lens.builtins.exporters",
+    "delegate_lens.builtins.comparators",
+    "delegate_lens.builtins.metadata_fallback",
+    "delegate_lens.builtins.tick_clock",  # before time_scale_fallback: asked before it
+    "delegate_lens.builtins.time_scale_fallback",
+    "delegate_lens.builtins.notebook",
+    "delegate_lens.backends_demo.plugin",
+)
+"""Modules registered as built-in plugins, in registration order."""
+
+BUILTIN_NAMES: dict[str, str] = {"delegate_lens.backends_demo.plugin": "demo_backend"}
+"""Built-ins registered under a name other than their module name (the demo backend ships
+in the package: it stays available with ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` set and
+is blocked with ``-p no:demo_backend``)."""
 
 ENTRY_POINT_GROUP = PROJECT_NAME
 """Entry-point group plugins register under (``delegate_lens``)."""
@@ -226,7 +223,6 @@ def build_plugin_manager(
     :param options: ``-p`` options (``"MODULE"`` or ``"no:NAME"``).
     :param autoload: load entry points; default: unless ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD``.
     """
-    from delegate_lens.builtins import BUILTIN_NAMES, BUILTIN_PLUGINS
 
     blocked, modules = _parse_options(options)
     pm = DelegateLensPluginManager()
@@ -304,7 +300,7 @@ def _load_entry_point(pm: DelegateLensPluginManager, ep: importlib.metadata.Entr
         plugin = ep.load()
     except Exception as exc:
         raise PluginError(
-            f"plugin {_label(ep.name, source)} failed to load ({ep.value}): {_exc_text(exc)}"
+            f"plugin {_label(ep.name, source)} failed to load ({ep.value}): {exception_text(exc)}"
         ) from exc
     _register(pm, plugin, ep.name, source)
 
@@ -314,7 +310,7 @@ def _load_module_option(pm: DelegateLensPluginManager, module_name: str) -> None
         module = importlib.import_module(module_name)
     except Exception as exc:
         raise PluginError(
-            f"plugin module {module_name!r} (-p {module_name}) failed to load: {_exc_text(exc)}"
+            f"plugin module {module_name!r} (-p {module_name}) failed to load: {exception_text(exc)}"
         ) from exc
     if pm.is_registered(module):
         return
@@ -392,7 +388,8 @@ def _validation_text(exc: pluggy.PluginValidationError) -> str:
     return " ".join(lines)
 
 
-def _exc_text(exc: BaseException) -> str:
+def exception_text(exc: BaseException) -> str:
+    """``"Type: first line of the message"`` (what a one-line error shows of an exception)."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
@@ -443,13 +440,3 @@ def has_implementations(hook_name: str, pm: pluggy.PluginManager | None = None) 
     """Whether any registered plugin implements ``hook_name``."""
     caller = getattr(_manager(pm).hook, hook_name, None)
     return bool(caller is not None and caller.get_hookimpls())
-
-
-# Calling hooks safely is the job of delegate_lens.hookcalls; its names stay importable
-# from here (the public import path).
-from delegate_lens.hookcalls import (  # noqa: E402
-    call_each,
-    call_hook,
-    call_hook_or_skip,
-    call_hook_or_warn,
-)

@@ -54,7 +54,7 @@ def _resolve_partitioner(item: Partitioner | str) -> Partitioner:
     if isinstance(item, Partitioner):
         return item
     if isinstance(item, str):
-        from delegate_lens.pluginmanager import call_hook
+        from delegate_lens.hookcalls import call_hook
 
         # through call_hook: a plugin raising in dl_partitioner is named in the PluginError
         found = call_hook("dl_partitioner", backend_id=item, compile_specs=[])

@@ -330,7 +330,7 @@ def _preprocess(
     pm: Any, spec: DelegationSpec, program: ExportedProgram
 ) -> tuple[PreprocessResult, DelegateMap | None]:
     specs = list(spec.compile_specs)
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     result = call_hook(
         "dl_preprocess",

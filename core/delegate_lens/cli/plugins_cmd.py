@@ -29,8 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delegate_lens.builtins import BUILTIN_PLUGINS
-    from delegate_lens.pluginmanager import get_plugin_manager, list_plugins
+    from delegate_lens.pluginmanager import BUILTIN_PLUGINS, get_plugin_manager, list_plugins
 
     pm = get_plugin_manager()
     rows = list_plugins(pm)

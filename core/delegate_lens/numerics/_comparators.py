@@ -85,7 +85,8 @@ class Comparator:
 def get_comparators(pm: pluggy.PluginManager | None = None) -> dict[str, Comparator]:
     """Every comparator the plugins of ``pm`` (default: the process's) offer, keyed by
     lower-case name."""
-    from delegate_lens.pluginmanager import call_each, describe_plugin
+    from delegate_lens.hookcalls import call_each
+    from delegate_lens.pluginmanager import describe_plugin
 
     found: dict[str, Comparator] = {}
     owner: dict[str, str] = {}

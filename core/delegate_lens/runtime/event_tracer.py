@@ -161,7 +161,7 @@ def encode_metadata(backend_id: str | None, metadata: Any) -> bytes:
         return b""
     if isinstance(metadata, bytes | bytearray | memoryview):
         return bytes(metadata)
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     encoded = call_hook("dl_encode_delegate_metadata", backend_id=backend_id, metadata=metadata)
     if encoded is None:

@@ -97,7 +97,7 @@ class Program:
 
 
 def _runtime_backend(backend_id: str) -> Any:
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     backend = call_hook("dl_runtime_backend", backend_id=backend_id)
     if backend is None:

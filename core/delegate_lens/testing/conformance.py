@@ -85,7 +85,8 @@ def check_model(
 
     import delegate_lens as dl
     from delegate_lens.etdump import loads
-    from delegate_lens.pluginmanager import call_hook, get_plugin_manager
+    from delegate_lens.hookcalls import call_hook
+    from delegate_lens.pluginmanager import get_plugin_manager
     from delegate_lens.runtime import ETDumpGen, Program
 
     profile = profile or backend_profile(backend_id)
@@ -232,7 +233,7 @@ def _check_events(
 
 
 def _check_metadata(case: _Case, recorder: Recorder, etdump: Any, backend_id: str) -> None:
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     def parse(raw: bytes) -> tuple[Any, str | None]:
         given = [raw]
@@ -402,7 +403,7 @@ def check_backend(
             "(checking nothing is not a pass)"
         )
     strategy = strategies.models(op_set)  # checks the op names
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     if call_hook("dl_partitioner", backend_id=backend_id, compile_specs=()) is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")

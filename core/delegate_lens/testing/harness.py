@@ -26,7 +26,7 @@ def lower(
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     if inputs is None:
         inputs = getattr(model, "example_inputs", None)

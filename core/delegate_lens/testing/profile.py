@@ -88,7 +88,7 @@ def default_is_summary(
 def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:
     """The profile ``backend_id`` declares, or the defaults when no plugin answers."""
     from delegate_lens.errors import PluginError
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     result = call_hook("dl_testing_profile", pm=pm, backend_id=backend_id)
     if result is None:

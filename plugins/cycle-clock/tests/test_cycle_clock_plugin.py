@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from delegate_lens.config import ConfigError
-from delegate_lens.pluginmanager import AUTOLOAD_ENV, build_plugin_manager, call_hook
+from delegate_lens.hookcalls import call_hook
+from delegate_lens.pluginmanager import AUTOLOAD_ENV, build_plugin_manager
 
 DIST = "delegate-lens-cycle-clock"
 

@@ -14,13 +14,8 @@ from hypothesis import strategies as st
 
 from delegate_lens.config import ConfigError, reset_config
 from delegate_lens.errors import MissingExtraError
-from delegate_lens.pluginmanager import (
-    AUTOLOAD_ENV,
-    PluginWarning,
-    build_plugin_manager,
-    call_hook,
-    call_hook_or_warn,
-)
+from delegate_lens.hookcalls import call_hook, call_hook_or_warn
+from delegate_lens.pluginmanager import AUTOLOAD_ENV, PluginWarning, build_plugin_manager
 
 DIST = "delegate-lens-json-metadata"
 

@@ -50,7 +50,7 @@ def real_backend_details(backend_id: str) -> type:
         )
 
     def preprocess(edge_program: Any, compile_specs: list[Any]) -> Any:
-        from delegate_lens.pluginmanager import call_hook
+        from delegate_lens.hookcalls import call_hook
 
         with aten_targets(edge_program) as program:
             result = call_hook(
@@ -86,7 +86,7 @@ def real_partitioner(backend_id: str, compile_specs: Sequence[Any] = ()) -> Any:
     :param compile_specs: delegate-lens ``CompileSpec`` s (or anything with ``key`` and
         ``value``), passed to the backend's partitioner and preprocess.
     """
-    from delegate_lens.pluginmanager import call_hook
+    from delegate_lens.hookcalls import call_hook
 
     ours_specs = _our_specs(compile_specs)
     ours = call_hook("dl_partitioner", backend_id=backend_id, compile_specs=ours_specs)
