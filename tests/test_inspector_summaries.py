@@ -171,8 +171,7 @@ def test_cli_by_op_type() -> None:
 def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
     from delegate_lens.inspector.tabular import write_table
 
-    with pytest.warns(Warning):
-        xnnpack = Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
+    xnnpack = Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
     out = io.StringIO()
     write_table(xnnpack, out, width=400)
     names = [line.split("  ")[1] for line in out.getvalue().splitlines()[2:]]

@@ -175,8 +175,12 @@ def _metadata_cells(values: list[Any], taken: Sequence[str]) -> tuple[list[str],
 def _metadata_text(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "backslashreplace")
+    if isinstance(value, bytes):  # text when it is printable text, else the bytes' repr
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return repr(value)
+        return text if text.isprintable() else repr(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return _fmt(value)
