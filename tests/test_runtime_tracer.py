@@ -164,7 +164,7 @@ def test_delegate_events_layout_and_metadata() -> None:
 
 
 def test_structured_metadata_without_encoder_names_backend(monkeypatch: pytest.MonkeyPatch) -> None:
-    import delegate_lens.pluginmanager as pmod
+    import delegate_lens.hookcalls as pmod
 
     monkeypatch.setattr(pmod, "call_hook", lambda *a, **k: None)
     gen = ETDumpGen()
@@ -174,7 +174,7 @@ def test_structured_metadata_without_encoder_names_backend(monkeypatch: pytest.M
 
 
 def test_structured_metadata_encoded_by_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
-    import delegate_lens.pluginmanager as pmod
+    import delegate_lens.hookcalls as pmod
 
     seen = []
 
@@ -350,7 +350,7 @@ def test_structured_metadata_is_a_snapshot_encoded_once_per_value(
 ) -> None:
     import json
 
-    import delegate_lens.pluginmanager as pmod
+    import delegate_lens.hookcalls as pmod
 
     calls = []
 
@@ -377,7 +377,7 @@ def test_structured_metadata_is_a_snapshot_encoded_once_per_value(
 def test_metadata_rejected_at_build_keeps_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
     """A structured value the encoder rejects after the first (checked) one must not lose
     the ETDump: the event is kept with empty metadata and a PluginWarning names it."""
-    import delegate_lens.pluginmanager as pmod
+    import delegate_lens.hookcalls as pmod
     from delegate_lens.errors import PluginError, PluginWarning
 
     def fake(hook: str, backend_id: str, metadata: dict[str, int]) -> bytes:

@@ -11,7 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
+    from delegate_lens.etdump.builder import EventColumnsBuilder
+    from delegate_lens.etdump.columns import EventColumns, EventKind
     from delegate_lens.etdump.decoded import DecodedColumns
     from delegate_lens.etdump.jsonview import from_json, to_json, write_json
     from delegate_lens.etdump.model import (
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 _HOME = {
     "FRAMEWORK_EVENTS": "model",
     "EventColumns": "columns",
-    "EventColumnsBuilder": "columns",
+    "EventColumnsBuilder": "builder",
     "EventKind": "columns",
     "DecodedColumns": "decoded",
     "from_json": "jsonview",

@@ -21,7 +21,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from delegate_lens.errors import ETDumpFormatError
-from delegate_lens.etdump.columns import EventColumns, EventColumnsBuilder, EventKind
+from delegate_lens.etdump.builder import EventColumnsBuilder
+from delegate_lens.etdump.columns import EventColumns, EventKind
 from delegate_lens.etdump.model import (
     Allocator,
     Bool,
