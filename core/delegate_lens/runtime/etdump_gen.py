@@ -30,7 +30,6 @@ is called. Importing this module does not import torch.
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -43,8 +42,16 @@ from delegate_lens.errors import (
     EventTracerError,
     PluginWarning,
 )
-from delegate_lens.etdump.model import NUMPY_SCALAR_TYPES, ScalarType
 from delegate_lens.fileio import write_bytes_atomic
+from delegate_lens.runtime._records import (
+    REC_BOOL,
+    REC_DOUBLE,
+    REC_INT,
+    REC_LIST,
+    REC_TENSOR,
+    record_to_value,
+    tensor_bytes,
+)
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
@@ -56,17 +63,6 @@ _PROFILE = 1
 _DEBUG = 3
 _U64_MAX = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-
-# dtype name (torch without "torch.", or numpy) -> ETDump ScalarType code. Only the codes of
-# the schema's enum: complex types (c10 codes 8-10) have none, so they are not logged.
-_SCALAR_TYPE: dict[str, int] = {
-    **{name: int(code) for name, code in NUMPY_SCALAR_TYPES.items()},
-    "bfloat16": int(ScalarType.BFLOAT16),  # torch-only dtypes
-    "float8_e5m2": int(ScalarType.FLOAT8E5M2),
-    "float8_e4m3fn": int(ScalarType.FLOAT8E4M3FN),
-    "float8_e5m2fnuz": int(ScalarType.FLOAT8E5M2FNUZ),
-    "float8_e4m3fnuz": int(ScalarType.FLOAT8E4M3FNUZ),
-}
 
 
 def _encode_deferred(backend_id: str | None, value: Any, cache: dict[Any, bytes]) -> bytes:
@@ -87,71 +83,6 @@ def _encode_deferred(backend_id: str | None, value: Any, cache: dict[Any, bytes]
 
 class DebugBufferFullWarning(DelegateLensWarning):
     """The debug buffer of an ETDumpGen is full: later tensors are not stored."""
-
-
-def _contiguous_strides(sizes: list[int]) -> list[int]:
-    strides = [1] * len(sizes)
-    for i in range(len(sizes) - 2, -1, -1):
-        strides[i] = strides[i + 1] * max(sizes[i + 1], 1)
-    return strides
-
-
-def _tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
-    """(scalar type, sizes, C-contiguous uint8 array) of a torch tensor or numpy array.
-
-    ``None`` for anything else, and for a dtype the ETDump's ``ScalarType`` has no code for
-    (complex, quantized, object arrays): such values are not logged. The array may share
-    memory with ``x`` (it is copied into the debug buffer right away).
-    """
-    if isinstance(x, np.ndarray | np.generic):
-        arr = np.ascontiguousarray(x)
-        code = _SCALAR_TYPE.get(arr.dtype.name)
-        if code is None:
-            return None
-        return code, list(arr.shape), arr.reshape(-1).view(np.uint8)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        t = x.detach() if x.requires_grad else x
-        if t.device.type != "cpu":
-            t = t.cpu()
-        code = _TORCH_SCALAR_TYPE.get(t.dtype)
-        if code is None:
-            name = str(t.dtype).removeprefix("torch.")
-            code = _SCALAR_TYPE.get(name)
-            if code is None:
-                return None
-            _TORCH_SCALAR_TYPE[t.dtype] = code
-        try:
-            arr = t.numpy()  # zero-copy view (the fast path)
-        except (TypeError, RuntimeError):  # bfloat16 and friends: numpy has no such dtype
-            arr = t.contiguous().reshape(-1).view(torch.uint8).numpy()
-        return code, list(t.shape), np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-    return None
-
-
-_TORCH_SCALAR_TYPE: dict[Any, int] = {}
-
-# debug records, kept as tuples while running and made codec Values when building
-_REC_TENSOR, _REC_LIST, _REC_INT, _REC_BOOL, _REC_DOUBLE = range(5)
-
-
-def _record_to_value(record: tuple[Any, ...]) -> Any:
-    from delegate_lens.etdump import Bool, Double, Int, Tensor, TensorList, Value, ValueType
-
-    kind, payload, output = record
-    flag = Bool(True) if output else None
-    if kind == _REC_TENSOR:
-        code, sizes, offset = payload
-        tensor = Tensor(code, sizes, _contiguous_strides(sizes), offset)
-        return Value(ValueType.Tensor, tensor=tensor, output=flag)
-    if kind == _REC_LIST:
-        tensors = [Tensor(c, s, _contiguous_strides(s), o) for c, s, o in payload]
-        return Value(ValueType.TensorList, tensor_list=TensorList(tensors), output=flag)
-    if kind == _REC_INT:
-        return Value(ValueType.Int, int_value=Int(payload), output=flag)
-    if kind == _REC_BOOL:
-        return Value(ValueType.Bool, bool_value=Bool(payload), output=flag)
-    return Value(ValueType.Double, double_value=Double(payload), output=flag)
 
 
 class ETDumpGen(EventTracer):
@@ -363,19 +294,19 @@ class ETDumpGen(EventTracer):
         that do not fit the debug buffer.
         """
         if isinstance(value, bool):
-            return (_REC_BOOL, value, output)
+            return (REC_BOOL, value, output)
         if isinstance(value, int):
             if not _I64_MIN <= value <= _I64_MAX:
                 return None
-            return (_REC_INT, value, output)
+            return (REC_INT, value, output)
         if isinstance(value, float):
-            return (_REC_DOUBLE, value, output)
+            return (REC_DOUBLE, value, output)
         if isinstance(value, list | tuple):
             if not value:
                 return None
             infos: list[tuple[int, list[int], Any]] = []
             for item in value:
-                info = _tensor_bytes(item)
+                info = tensor_bytes(item)
                 if info is None:  # not all tensors/arrays, or a dtype without a code
                     return None
                 infos.append(info)
@@ -383,15 +314,15 @@ class ETDumpGen(EventTracer):
             if any(p is None for p in parts):
                 self.dropped_debug_values += 1
                 return None
-            return (_REC_LIST, parts, output)
-        info = _tensor_bytes(value)
+            return (REC_LIST, parts, output)
+        info = tensor_bytes(value)
         if info is None:
             return None
         part = self._stored(info)
         if part is None:
             self.dropped_debug_values += 1
             return None
-        return (_REC_TENSOR, part, output)
+        return (REC_TENSOR, part, output)
 
     # ------------------------------------------------------------------ output
 
@@ -487,7 +418,7 @@ def _columns(events: list[tuple[Any, ...]], columns_cls: Any, failures: list[str
             lengths[i] = len(value)
             chunks.append(value)
         else:
-            debug_entries[i] = _record_to_value(value)
+            debug_entries[i] = record_to_value(value)
     blob = b"".join(chunks)
     offsets = np.zeros(n, dtype=np.int64)
     present = lengths >= 0
