@@ -1,0 +1,146 @@
+"""The package's map, checked: every import (at module level or inside a function; not the
+ones under ``if TYPE_CHECKING:``) goes down the layers or stays in its own unit, and no two
+units import each other. A unit is a subpackage or a top-level module of delegate_lens;
+CONTRIBUTING.md ("The map") says what each may import."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "core" / "delegate_lens"
+
+# bottom to top; a unit may import units of its own layer's lower layers only
+LAYERS: list[set[str]] = [
+    {"errors", "texttable"},
+    {"config", "fileio"},
+    {"hookspecs", "pluginmanager", "hookcalls", "bridge"},
+    {"program", "mapping", "backend", "partitioner"},
+    {"etdump", "etrecord"},
+    {"numerics"},
+    {"exporters", "inspector", "runtime", "aot", "bundled_program"},
+    {"report", "compare", "dataset", "testing", "intermediate_output_tap", "backend_debug"},
+    {"builtins", "backends_demo"},
+    {"cli", "__main__"},
+]
+FACE = "__init__"  # the root face: lazy names from every unit, imported by none
+
+LAYER = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else FACE
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path) -> set[str]:
+    """The delegate_lens modules ``path`` imports at run time."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("delegate_lens"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("delegate_lens"):
+                out.add(target)
+                out.update(f"{target}.{a.name}" for a in node.names)
+        for sub in ast.iter_child_nodes(node):
+            visit(sub)
+
+    visit(tree)
+    return out
+
+
+def _unit_edges() -> dict[tuple[str, str], list[str]]:
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _module_name(path)
+        mine = _unit(source)
+        for target in _imports(path):
+            theirs = _unit(target)
+            if (
+                theirs != mine
+                and theirs != FACE
+                and ((PACKAGE / theirs).is_dir() or (PACKAGE / f"{theirs}.py").is_file())
+            ):
+                edges[(mine, theirs)].append(f"{source} -> {target}")
+    return edges
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {p.stem for p in PACKAGE.glob("*.py")} | {
+        p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
+    }
+    units -= {FACE}
+    assert sorted(units - set(LAYER)) == [], "add new units to LAYERS and CONTRIBUTING.md"
+
+
+def test_imports_go_down_the_layers() -> None:
+    up = [
+        f"{a} (layer {LAYER[a]}) imports {b} (layer {LAYER[b]}): {where[0]}"
+        for (a, b), where in sorted(_unit_edges().items())
+        if a in LAYER and b in LAYER and LAYER[b] > LAYER[a]
+    ]
+    assert up == []
+
+
+def test_no_two_units_import_each_other() -> None:
+    edges = _unit_edges()
+    circles = sorted(
+        f"{a} <-> {b}: {edges[(a, b)][0]} / {edges[(b, a)][0]}"
+        for (a, b) in edges
+        if a < b and (b, a) in edges
+    )
+    assert circles == []
+
+
+@pytest.mark.parametrize("limit", [500])
+def test_no_module_over_the_limit(limit: int) -> None:
+    long = sorted(
+        f"{p.relative_to(PACKAGE)}: {n}"
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > limit
+    )
+    assert long == []
+
+
+def test_the_documented_map_names_every_unit_in_its_layer() -> None:
+    import re
+
+    doc = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    items = re.split(r"\n(?=\d+\. \*\*)", doc)[1:]  # one numbered item per layer
+    assert len(items) == len(LAYERS)
+    for level, (units, item) in enumerate(zip(LAYERS, items, strict=True)):
+        assert item.startswith(f"{level + 1}. **")
+        for unit in units - {"__main__"}:
+            assert f"`{unit}`" in item, f"docs/architecture.md: {unit} not in layer {level + 1}"
