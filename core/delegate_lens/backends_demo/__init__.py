@@ -18,7 +18,13 @@ from typing import Any
 
 BACKEND_ID = "DemoBackend"
 
-__all__ = ["BACKEND_ID", "DemoPartitioner"]
+__all__ = [
+    "BACKEND_ID",
+    "DemoPartitioner",
+    "decode_metadata",
+    "encode_metadata",
+    "make_model",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,4 +32,12 @@ def __getattr__(name: str) -> Any:
         from delegate_lens.backends_demo.partitioner import DemoPartitioner
 
         return DemoPartitioner
+    if name == "make_model":  # imports torch
+        from delegate_lens.backends_demo.models import make_model
+
+        return make_model
+    if name in ("encode_metadata", "decode_metadata"):
+        from delegate_lens.backends_demo import metadata
+
+        return metadata.encode if name == "encode_metadata" else metadata.parse
     raise AttributeError(f"module 'delegate_lens.backends_demo' has no attribute {name!r}")

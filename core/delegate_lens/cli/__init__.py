@@ -17,7 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from delegate_lens.cli.terminal import escape_controls
 from delegate_lens.errors import DelegateLensError
+
+__all__ = ["escape_controls", "main"]
 
 _COMMAND_MODULES = (
     "demo",

@@ -14,11 +14,19 @@ from typing import TYPE_CHECKING
 
 from delegate_lens.report.data import build_report_data
 from delegate_lens.report.html import render_html
+from delegate_lens.report.notebook import compare_html, gap_html, inspector_html
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
 
-__all__ = ["build_report_data", "render_html", "write_report"]
+__all__ = [
+    "build_report_data",
+    "compare_html",
+    "gap_html",
+    "inspector_html",
+    "render_html",
+    "write_report",
+]
 
 
 def write_report(

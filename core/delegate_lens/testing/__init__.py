@@ -22,8 +22,11 @@ __all__ = [
     "BackendProfile",
     "ConformanceReport",
     "Finding",
+    "GeneratedModel",
     "check_backend",
     "check_model",
+    "lower",
+    "run_traced",
     "strategies",
 ]
 
@@ -34,6 +37,9 @@ _LAZY = {
     "BackendProfile": "delegate_lens.testing.profile",
     "check_backend": "delegate_lens.testing.conformance",
     "check_model": "delegate_lens.testing.conformance",
+    "lower": "delegate_lens.testing.harness",
+    "run_traced": "delegate_lens.testing.harness",
+    "GeneratedModel": "delegate_lens.testing.strategies",
 }
 
 
