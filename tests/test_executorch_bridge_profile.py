@@ -176,3 +176,36 @@ def test_profile_bad_arguments(
     argv = ["profile", str(mlp["pte"]), *(a.format(**values) for a in extra)]
     assert words in _fails(capsys, argv)
     assert list(tmp_path.iterdir()) == []
+
+
+_USE_AFTER_FREE = """
+import sys
+import torch
+from delegate_lens_executorch.runtime import execute, load_module
+pte = open(sys.argv[1], "rb").read()
+x = torch.randn(2, 16)
+ref = execute(load_module(pte, "q"), "forward", [x], origin="q", runs=1)
+for _ in range(5):
+    loaded = load_module(bytes(bytearray(pte)), "p")  # bytes only the call holds
+    junk = [bytes([i % 251]) * len(pte) for i in range(300)]  # reuse freed memory
+    out = execute(loaded, "forward", [x], origin="p", runs=3)
+    assert torch.equal(out[0], ref[0]), (out, ref)
+print("ok")
+"""
+
+
+def test_a_loaded_program_keeps_its_bytes(mlp: dict[str, Path]) -> None:
+    """The pybindings run from a pointer into the bytes they were given: a module whose
+    bytes were freed crashed (4 runs in 4 before LoadedModule kept them). In a child
+    process, so that a crash fails this test instead of ending the run."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _USE_AFTER_FREE, str(mlp["pte"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr)

@@ -11,6 +11,7 @@ import contextlib
 import io
 import logging
 import os
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from delegate_lens.errors import ProgramFormatError, RuntimeBackendError, UsageE
 
 __all__ = [
     "DEFAULT_DEBUG_BUFFER_SIZE",
+    "LoadedModule",
     "RealRun",
     "check_program_bytes",
     "import_executorch",
@@ -56,12 +58,8 @@ def native_quiet() -> Iterator[_Captured]:
         warnings.simplefilter("ignore")
         for name in _LOGGERS:
             logging.getLogger(name).setLevel(logging.CRITICAL)
-        try:
-            import sys
-
+        with contextlib.suppress(OSError, ValueError):
             sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
         saved = os.dup(2)
         os.dup2(sink.fileno(), 2)
         python_side = io.StringIO()  # the pybindings log through sys.stderr when they can
@@ -94,8 +92,23 @@ def check_program_bytes(data: bytes, origin: str) -> None:
         )
 
 
-def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> Any:
-    """The runtime's module for program ``data``, with ETDump on."""
+class LoadedModule:
+    """The runtime's module, holding the program bytes it runs from.
+
+    ``_load_for_executorch_from_buffer`` keeps a pointer into the bytes it is given, not a
+    copy: bytes freed while the module lives are read after free (a crash, or a run of
+    whatever took their memory). Attributes are the module's."""
+
+    def __init__(self, module: Any, program: bytes) -> None:
+        self._module = module
+        self.program = program
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+
+def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> LoadedModule:
+    """The runtime's module for program ``data``, with ETDump on (``data`` kept with it)."""
     check_program_bytes(data, origin)
     pl = import_executorch("executorch.extension.pybindings.portable_lib")
     with native_quiet() as log:
@@ -108,7 +121,7 @@ def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> Any:
         except Exception as exc:  # the runtime reports bad programs as RuntimeError
             failure = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if failure is None:
-        return module
+        return LoadedModule(module, data)
     reason = log.last_line() or failure  # the log line says why; the exception only where
     raise ProgramFormatError(f"{origin}: the ExecuTorch runtime cannot load it: {reason}")
 
