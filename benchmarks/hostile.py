@@ -141,7 +141,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 def fuzz(work: Path, args: argparse.Namespace) -> Tally:
     tally = Tally("fuzz")
     rng = random.Random(args.seed)
-    bpte = work / "model.bpte"
+    bpte = Path(__file__).resolve().parent.parent / "tests/data/bundled_program/reference_add.bpte"
     kinds: list[tuple[str, bytes, Callable[[Path], list[str]]]] = [
         ("etdp", (MLP / "etdump.etdp").read_bytes(), lambda p: ["inspect", str(p), "-f", "json"]),
         (
@@ -176,7 +176,9 @@ def fuzz(work: Path, args: argparse.Namespace) -> Tally:
 
 def _deflated_entry(archive: zipfile.ZipFile, name: str, size: int, prefix: bytes) -> None:
     """An entry of ``size`` bytes (``prefix`` then spaces), deflated chunk by chunk."""
-    with archive.open(zipfile.ZipInfo(name), "w", force_zip64=True) as stream:
+    info = zipfile.ZipInfo(name)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with archive.open(info, "w", force_zip64=True) as stream:
         stream.write(prefix)
         left = size - len(prefix)
         chunk = b" " * (1 << 20)
@@ -197,6 +199,8 @@ def bombs(work: Path, args: argparse.Namespace) -> Tally:
     }
     for name, sizes in cases.items():
         path = work / f"{name}.etrecord"
+        # (writestr moves the ZipInfo it is given: a fresh reader per case)
+        source = zipfile.ZipFile(io.BytesIO((MLP / "etrecord.bin").read_bytes()))
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as out:
             for info in source.infolist():
                 if info.filename in sizes:
