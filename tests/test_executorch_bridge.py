@@ -226,3 +226,18 @@ def test_pytest_option_without_the_bridge_names_the_extra(tmp_path: Path) -> Non
     )
     assert done.returncode == 4, done.stdout + done.stderr  # a usage error
     assert EXTRA in done.stderr + done.stdout
+
+
+def test_loading_the_plugin_imports_neither_torch_nor_executorch() -> None:
+    code = (
+        "import sys\n"
+        "from delegate_lens.hookcalls import call_hook\n"
+        "from delegate_lens.pluginmanager import get_plugin_manager\n"
+        "pm = get_plugin_manager()\n"
+        "assert pm.get_plugin('executorch') is not None, 'the bridge is not installed'\n"
+        "call_hook('dl_executorch_bridge')\n"
+        "heavy = sorted(m for m in ('torch', 'executorch') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
