@@ -22,9 +22,9 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first access)
 _LAZY: dict[str, str] = {
-    # plugin host (issue 3)
+    # plugin host
     "get_plugin_manager": "delegate_lens.pluginmanager",
-    # ahead of time (issue 4)
+    # ahead of time: the backend-author API, lowering, the ETRecord
     "DelegateMappingBuilder": "delegate_lens.mapping",
     "CompileSpec": "delegate_lens.backend",
     "PreprocessResult": "delegate_lens.backend",
@@ -41,13 +41,13 @@ _LAZY: dict[str, str] = {
     "generate_etrecord": "delegate_lens.etrecord",
     "get_delegation_info": "delegate_lens.aot.delegation_info",
     "print_delegated_graph": "delegate_lens.aot.delegation_info",
-    # inspector (issue 6)
+    # after the run
     "Inspector": "delegate_lens.inspector",
     "TimeScale": "delegate_lens.inspector",
     "EventBlock": "delegate_lens.inspector",
-    # the rest of executorch.devtools' names (issue 22; see docs/migrating.md)
+    # the rest of executorch.devtools' names (see docs/migrating.md)
     "BundledProgram": "delegate_lens.bundled_program",
-    # real ExecuTorch through the bridge plugin (issue 23; the executorch extra)
+    # real ExecuTorch through the bridge plugin (the executorch extra)
     "profile": "delegate_lens.bridge",
 }
 

@@ -34,6 +34,17 @@ def add_time_scale_arguments(parser: Any) -> None:
     )
 
 
+def add_inspector_inputs(parser: Any, *, debug_buffer: bool = True) -> None:
+    """``ETDUMP``, ``--etrecord R`` and (unless told not to) ``--debug-buffer B``: the files
+    every command that builds an Inspector reads."""
+    parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
+    parser.add_argument("--etrecord", metavar="R", help="ETRecord file of the same model")
+    if debug_buffer:
+        parser.add_argument(
+            "--debug-buffer", metavar="B", help="debug buffer holding the debug events' tensors"
+        )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "inspect",
@@ -43,11 +54,7 @@ def register(subparsers: Any) -> None:
             "write the Inspector's tables."
         ),
     )
-    parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
-    parser.add_argument("--etrecord", metavar="R", help="ETRecord file of the same model")
-    parser.add_argument(
-        "--debug-buffer", metavar="B", help="debug buffer holding the debug events' tensors"
-    )
+    add_inspector_inputs(parser)
     parser.add_argument(
         "--format",
         "-f",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delegate_lens.cli.inspect_cmd import add_time_scale_arguments
+from delegate_lens.cli.inspect_cmd import add_inspector_inputs, add_time_scale_arguments
 
 
 def register(subparsers: Any) -> None:
@@ -21,11 +21,7 @@ def register(subparsers: Any) -> None:
             "file needs no network to view."
         ),
     )
-    parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
-    parser.add_argument("--etrecord", metavar="R", help="ETRecord file of the same model")
-    parser.add_argument(
-        "--debug-buffer", metavar="B", help="debug buffer holding the debug events' tensors"
-    )
+    add_inspector_inputs(parser)
     parser.add_argument(
         "-o", "--output", metavar="OUT", required=True, help="the HTML file to write"
     )

@@ -99,7 +99,3 @@ def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:
             "not a delegate_lens.testing.BackendProfile"
         )
     return result
-
-
-def _specs(specs: Sequence[Any]) -> str:
-    return ", ".join(f"{getattr(s, 'key', s)}={getattr(s, 'value', b'')!r}" for s in specs) or "-"
