@@ -159,6 +159,40 @@ def test_xnnpack_expected_findings_carry_their_evidence(xnnpack_report: object) 
 
 @needs_executorch
 @pytest.mark.slow
+def test_xnnpack_partition_with_two_outputs_breaks_numeric_gaps() -> None:
+    """Both outputs of one XNNPACK call are logged under the partition's whole handle set
+    (its map is empty), so the Inspector cannot tell them apart and pairs one with the
+    wrong graph output (the reference's Inspector does the same): a visible finding."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    from delegate_lens.testing import check_backend
+
+    class TwoOutputs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(2)
+            self.linear = torch.nn.Linear(6, 6)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = self.linear(x)
+            return y, (y + y) * y
+
+    inputs = (torch.randn(2, 6, generator=torch.Generator().manual_seed(2)),)
+    report = check_backend(
+        XnnpackPartitioner(),  # type: ignore[arg-type]
+        models=[(TwoOutputs().eval(), inputs)],
+        max_examples=0,
+    )
+    assert set(report.failed_rules) == XNNPACK_EXPECTED | {"numeric-gaps"}
+    (finding,) = report.findings_for("numeric-gaps")
+    assert finding.subject == "handles (1, 2, 3)"
+    assert finding.message.endswith("beyond 1e-10 at linear, add, mul")
+    assert not report.findings_for("outputs-match-eager")  # the outputs themselves are right
+
+
+@needs_executorch
+@pytest.mark.slow
 def test_check_backend_cli_on_xnnpack_json(capsys: pytest.CaptureFixture[str]) -> None:
     status = main(
         [
