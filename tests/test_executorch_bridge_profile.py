@@ -209,3 +209,21 @@ def test_a_loaded_program_keeps_its_bytes(mlp: dict[str, Path]) -> None:
         check=False,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr)
+
+
+def test_profile_takes_its_inputs_from_a_bundled_program(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from delegate_lens.bundled_program import BundledProgram
+
+    reference = Path(__file__).parent / "data" / "bundled_program" / "reference_add.bpte"
+    pte = tmp_path / "add.pte"
+    pte.write_bytes(BundledProgram.load(reference).program_buffer)
+    out = tmp_path / "out"
+    argv = ["profile", str(pte), "--bundled", str(reference), "--runs", "2", "-o", str(out)]
+    assert main(argv) == 0
+    listed = capsys.readouterr().out.split()
+    assert [Path(p).name for p in listed] == ["etdump.etdp", "inspector.txt", "report.html"]
+    from delegate_lens.etdump import load
+
+    assert len(load(out / "etdump.etdp").run_data) == 3  # loading, then the 2 runs
