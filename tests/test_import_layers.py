@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "delegate_lens"
 LAYERS: list[set[str]] = [
     {"errors", "texttable"},
     {"config", "fileio"},
-    {"hookspecs", "pluginmanager", "hookcalls", "bridge"},
+    {"hookspecs", "pluginmanager", "hookcalls", "hooks", "bridge"},
     {"program", "mapping", "backend", "partitioner"},
     {"etdump", "etrecord"},
     {"numerics"},

@@ -25,9 +25,9 @@ EXTRA_HINT = "pip install 'delegate-lens[executorch]'"
 
 def executorch_bridge(what: str) -> Any:
     """The bridge object, or a :class:`MissingExtraError` saying ``what`` needs the extra."""
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
-    bridge = call_hook("dl_executorch_bridge")
+    bridge: Any = hooks.executorch_bridge()
     if bridge is None:
         raise MissingExtraError(f"{what} needs real ExecuTorch: {EXTRA_HINT}")
     return bridge

@@ -67,12 +67,12 @@ class Exporter:
 
 def get_exporters(pm: pluggy.PluginManager | None = None) -> dict[str, Exporter]:
     """Every exporter the plugins of ``pm`` (default: the process's) offer, by name."""
-    from delegate_lens.hookcalls import call_each
+    from delegate_lens import hooks
     from delegate_lens.pluginmanager import describe_plugin
 
     found: dict[str, Exporter] = {}
     owner: dict[str, str] = {}
-    for plugin_name, result in call_each("dl_exporters", pm=pm):
+    for plugin_name, result in hooks.exporters(pm):
         for exporter in _as_list(result, plugin_name, pm):
             if not isinstance(exporter, Exporter):
                 raise PluginError(

@@ -23,7 +23,7 @@ import inspect
 import sys
 import warnings
 from collections.abc import Callable, Iterable
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import Any
 
 import pluggy
@@ -45,9 +45,9 @@ def _describe(name: str, pm: pluggy.PluginManager) -> str:
 _exc_text = exception_text
 
 
-def _caller(pm: pluggy.PluginManager, hook_name: str) -> Any:
+def _caller(pm: pluggy.PluginManager, hook_name: str) -> pluggy.HookCaller:
     caller = getattr(pm.hook, hook_name, None)
-    if caller is None or not hook_name.startswith("dl_"):
+    if not isinstance(caller, pluggy.HookCaller) or not hook_name.startswith("dl_"):
         raise UsageError(f"unknown hook {hook_name!r}")
     return caller
 
@@ -98,7 +98,7 @@ def _fits(value: object, annotation: str) -> bool:
     return False
 
 
-def _declared(caller: Any) -> str | None:
+def _declared(caller: pluggy.HookCaller) -> str | None:
     spec = getattr(caller, "spec", None)
     function = getattr(spec, "function", None)
     annotation = getattr(function, "__annotations__", {}).get("return")
@@ -110,7 +110,9 @@ def _shown(value: object) -> str:
     return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
-def _invoke(caller: Any, hook_name: str, kwargs: dict[str, Any], skip: set[str]) -> Any:
+def _invoke(
+    caller: pluggy.HookCaller, hook_name: str, kwargs: dict[str, object], skip: set[str]
+) -> Any:
     """Call the hook as pluggy does (the same order, *firstresult* stops at the first
     answer), without the plugins in ``skip``; plugins' stdout goes to stderr (machine
     readable output stays clean). Any failure of a plugin is a :class:`_Failed` naming it:
@@ -126,7 +128,7 @@ def _invoke(caller: Any, hook_name: str, kwargs: dict[str, Any], skip: set[str])
         spec = getattr(caller, "spec", None)
         first = bool(spec and spec.opts.get("firstresult"))
         declared = _declared(caller)
-        results: list[Any] = []
+        results: list[object] = []
         for impl in reversed(_plain_impls(impls)):
             name = str(impl.plugin_name)
             if name in skip:
@@ -153,6 +155,15 @@ def _invoke(caller: Any, hook_name: str, kwargs: dict[str, Any], skip: set[str])
         return None if first else results
 
 
+def _stacklevel() -> int:
+    """The ``stacklevel`` of a warning given by a ``call_hook_or_*`` function: where it was
+    called from, past the typed callers of :mod:`delegate_lens.hooks`."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and frame.f_globals.get("__name__") == "delegate_lens.hooks":
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def _exited(exc: SystemExit) -> PluginError:
     return PluginError(f"called sys.exit({exc.code!r})")
 
@@ -161,20 +172,20 @@ def _bad_result(value: object, declared: str) -> PluginError:
     return PluginError(f"returned {_shown(value)}, but the hook returns {declared}")
 
 
-def _code_of(function: Callable[..., Any]) -> Any:
-    target: Any = inspect.unwrap(function)
+def _code_of(function: Callable[..., object]) -> CodeType | None:
+    target: object = inspect.unwrap(function)
     target = getattr(target, "__func__", target)
     code = getattr(target, "__code__", None)
     if code is None:
         call = type(target).__dict__.get("__call__")
         code = getattr(call, "__code__", None)
-    return code
+    return code if isinstance(code, CodeType) else None
 
 
-def _culprit(caller: Any, exc: BaseException) -> str | None:
+def _culprit(caller: pluggy.HookCaller, exc: BaseException) -> str | None:
     """The name of the plugin whose implementation of ``caller`` raised ``exc``."""
     impls = caller.get_hookimpls()
-    codes: dict[Any, Any] = {}
+    codes: dict[CodeType, pluggy.HookImpl] = {}
     for impl in impls:
         code = _code_of(impl.function)
         if code is not None:
@@ -183,9 +194,9 @@ def _culprit(caller: Any, exc: BaseException) -> str | None:
     tb: TracebackType | None = exc.__traceback__
     while tb is not None:
         frame = tb.tb_frame
-        impl = codes.get(frame.f_code)
-        if impl is not None:
-            return str(impl.plugin_name)
+        found = codes.get(frame.f_code)
+        if found is not None:
+            return str(found.plugin_name)
         if frame.f_code.co_name == "_multicall" and candidate is None:
             current = frame.f_locals.get("hook_impl")
             if current is not None and current in impls:
@@ -198,7 +209,7 @@ def _culprit(caller: Any, exc: BaseException) -> str | None:
 
 def _failure_message(
     pm: pluggy.PluginManager,
-    caller: Any,
+    caller: pluggy.HookCaller,
     hook_name: str,
     exc: BaseException,
     culprit: str | None = None,
@@ -215,7 +226,9 @@ def _failure_message(
     return f"{who} failed in {hook_name}: {_exc_text(exc)}"
 
 
-def call_hook(hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any) -> Any:
+def call_hook(
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: object
+) -> Any:
     """Call a hook like ``pm.hook.<hook_name>(**kwargs)``; a plugin's failure is named.
 
     Errors of our own type propagate unchanged; any other exception raised by a plugin
@@ -231,7 +244,7 @@ def call_hook(hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kw
 
 
 def call_hook_or_warn(
-    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: object
 ) -> Any:
     """Call a hook where a fallback exists: on a plugin's failure warn and return ``None``.
 
@@ -250,7 +263,7 @@ def call_hook_or_warn(
     except (_Failed, Exception) as exc:
         failed = exc if isinstance(exc, _Failed) else _Failed(None, exc)
         message = _failure_message(manager, caller, hook_name, failed.error, failed.plugin)
-        warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
+        warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=_stacklevel())
         return None
 
 
@@ -260,7 +273,7 @@ def call_hook_or_skip(
     *,
     pm: pluggy.PluginManager | None = None,
     where: str | None = None,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> Any:
     """Call a *firstresult* hook; a plugin that raises is skipped and the next one answers.
 
@@ -289,14 +302,16 @@ def call_hook_or_skip(
                 head, _, tail = message.partition(f" failed in {hook_name}: ")
                 message = f"{head} failed in {hook_name} on {where}: {tail}"
             if culprit is None or culprit in skipped or manager.get_plugin(culprit) is None:
-                warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=2)
+                warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=_stacklevel())
                 return None
-            warnings.warn(f"{message}; the next plugin answers", PluginWarning, stacklevel=2)
+            warnings.warn(
+                f"{message}; the next plugin answers", PluginWarning, stacklevel=_stacklevel()
+            )
             skipped.add(culprit)
 
 
 def call_each(
-    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: Any
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: object
 ) -> list[tuple[str, Any]]:
     """Call every implementation of a hook, one by one, in registration order.
 
@@ -328,5 +343,5 @@ def call_each(
     return results
 
 
-def _plain_impls(impls: Iterable[Any]) -> list[Any]:
+def _plain_impls(impls: Iterable[pluggy.HookImpl]) -> list[pluggy.HookImpl]:
     return [impl for impl in impls if not (impl.hookwrapper or impl.wrapper)]

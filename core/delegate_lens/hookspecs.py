@@ -17,23 +17,45 @@ Hooks are grouped by the stage of the pipeline that calls them:
 Implementations may accept fewer arguments than a spec lists (pluggy passes only the ones
 they name), never more.
 
-delegate-lens calls these through :func:`delegate_lens.hookcalls.call_hook` (or
-``call_hook_or_warn`` where a fallback exists): an exception escaping an implementation
-becomes a :class:`delegate_lens.PluginError` naming the plugin and its distribution, while
-errors of delegate-lens's own types (e.g. ``MappingError``) pass unchanged. A guide with an
-example for every hook: ``docs/plugins.md``.
+delegate-lens calls each hook through its typed caller in :mod:`delegate_lens.hooks`
+(``hooks.partitioner(backend_id, compile_specs)`` for ``dl_partitioner``, ...), which
+applies the hook's error policy (built on :mod:`delegate_lens.hookcalls`): an exception
+escaping an implementation becomes a :class:`delegate_lens.PluginError` naming the plugin
+and its distribution (or, where a fallback exists, a :class:`delegate_lens.PluginWarning`
+naming it), while errors of delegate-lens's own types (e.g. ``MappingError``) pass
+unchanged. A guide with an example for every hook: ``docs/plugins.md``.
+
+The annotations name the real classes (imported for type checkers only, so this module
+imports nothing above the plugin host); what a plugin returns by duck typing is a
+:class:`typing.Protocol` declared here (:class:`RuntimeBackend`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    from torch.export import ExportedProgram
+
+    from delegate_lens.backend import CompileSpec, PreprocessResult
+    from delegate_lens.exporters import Exporter
+    from delegate_lens.numerics import Comparator
+    from delegate_lens.partitioner import Partitioner
+    from delegate_lens.runtime.program import BackendExecutionContext
+    from delegate_lens.testing import BackendProfile
+
+__all__ = [
+    "PROJECT_NAME",
+    "DebugHandleMap",
+    "RuntimeBackend",
+    "hookimpl",
+    "hookspec",
+]
 
 PROJECT_NAME = "delegate_lens"
 """The pluggy project name; also the entry-point group plugins register under."""
@@ -41,12 +63,30 @@ PROJECT_NAME = "delegate_lens"
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
+DebugHandleMap = Mapping[int | str, Sequence[int]]
+"""A Debug Handle Map: delegate debug identifier -> the AOT debug handles it covers."""
+
+
+class RuntimeBackend(Protocol):
+    """The runtime side of a backend, as :func:`dl_runtime_backend` returns it."""
+
+    def init(self, processed_bytes: bytes, compile_specs: Sequence[CompileSpec], /) -> object:
+        """Load a delegate's blob once, when its method is loaded; returns its handle."""
+        ...
+
+    def execute(
+        self, context: BackendExecutionContext, handle: object, args: list[object], /
+    ) -> object:
+        """Run one delegate call: the handle ``init`` gave, the call's arguments; returns
+        its outputs (a sequence, or one value)."""
+        ...
+
 
 # --------------------------------------------------------------------------- ahead of time
 
 
 @hookspec(firstresult=True)
-def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
+def dl_partitioner(backend_id: str, compile_specs: Sequence[CompileSpec]) -> Partitioner | None:
     """Return a partitioner for ``backend_id``, or ``None`` when this plugin has none.
 
     Called when a user asks for a backend's partitioner by name (for example
@@ -62,7 +102,9 @@ def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
 
 
 @hookspec(firstresult=True)
-def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[Any]) -> Any | None:
+def dl_preprocess(
+    backend_id: str, edge_program: ExportedProgram, compile_specs: Sequence[CompileSpec]
+) -> PreprocessResult | None:
     """Compile one partition for a backend, returning its blob and Debug Handle Map.
 
     Called by ``EdgeProgramManager.to_backend`` once per tagged partition, with the
@@ -82,7 +124,9 @@ def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[An
 
 
 @hookspec
-def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: Any) -> None:
+def dl_delegate_mapping(
+    backend_id: str, edge_program: ExportedProgram, debug_handle_map: DebugHandleMap | None
+) -> None:
     """See (and possibly reject) every Debug Handle Map built at preprocess time.
 
     Called by ``EdgeProgramManager.to_backend`` right after :func:`dl_preprocess`
@@ -104,7 +148,7 @@ def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: An
 
 
 @hookspec(firstresult=True)
-def dl_runtime_backend(backend_id: str) -> Any | None:
+def dl_runtime_backend(backend_id: str) -> RuntimeBackend | None:
     """Return the runtime side of a backend, or ``None`` when it is not this plugin's.
 
     Called by the simulated runtime (``delegate_lens.runtime``) when a method containing a
@@ -122,7 +166,7 @@ def dl_runtime_backend(backend_id: str) -> Any | None:
 
 
 @hookspec(firstresult=True)
-def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
+def dl_encode_delegate_metadata(backend_id: str, metadata: object) -> bytes | None:
     """Turn a structured metadata value logged by a backend into bytes.
 
     Called by the event tracer when a backend logs a delegate event whose ``metadata`` is
@@ -144,7 +188,7 @@ def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
 @hookspec(firstresult=True)
 def dl_parse_delegate_metadata(
     backend_id: str, metadatas: Sequence[bytes]
-) -> list[str] | dict[str, Any] | None:
+) -> list[str] | dict[str, object] | None:
     """Parse the raw metadata of one Inspector row (one bytes value per sample).
 
     Called by the Inspector for each row logged by a delegate whose backend name is known,
@@ -187,7 +231,7 @@ def dl_delegate_time_scale(backend_id: str, event_name: str, ticks: int) -> floa
 
 
 @hookspec
-def dl_exporters() -> Sequence[Any]:
+def dl_exporters() -> Sequence[Exporter]:
     """Return the exporters this plugin adds to ``delegate-lens inspect --format``.
 
     Called once when the exporter registry is built.
@@ -204,7 +248,7 @@ def dl_exporters() -> Sequence[Any]:
 
 
 @hookspec
-def dl_numerical_comparators() -> Sequence[Any]:
+def dl_numerical_comparators() -> Sequence[Comparator]:
     """Return the comparators this plugin adds to ``Inspector.calculate_numeric_gap``.
 
     Called once when the comparator registry is built (the first time a distance is looked
@@ -224,7 +268,9 @@ def dl_numerical_comparators() -> Sequence[Any]:
 
 
 @hookspec(firstresult=True)
-def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -> Any | None:
+def dl_intermediate_output(
+    backend_id: str, identifier: int | str, value: object
+) -> npt.ArrayLike | None:
     """Turn an intermediate output a backend logged into what the AOT graph computed.
 
     Called by ``Inspector.calculate_numeric_gap`` for every runtime intermediate output
@@ -250,7 +296,7 @@ def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -
 
 
 @hookspec(firstresult=True)
-def dl_testing_profile(backend_id: str) -> Any | None:
+def dl_testing_profile(backend_id: str) -> BackendProfile | None:
     """Declare what the conformance suite (``delegate_lens.testing``) may test a backend with.
 
     Called by :func:`delegate_lens.testing.check_backend`, ``delegate-lens check-backend``
@@ -323,7 +369,7 @@ def dl_html_display(obj: object) -> str | None:
 
 
 @hookspec(firstresult=True)
-def dl_executorch_bridge() -> Any | None:
+def dl_executorch_bridge() -> object | None:
     """Return the bridge to real ExecuTorch (the ``executorch`` package), or ``None``.
 
     Called by what runs real ExecuTorch programs or lowers with real partitioners:

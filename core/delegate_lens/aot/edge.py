@@ -54,10 +54,10 @@ def _resolve_partitioner(item: Partitioner | str) -> Partitioner:
     if isinstance(item, Partitioner):
         return item
     if isinstance(item, str):
-        from delegate_lens.hookcalls import call_hook
+        from delegate_lens import hooks
 
-        # through call_hook: a plugin raising in dl_partitioner is named in the PluginError
-        found = call_hook("dl_partitioner", backend_id=item, compile_specs=[])
+        # a plugin raising in dl_partitioner is named in the PluginError
+        found = hooks.partitioner(item, [])
         if found is None:
             raise PluginError(f"no plugin provides a partitioner for backend {item!r}")
         if not isinstance(found, Partitioner):

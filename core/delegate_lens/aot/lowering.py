@@ -330,15 +330,9 @@ def _preprocess(
     pm: Any, spec: DelegationSpec, program: ExportedProgram
 ) -> tuple[PreprocessResult, DelegateMap | None]:
     specs = list(spec.compile_specs)
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
-    result = call_hook(
-        "dl_preprocess",
-        pm=pm,
-        backend_id=spec.backend_id,
-        edge_program=program,
-        compile_specs=specs,
-    )
+    result = hooks.preprocess(spec.backend_id, program, specs, pm=pm)
     if result is None:
         raise PluginError(
             f"no plugin preprocesses backend {spec.backend_id!r} (no dl_preprocess "
@@ -350,13 +344,7 @@ def _preprocess(
             "expected a delegate_lens.PreprocessResult"
         )
     mapping = _normalize_map(spec.backend_id, result)
-    call_hook(
-        "dl_delegate_mapping",
-        pm=pm,
-        backend_id=spec.backend_id,
-        edge_program=program,
-        debug_handle_map=mapping,
-    )
+    hooks.delegate_mapping(spec.backend_id, program, mapping, pm=pm)
     return result, mapping
 
 

@@ -41,17 +41,11 @@ class TickClock:
             return None
         import numpy as np
 
-        from delegate_lens.hookcalls import call_hook_or_warn
+        from delegate_lens import hooks
 
         values: list[float] = []
         for tick in np.asarray(ticks).tolist():
-            value = call_hook_or_warn(
-                "dl_delegate_time_scale",
-                pm=self._pm,
-                backend_id=backend_id,
-                event_name=event_name,
-                ticks=int(tick),
-            )
+            value = hooks.delegate_time_scale(backend_id, event_name, int(tick), pm=self._pm)
             if value is None:
                 return None  # no plugin knows this clock (or one failed)
             values.append(float(value))

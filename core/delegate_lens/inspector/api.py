@@ -166,9 +166,9 @@ class Inspector(TimeViews):
     def _repr_html_(self) -> str | None:
         """Jupyter's display, from the ``dl_html_display`` hook (the built-in ``notebook``
         plugin: :func:`delegate_lens.report.notebook.inspector_html`); None: the repr."""
-        from delegate_lens.hookcalls import call_hook
+        from delegate_lens import hooks
 
-        html = call_hook("dl_html_display", obj=self)
+        html = hooks.html_display(self)
         return html if isinstance(html, str) else None
 
     @property

@@ -12,7 +12,8 @@ For each, in this order (the first answer wins):
    Installed plugins answer first; the built-in fallbacks ``time_scale_fallback`` and
    ``metadata_fallback`` answer last. A plugin that raises is named in a
    :class:`~delegate_lens.errors.PluginWarning` with the row, and the next plugin answers
-   (:func:`~delegate_lens.hookcalls.call_hook_or_skip`).
+   (:func:`~delegate_lens.hooks.parse_delegate_metadata` and
+   :func:`~delegate_lens.hooks.delegate_time_scale_array`: a failing plugin is skipped).
 
 Rows whose backend is not known (no ETRecord) are not given to the hooks: their clock is
 scaled by the source/target factor and their metadata kept raw, as the reference does.
@@ -83,17 +84,11 @@ class DelegateRows:
             return s, e
         if backend is None:
             return None
-        from delegate_lens.hookcalls import call_hook_or_skip
+        from delegate_lens import hooks
 
         ticks = np.concatenate((start, end))
         row = f"row {key.name!r} of {where}"
-        values = call_hook_or_skip(
-            "dl_delegate_time_scale_array",
-            where=row,
-            backend_id=backend,
-            event_name=key.name,
-            ticks=ticks,
-        )
+        values = hooks.delegate_time_scale_array(backend, key.name, ticks, where=row)
         if values is None:
             raise InspectorError(
                 f"{where}, row {key.name!r}: no plugin converts the clock of backend "
@@ -135,14 +130,9 @@ class DelegateRows:
                 return raws
         if backend is None:
             return raws
-        from delegate_lens.hookcalls import call_hook_or_skip
+        from delegate_lens import hooks
 
-        return call_hook_or_skip(
-            "dl_parse_delegate_metadata",
-            where=f"row {key.name!r} of {where}",
-            backend_id=backend,
-            metadatas=raws,
-        )
+        return hooks.parse_delegate_metadata(backend, raws, where=f"row {key.name!r} of {where}")
 
 
 def _answering_plugin(backend: str, name: str, ticks: npt.NDArray[np.uint64]) -> str:

@@ -85,12 +85,12 @@ class Comparator:
 def get_comparators(pm: pluggy.PluginManager | None = None) -> dict[str, Comparator]:
     """Every comparator the plugins of ``pm`` (default: the process's) offer, keyed by
     lower-case name."""
-    from delegate_lens.hookcalls import call_each
+    from delegate_lens import hooks
     from delegate_lens.pluginmanager import describe_plugin
 
     found: dict[str, Comparator] = {}
     owner: dict[str, str] = {}
-    for plugin_name, result in call_each("dl_numerical_comparators", pm=pm):
+    for plugin_name, result in hooks.numerical_comparators(pm):
         items = [result] if isinstance(result, Comparator) else result
         if not isinstance(items, Iterable) or isinstance(items, (str, bytes)):
             raise PluginError(

@@ -85,14 +85,12 @@ def _tables_of(inspector: Any, method: str | None) -> tuple[list[Any], str | Non
 def _convert(backend: str | None, identifier: Any, value: Any, row: str) -> Any:
     if backend is None or identifier is None:
         return value
-    from delegate_lens.hookcalls import call_hook_or_warn
+    from delegate_lens import hooks
     from delegate_lens.pluginmanager import has_implementations
 
     if not has_implementations("dl_intermediate_output"):
         return value
-    converted = call_hook_or_warn(
-        "dl_intermediate_output", backend_id=backend, identifier=identifier, value=value
-    )
+    converted = hooks.intermediate_output(backend, identifier, value)
     return value if converted is None else converted
 
 

@@ -161,9 +161,9 @@ def encode_metadata(backend_id: str | None, metadata: Any) -> bytes:
         return b""
     if isinstance(metadata, bytes | bytearray | memoryview):
         return bytes(metadata)
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
-    encoded = call_hook("dl_encode_delegate_metadata", backend_id=backend_id, metadata=metadata)
+    encoded = hooks.encode_delegate_metadata(backend_id, metadata)
     if encoded is None:
         raise EventTracerError(
             f"backend {backend_id!r} logged metadata of type {type(metadata).__name__} but "

@@ -97,9 +97,9 @@ class Program:
 
 
 def _runtime_backend(backend_id: str) -> Any:
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
-    backend = call_hook("dl_runtime_backend", backend_id=backend_id)
+    backend = hooks.runtime_backend(backend_id)
     if backend is None:
         raise RuntimeBackendError(
             f"no plugin provides a runtime for backend {backend_id!r} "

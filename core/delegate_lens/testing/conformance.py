@@ -84,14 +84,14 @@ def check_model(
     import torch
 
     import delegate_lens as dl
+    from delegate_lens import hooks
     from delegate_lens.etdump import loads
-    from delegate_lens.hookcalls import call_hook
     from delegate_lens.pluginmanager import get_plugin_manager
     from delegate_lens.runtime import ETDumpGen, Program
 
     profile = profile or backend_profile(backend_id)
     case = _Case(model, seed, example)
-    partitioner = call_hook("dl_partitioner", backend_id=backend_id, compile_specs=compile_specs)
+    partitioner = hooks.partitioner(backend_id, compile_specs)
     if partitioner is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")
     pm = get_plugin_manager()
@@ -233,12 +233,12 @@ def _check_events(
 
 
 def _check_metadata(case: _Case, recorder: Recorder, etdump: Any, backend_id: str) -> None:
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
     def parse(raw: bytes) -> tuple[Any, str | None]:
         given = [raw]
         try:
-            parsed = call_hook("dl_parse_delegate_metadata", backend_id=backend_id, metadatas=given)
+            parsed = hooks.parse_delegate_metadata(backend_id, given, strict=True)
             # the built-in metadata_fallback answers with the list given: nothing parsed it
             return (None if parsed is given else parsed), None
         except Exception as exc:
@@ -403,9 +403,9 @@ def check_backend(
             "(checking nothing is not a pass)"
         )
     strategy = strategies.models(op_set)  # checks the op names
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
-    if call_hook("dl_partitioner", backend_id=backend_id, compile_specs=()) is None:
+    if hooks.partitioner(backend_id, ()) is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")
     findings: list[Finding] = []
     counted: dict[str, int] = {}

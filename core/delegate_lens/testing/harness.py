@@ -26,13 +26,13 @@ def lower(
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
     if inputs is None:
         inputs = getattr(model, "example_inputs", None)
         if inputs is None:
             raise UsageError("lower(): give inputs (the model has no example_inputs)")
-    partitioner = call_hook("dl_partitioner", backend_id=backend_id, compile_specs=compile_specs)
+    partitioner = hooks.partitioner(backend_id, compile_specs)
     if partitioner is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")
     exported = torch.export.export(model, tuple(inputs))

@@ -87,10 +87,10 @@ def default_is_summary(
 
 def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:
     """The profile ``backend_id`` declares, or the defaults when no plugin answers."""
+    from delegate_lens import hooks
     from delegate_lens.errors import PluginError
-    from delegate_lens.hookcalls import call_hook
 
-    result = call_hook("dl_testing_profile", pm=pm, backend_id=backend_id)
+    result = hooks.testing_profile(backend_id, pm=pm)
     if result is None:
         return BackendProfile()
     if not isinstance(result, BackendProfile):

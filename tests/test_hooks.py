@@ -1,0 +1,133 @@
+"""The typed hook callers (delegate_lens.hooks): one per hook, each with its error policy,
+and hook specs whose annotations name real classes."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import typing
+import warnings
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pluggy
+import pytest
+
+from delegate_lens import hookimpl, hooks, hookspecs
+from delegate_lens.errors import PluginError, PluginWarning
+from delegate_lens.pluginmanager import build_plugin_manager
+
+SPECS = sorted(name for name in dir(hookspecs) if name.startswith("dl_"))
+PACKAGE = Path(hookspecs.__file__).resolve().parent
+
+
+def _pm(*plugins: object) -> pluggy.PluginManager:
+    pm = build_plugin_manager([], autoload=False)
+    for i, plugin in enumerate(plugins):
+        pm.register(plugin, name=f"p{i}")
+    return pm
+
+
+def test_one_typed_caller_per_hook_taking_the_specs_arguments() -> None:
+    assert sorted(f"dl_{name}" for name in hooks.__all__) == SPECS
+    for spec in SPECS:
+        caller = getattr(hooks, spec.removeprefix("dl_"))
+        wanted = list(inspect.signature(getattr(hookspecs, spec)).parameters)
+        given = list(inspect.signature(caller).parameters)
+        assert given[: len(wanted)] == wanted, spec
+        assert "pm" in given, spec
+        assert caller.__doc__ and f"``{spec}``" in caller.__doc__
+
+
+def test_hook_spec_annotations_name_real_classes() -> None:
+    """What the specs import for type checkers exists: every annotation evaluates."""
+    tree = ast.parse(Path(hookspecs.__file__).read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+    )
+    namespace = dict(vars(hookspecs))
+    exec(compile(ast.Module(body=block.body, type_ignores=[]), "specs", "exec"), namespace)
+    for spec in SPECS:
+        hints = typing.get_type_hints(getattr(hookspecs, spec), globalns=namespace)
+        assert "return" in hints, spec
+        assert all(hint is not typing.Any for hint in hints.values()), spec
+
+
+def test_no_module_calls_hooks_untyped() -> None:
+    """Every call of a hook in the package goes through delegate_lens.hooks."""
+    untyped = ("call_hook(", "call_hook_or_warn(", "call_hook_or_skip(", "call_each(")
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in ("hookcalls.py", "hooks.py")
+        and any(name in path.read_text(encoding="utf-8") for name in untyped)
+    ]
+    assert offenders == []
+
+
+class _Raises:
+    @hookimpl
+    def dl_partitioner(self, backend_id: str) -> None:
+        raise RuntimeError("no partitioner today")
+
+    @hookimpl
+    def dl_delegate_time_scale(self, ticks: int) -> float:
+        raise ValueError("bad clock")
+
+    @hookimpl
+    def dl_parse_delegate_metadata(self, metadatas: list[bytes]) -> list[str]:
+        raise ValueError("bad bytes")
+
+
+class _Answers:
+    @hookimpl
+    def dl_delegate_time_scale(self, ticks: int) -> float:
+        return ticks * 2.0
+
+    @hookimpl
+    def dl_parse_delegate_metadata(self, metadatas: list[bytes]) -> list[str]:
+        return [m.decode() for m in metadatas]
+
+
+def test_raise_policy_names_the_plugin() -> None:
+    with pytest.raises(PluginError, match=r"plugin 'p0' .*dl_partitioner: RuntimeError"):
+        hooks.partitioner("B", (), pm=_pm(_Raises()))
+
+
+def test_warn_policy_falls_back_and_points_at_the_caller() -> None:
+    with pytest.warns(PluginWarning, match=r"plugin 'p1' .*dl_delegate_time_scale") as caught:
+        assert hooks.delegate_time_scale("B", "e", 3, pm=_pm(_Answers(), _Raises())) is None
+    # the warning is attributed to who called the typed caller, not to delegate_lens.hooks
+    assert [Path(w.filename).name for w in caught] == ["test_hooks.py"]
+
+
+def test_skip_policy_lets_the_next_plugin_answer_strict_raises() -> None:
+    pm = _pm(_Answers(), _Raises())
+    with pytest.warns(PluginWarning, match=r"'p1' .* on row 7: ValueError") as caught:
+        got = hooks.parse_delegate_metadata("B", [b"x"], where="row 7", pm=pm)
+    assert got == ["x"]
+    assert [Path(w.filename).name for w in caught] == ["test_hooks.py"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(PluginError, match=r"plugin 'p1' .*dl_parse_delegate_metadata"):
+            hooks.parse_delegate_metadata("B", [b"x"], strict=True, pm=pm)
+
+
+def test_array_and_each_callers() -> None:
+    class Array:
+        @hookimpl
+        def dl_delegate_time_scale_array(
+            self, ticks: npt.NDArray[np.uint64]
+        ) -> npt.NDArray[np.float64]:
+            return ticks.astype(np.float64) * 0.5
+
+    ticks = np.array([2, 4], dtype=np.uint64)
+    got = hooks.delegate_time_scale_array("B", "e", ticks, pm=_pm(Array()))
+    assert got is not None and got.tolist() == [1.0, 2.0]
+    [(owner, exporters)] = hooks.exporters(_pm())  # each: the built-in plugin's, by name
+    assert owner == "delegate_lens.builtins.exporters" and isinstance(exporters, list)
+    [(owner, _)] = hooks.numerical_comparators(_pm())
+    assert owner == "delegate_lens.builtins.comparators"
