@@ -1,7 +1,7 @@
-"""collect's local engine (``dataset.workers``): batches sent ahead to started workers, the
-claim table that lets this process take back what a worker has not started (even part of
-a batch), and what happens when a worker fails, dies, or the caller stops early. Every
-file must be collected exactly once, and results come back in the order found."""
+"""collect's local engine (``dataset.workers``): a process pool per run, one batch per task,
+and what happens when a worker fails, dies, its parent dies, or the caller stops early
+(or presses Ctrl-C). Every file must be collected exactly once, results come back in the
+order found, and no worker outlives its run."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
-from collections import deque
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,12 @@ pytest.importorskip("duckdb")
 
 from delegate_lens.dataset import DatasetStore, collect, find_sources, query
 from delegate_lens.dataset import workers as engine
-from delegate_lens.dataset.batching import MIN_BATCH_BYTES, STREAM_FIRST_BYTES, Batcher
+from delegate_lens.dataset.batching import (
+    MAX_BATCH_FILES,
+    MIN_BATCH_BYTES,
+    STREAM_FIRST_BYTES,
+    Batcher,
+)
 from delegate_lens.dataset.engines import run_processes
 from delegate_lens.dataset.sources import Source
 from delegate_lens.errors import CollectError, UsageError
@@ -47,111 +50,9 @@ def fleet(tmp_path: Path, vectors_dir: Path) -> Path:
     return root
 
 
-def _claims(workers: int = 1) -> engine._Claims:
-    return engine._Claims(multiprocessing.get_context(), workers)
-
-
-def test_claims_a_worker_collects_what_was_not_taken_back() -> None:
-    claims = _claims(2)
-    assert claims.claim(0, 0, 10) == 10  # nothing taken: all of it
-    assert claims.started(0)[0] == 0 and claims.started(1)[0] == -1
-    assert not claims.take(0, 0, 4)  # started: too late
-    assert claims.take(0, 2, 6)  # batch 2 from file 6 on, and every later batch
-    assert claims.claim(0, 1, 10) == 10
-    assert claims.claim(0, 2, 10) == 6
-    assert claims.started(0)[0] == 2
-    assert claims.claim(0, 3, 10) == 0  # after the batch taken from: all taken
-    assert claims.take(1, 0, 0)  # all of batch 0 of worker 1
-    assert claims.claim(1, 0, 5) == 0 and claims.started(1)[0] == -1  # skipped: not started
-    claims.drop(0)  # the caller stopped: nothing more is started
-    assert claims.claim(0, 3, 10) == 0 and claims.started(0)[0] == 2
-
-
-class _Inbox:
-    def __init__(self) -> None:
-        self.sent: list[Any] = []
-
-    def send(self, message: Any) -> None:
-        self.sent.append(message)
-
-
-def _books(batches: list[list[int]], started: int, since: float) -> engine._Pool:
-    """A pool's books without processes: one worker sent ``batches`` (file sizes), the
-    last it started ``started`` (at ``since``)."""
-    pool = engine._Pool.__new__(engine._Pool)
-    pool.books = threading.Lock()
-    pool.claims = _claims(1)
-    worker = engine._Worker(0, None, _Inbox(), None)
-    worker.sent = deque(
-        (seq, [Source(f"s{seq}f{k}", size) for k, size in enumerate(sizes)])
-        for seq, sizes in enumerate(batches)
-    )
-    worker.seq = len(batches)
-    pool.workers = [worker]
-    for seq in range(started + 1):
-        assert pool.claims.claim(0, seq, len(batches[seq]))
-    pool.claims.since[0] = since
-    return pool
-
-
-def _files(runs: list[list[Source]] | None) -> list[str]:
-    assert runs is not None
-    return [source.path for run in runs for source in run]
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> float:
-    """The engine's clock stopped (a running batch's work left does not shrink while a
-    test looks at it)."""
-    now = time.monotonic()
-    monkeypatch.setattr(
-        engine, "time", types.SimpleNamespace(monotonic=lambda: now, perf_counter=time.perf_counter)
-    )
-    return now
-
-
-def test_take_back_takes_half_of_what_is_left_from_the_newest_files(clock: float) -> None:
-    """Worker: batch 0 running (1,000 bytes, just started), batch 1 (10 x 100 bytes) not
-    started. At 1 ms per 100 bytes it has 20 ms left: this process takes the newest 10 ms
-    of it, the last 10 files; the worker then collects batch 0 alone."""
-    pool = _books([[1000], [100] * 10], started=0, since=clock)
-    taken = _files(pool.take_back(rate=1e-5))
-    assert taken == [f"s1f{k}" for k in range(10)]
-    assert [seq for seq, _ in pool.workers[0].sent] == [0]
-    assert pool.claims.claim(0, 1, 10) == 0  # the worker skips batch 1
-    # with 1,000 bytes of batch 1 running instead, half is taken from inside batch 2
-    pool = _books([[1000], [500] * 2, [100] * 10], started=1, since=clock)
-    assert _files(pool.take_back(rate=1e-5)) == [f"s2f{k}" for k in range(10)]
-    pool = _books([[100] * 10, [100] * 10], started=0, since=clock)
-    # 20 ms left: the last 10 ms
-    assert _files(pool.take_back(rate=1e-5)) == [f"s1f{k}" for k in range(10)]
-    pool = _books([[100] * 10, [100] * 20], started=0, since=clock)
-    # 30 ms left: 15 ms, from inside batch 1
-    assert _files(pool.take_back(rate=1e-5)) == [f"s1f{k}" for k in range(5, 20)]
-    assert [len(batch) for _, batch in pool.workers[0].sent] == [10, 5]
-    assert pool.claims.claim(0, 1, 20) == 5  # the worker collects the first 5 of batch 1
-
-
-def test_take_back_without_a_rate_halves_what_was_not_started(clock: float) -> None:
-    pool = _books([[100] * 4, [100] * 8], started=0, since=clock)
-    assert _files(pool.take_back(rate=None)) == [f"s1f{k}" for k in range(4, 8)]
-    # two batches not started, 600 bytes: the last whole and the last file of the other,
-    # as two runs (each in the order found)
-    pool = _books([[100] * 4, [100] * 4, [100] * 2], started=0, since=clock)
-    runs = pool.take_back(rate=None)
-    assert runs is not None and [[s.path for s in run] for run in runs] == [
-        ["s1f3"],
-        ["s2f0", "s2f1"],
-    ]
-    assert pool.claims.claim(0, 1, 4) == 3 and pool.claims.claim(0, 2, 2) == 0
-
-
-def test_take_back_leaves_what_is_not_worth_a_part(clock: float) -> None:
-    pool = _books([[100] * 4, [100]], started=0, since=clock)
-    assert pool.take_back(rate=1e-9) is None  # microseconds of work left
-    pool = _books([[100] * 4], started=0, since=clock)
-    assert pool.take_back(rate=1e-5) is None  # all started
-    assert len(pool.workers[0].sent) == 1
+def _ours() -> list[Any]:
+    """This process's collect workers still running."""
+    return [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
 
 
 def _batches(fleet: Path, size: int) -> list[list[Source]]:
@@ -166,9 +67,9 @@ def _counted(location: str) -> dict[str, int]:
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_every_file_is_collected_once_whoever_takes_it(fleet: Path, tmp_path: Path) -> None:
-    """Batches sent ahead, cut ahead, and taken back at the end (in part or whole): each
-    file has one result and its rows once in the dataset."""
+def test_every_file_is_collected_once_whatever_the_batches(fleet: Path, tmp_path: Path) -> None:
+    """Batches of one file to all of them, over two workers: each file has one result
+    and its rows once in the dataset."""
     sources = find_sources([str(fleet)])
     serial = collect([str(fleet)], str(tmp_path / "serial"))
     for size in (1, 3, 7, 40):
@@ -195,18 +96,79 @@ def test_collect_with_workers_reports_in_the_order_found(fleet: Path, tmp_path: 
     assert {r.status for r in again.results} == {"skipped"}  # incremental
 
 
+def _die(*args: Any) -> Any:
+    os._exit(3)
+
+
 @pytest.mark.skipif(not _FORK, reason="needs fork")
 def test_a_worker_that_dies_is_an_error_not_a_hang(
     fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def die(*args: Any) -> Any:
-        os._exit(3)
-
-    monkeypatch.setattr(engine, "_collect_packed", die)  # the forked worker runs this
+    monkeypatch.setattr(engine, "collect_batch", _die)  # the forked workers run this
     outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 5), frozenset())
-    with pytest.raises(CollectError, match=r"worker process 1 ended \(exit code 3\)"):
+    with pytest.raises(CollectError, match=r"worker process [12] ended \(exit code 3; pid \d+\)"):
         list(outcomes)
-    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+    assert not _ours()
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_killed_worker_is_named(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One worker is killed (SIGKILL) in the middle of a batch: the error names that one
+    (its number, exit code and pid), not the other the pool then stops."""
+    real, pids = engine.collect_batch, tmp_path / "killed"
+
+    def killed(location: str, sources: list[Source], known: frozenset[str]) -> Any:
+        if any(source.path.endswith("run07.etdp") for source in sources):
+            pids.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(location, sources, known)
+
+    monkeypatch.setattr(engine, "collect_batch", killed)
+    outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 1), frozenset())
+    with pytest.raises(
+        CollectError, match=r"worker process [12] ended \(exit code -9; pid (\d+)\)"
+    ) as caught:
+        list(outcomes)
+    assert f"pid {pids.read_text()})" in str(caught.value)
+    assert not _ours()
+
+
+class _Unpicklable(Exception):
+    def __init__(self, a: str, b: str) -> None:  # (pickles, but does not come back)
+        super().__init__(f"{a} {b}")
+
+
+def _raise_unpicklable(*args: Any) -> Any:
+    raise _Unpicklable("disk", "on fire")
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_an_error_that_does_not_come_back_whole_comes_as_its_text(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "collect_batch", _raise_unpicklable)
+    outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 5), frozenset())
+    with pytest.raises(CollectError, match="disk on fire"):
+        list(outcomes)
+    assert not _ours()
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_a_worker_that_cannot_start_is_an_error_without_a_traceback(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The pool's initializer fails (here: the caller's working folder is gone when the
+    worker starts): the first batch says why, as our error; no traceback is logged."""
+    gone = tmp_path / "gone"
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "getcwd", lambda: str(gone))  # (what the workers are sent)
+        outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 5), frozenset())
+    with pytest.raises(CollectError, match=r"a worker process could not start: .*gone"):
+        list(outcomes)
+    assert "Traceback" not in capfd.readouterr().err
+    assert not _ours()
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
@@ -216,7 +178,37 @@ def test_stopping_early_ends_the_workers(fleet: Path, tmp_path: Path) -> None:
     first = next(outcomes)
     assert first
     outcomes.close()  # the caller stops: workers skip what they have not started, and end
-    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+    assert not _ours()
+    # whole parts only: every part written is known to the manifest, and none was
+    # started after the stop beyond what the workers were collecting then
+    parts = list((tmp_path / "ds").glob("part-*.parquet"))
+    assert len(DatasetStore(str(tmp_path / "ds")).manifest()) == 2 * len(parts)
+    assert len(parts) < len(_batches(fleet, 2))
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_stopping_early_starts_no_more_batches(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller stops at the first result (the quick first batch) while the other
+    worker is in a slow one: batches submitted and not started then are not collected
+    (at most the one the quick worker took meanwhile is), though the pool had them."""
+    real = engine.collect_batch
+
+    def slow(location: str, sources: list[Source], known: frozenset[str]) -> Any:
+        if not any(source.path.endswith("run00.etdp") for source in sources):
+            time.sleep(1.0)
+        return real(location, sources, known)
+
+    monkeypatch.setattr(engine, "collect_batch", slow)
+    outcomes = run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 2), frozenset())
+    assert isinstance(outcomes, Generator)
+    assert any(r.source.endswith("run00.etdp") for r in next(outcomes))
+    outcomes.close()
+    assert not _ours()
+    parts = list((tmp_path / "ds").glob("part-*.parquet"))
+    assert 2 <= len(parts) <= 3  # of the 4 submitted (2 per worker)
+    assert len(DatasetStore(str(tmp_path / "ds")).manifest()) == 2 * len(parts)
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
@@ -225,14 +217,14 @@ def test_an_error_in_a_worker_reaches_the_caller(fleet: Path, tmp_path: Path) ->
     with pytest.raises(UsageError, match="is a file"):
         for _ in run_processes(3)(str(tmp_path / "file"), _batches(fleet, 2), frozenset()):
             pass
-    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+    assert not _ours()
 
 
-def test_batcher_driven_by_its_finder() -> None:
-    """With the driver finding files (finds_on_cut off): each started worker's first batch
-    is small and cut from the first files found; then each takes half per worker of what
-    is ahead (never under MIN_BATCH_BYTES), found yet or not; every file comes once, in
-    order."""
+def test_batcher_for_several_workers() -> None:
+    """Two quick batches per worker from the first files found (the workers start at
+    once, only those files found yet); then each a quarter per worker of what is ahead
+    (found a step at a time), never under MIN_BATCH_BYTES: batches shrink towards the end;
+    every file comes once, in order."""
     mb = 1 << 20
     made: list[int] = []
 
@@ -241,246 +233,137 @@ def test_batcher_driven_by_its_finder() -> None:
             made.append(i)
             yield Source(f"f{i}", mb)
 
-    batcher = Batcher(sources(300), 64 * mb, workers=3)
-    batcher.finds_on_cut = False
-    first = [next(batcher) for _ in range(2)]  # one per started worker
-    assert [sum(s.size for s in b) for b in first] == [STREAM_FIRST_BYTES] * 2
-    assert len(made) <= 2 * STREAM_FIRST_BYTES // mb + 2  # only what they needed
-    batcher.find(60)  # 60 ahead (the driver's step)
-    step = next(batcher)
-    assert sum(s.size for s in step) == 60 * mb // 6
-    while batcher.wants_finding:
-        batcher.find(100)
-    assert len(made) == 300
+    batcher = Batcher(sources(3000), 64 * mb, workers=3)
+    quick = [next(batcher) for _ in range(6)]
+    assert [sum(s.size for s in b) for b in quick] == [STREAM_FIRST_BYTES] * 6
+    assert len(made) <= 6 * STREAM_FIRST_BYTES // mb + 1  # only what they needed
+    step = next(batcher)  # 2,000 more found, of which a quarter per worker: over 64 MB
+    assert len(made) == 6 * STREAM_FIRST_BYTES // mb + 1 + MAX_BATCH_FILES
+    assert sum(s.size for s in step) == 64 * mb
     rest = list(batcher)
-    left = (300 - 2 * STREAM_FIRST_BYTES // mb - 10) * mb
-    for batch in rest:
-        want = min(64 * mb, max(MIN_BATCH_BYTES, left // 6) // mb * mb, left)
-        assert sum(s.size for s in batch) == want
-        left -= want
-    assert left == 0 and len(rest) > 5
-    assert [s.path for b in [*first, step, *rest] for s in b] == [f"f{i}" for i in range(300)]
-
-
-def _kept_processes() -> list[Any]:
-    return [worker.process for pool in engine._kept for worker in pool.workers]
-
-
-def _kept_pids() -> list[int]:
-    return [process.pid for process in _kept_processes()]
-
-
-def _ours() -> list[Any]:
-    return [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+    assert len(made) == 3000
+    left = 3000 - 6 * STREAM_FIRST_BYTES // mb - 64  # MB
+    want = []
+    while left:
+        want.append(min(64, max(MIN_BATCH_BYTES // mb, left // 12), left))
+        left -= want[-1]
+    assert [sum(s.size for s in b) // mb for b in rest] == want
+    assert want[0] == 64 and want[-2] == MIN_BATCH_BYTES // mb  # (shrinking to the end)
+    assert [s.path for b in [*quick, step, *rest] for s in b] == [f"f{i}" for i in range(3000)]
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_workers_are_kept_for_the_next_run(
+def test_workers_end_with_their_run(
     fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run that ends well keeps its workers; the next sends them its dataset, known
-    hashes and working folder (relative paths are the caller's), and they collect it as
-    new ones would, with nothing left over from the last run's taken-back batches."""
+    """A run's workers end with it, whether it ends well or not; shutdown_workers (kept
+    for compatibility) has nothing left to end. Relative paths stay the caller's."""
     serial = collect([str(fleet)], str(tmp_path / "serial"))
-    first = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    kept = _kept_pids()
-    assert len(kept) == 1 and _ours()[0].pid == kept[0]
-    second = collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
-    assert _kept_pids() == kept  # the same worker
-    for report, name in ((first, "a"), (second, "b")):
-        assert [r.source for r in report.results] == [r.source for r in serial.results]
-        assert {r.status for r in report.results} == {"collected"}
-        assert _counted(str(tmp_path / name)) == _counted(str(tmp_path / "serial"))
+    report = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
+    assert not _ours()
+    assert [r.source for r in report.results] == [r.source for r in serial.results]
+    assert _counted(str(tmp_path / "a")) == _counted(str(tmp_path / "serial"))
     again = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    assert {r.status for r in again.results} == {"skipped"}  # the new run's known hashes
+    assert {r.status for r in again.results} == {"skipped"}  # the run's known hashes
     monkeypatch.chdir(fleet)  # relative paths, from another working folder
     relative = collect(["dev0", "dev1"], "../rel", workers=2, batch_bytes=3_000)
-    assert _kept_pids() == kept
     assert {r.status for r in relative.results} == {"collected"}
     assert len(DatasetStore(str(tmp_path / "rel")).manifest()) == len(serial.results)
-
-
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_a_run_after_take_backs_collects_everything(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A kept worker's claims start afresh each run: batches taken back from it in one run
-    (whose numbers the next run uses again) are not skipped in the next."""
-    real = engine._collect_packed
-    slow_down = tmp_path / "slow"  # while it exists, the worker is slow
-    slow_down.touch()
-
-    def slow(*args: Any) -> Any:  # this process then takes back from the worker
-        if slow_down.exists():
-            time.sleep(0.3)
-        return real(*args)
-
-    monkeypatch.setattr(engine, "_collect_packed", slow)
-    monkeypatch.setattr(engine, "_MIN_TAKE_SECONDS", 0.0)  # any work left is worth taking
-
-    def hung(*args: Any) -> None:
-        raise TimeoutError("collect did not end")
-
-    # (in this thread: with another thread running, workers would not be forked, and
-    # would not run the slow version)
-    previous = signal.signal(signal.SIGALRM, hung)
-    try:
-        for name in ("a", "b"):
-            signal.alarm(60)
-            report = collect([str(fleet)], str(tmp_path / name), workers=2, batch_bytes=3_000)
-            signal.alarm(0)
-            assert {r.status for r in report.results} == {"collected"}
-            assert len(DatasetStore(str(tmp_path / name)).manifest()) == 40
-            if name == "a":
-                (pool,) = engine._kept
-                assert pool.claims.table[1] != engine._NONE_TAKEN  # took back from the worker
-                slow_down.unlink()  # the next run: the worker collects every batch it is sent
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_a_run_ends_when_all_a_worker_had_left_is_taken_back(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The worker is slow to start its second batch: this process takes back everything
-    it has left, so no answer is coming from it; the run must still end (a kept worker
-    does not end, so its pipe says nothing)."""
-    here, real = os.getpid(), engine._Claims.claim
-
-    def late(self: Any, index: int, seq: int, files: int) -> int:
-        if os.getpid() != here and seq >= 1:
-            time.sleep(1.0)
-        return real(self, index, seq, files)
-
-    monkeypatch.setattr(engine._Claims, "claim", late)
-    monkeypatch.setattr(engine, "_MIN_TAKE_SECONDS", 0.0)
-
-    def hung(*args: Any) -> None:
-        raise TimeoutError("the run did not end")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(30)
-    try:
-        results = [
-            r
-            for batch in run_processes(2)(str(tmp_path / "ds"), _batches(fleet, 4), frozenset())
-            for r in batch
-        ]
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    assert sorted(r.source for r in results) == sorted(s.path for s in find_sources([str(fleet)]))
-    assert len(DatasetStore(str(tmp_path / "ds")).manifest()) == 40
-
-
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_a_kept_worker_that_ended_is_replaced(fleet: Path, tmp_path: Path) -> None:
-    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    (worker,) = _kept_processes()
-    pid = worker.pid
-    os.kill(pid, signal.SIGKILL)
-    worker.join(10)
-    report = collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
-    assert {r.status for r in report.results} == {"collected"}
-    assert len(DatasetStore(str(tmp_path / "b")).manifest()) == len(report.results)
-    assert _kept_pids() != [pid] and len(_ours()) == 1
-
-
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_a_kept_worker_ends_when_idle_and_on_shutdown(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(engine, "IDLE_SECONDS", 1.0)  # the forked worker reads these
-    monkeypatch.setattr(engine, "TRIM_SECONDS", 0.5)
-    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    worker = _kept_processes()[0]
-    worker.join(10)  # it ends on its own
-    assert worker.exitcode == 0
-    collect([str(fleet)], str(tmp_path / "b"), workers=3, batch_bytes=3_000)  # new ones
-    kept = _kept_processes()
-    assert len(kept) == 2 and worker not in kept
     engine.shutdown_workers()
-    assert not engine._kept and all(process.exitcode == 0 for process in kept)
+    assert not _ours()
 
 
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_a_worker_waiting_in_a_run_does_not_end_as_idle(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _what_a_worker_has() -> tuple[str, tuple[str, ...], bool, bool, str]:
+    """(In a worker) its working folder, plugin options, whether its plugins are loaded,
+    whether it ignores Ctrl-C, and its run's dataset."""
+    from delegate_lens import pluginmanager
+
+    return (
+        os.getcwd(),
+        pluginmanager._options,
+        pluginmanager._pm is not None,
+        signal.getsignal(signal.SIGINT) == signal.SIG_IGN,
+        engine._run.location,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_a_worker_gets_its_callers_setting(
+    method: str, fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The idle limit is for kept workers between runs: within a run, a worker waits for
-    this process however long its own batch takes."""
-    monkeypatch.setattr(engine, "IDLE_SECONDS", 0.2)
-    real, here = engine.collect_batch, os.getpid()
+    """Workers started from a fork server (as when another thread runs) get, from the
+    pool's initializer, what forked ones inherit: the working folder, the plugins loaded
+    with the caller's -p options; both ignore Ctrl-C; and collect the same."""
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"needs {method}")
+    from delegate_lens.pluginmanager import apply_plugin_options, reset_plugin_manager
 
-    def slow_here(*args: Any) -> Any:  # this process's batches are slow, not the worker's
-        if os.getpid() == here:
-            time.sleep(0.6)
-        return real(*args)
-
-    monkeypatch.setattr(engine, "collect_batch", slow_here)
-    report = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=30_000)
-    assert {r.status for r in report.results} == {"collected"}
-    assert len(DatasetStore(str(tmp_path / "a")).manifest()) == 40
-    assert len({r.part for r in report.results}) > 4  # the worker had batches after a wait
-    worker = _kept_processes()[0]
-    worker.join(10)  # the run is over: now it ends when idle
-    assert worker.exitcode == 0
-
-
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_kept_workers_are_not_used_under_other_plugins(fleet: Path, tmp_path: Path) -> None:
-    from delegate_lens.pluginmanager import get_plugin_manager, reset_plugin_manager
-
-    get_plugin_manager()
-    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    kept = _kept_pids()
-    reset_plugin_manager()
+    monkeypatch.setattr(engine, "_start_method", lambda: method)
+    monkeypatch.chdir(tmp_path)
+    apply_plugin_options(["no:delegate_lens_no_such_plugin"])
     try:
-        get_plugin_manager()  # another plugin manager: workers forked under the old one
-        collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
-        assert _kept_pids() != kept and len(_ours()) == 1
+        pool = engine._Pool(2, "the-dataset", frozenset())
+        try:
+            has = pool.executor.submit(_what_a_worker_has).result(timeout=60)
+        finally:
+            pool.close(stop=False)
+        assert has == (
+            str(tmp_path),
+            ("no:delegate_lens_no_such_plugin",),
+            True,
+            True,
+            "the-dataset",
+        )
+        serial = collect([str(fleet)], "serial")
+        report = collect([str(fleet)], "ds", workers=2, batch_bytes=3_000)
+        assert [r.source for r in report.results] == [r.source for r in serial.results]
+        assert _counted(str(tmp_path / "ds")) == _counted(str(tmp_path / "serial"))
     finally:
         reset_plugin_manager()
+    assert not _ours()
+
+
+_SLOW_WORKER = """
+import os, sys, time
+from delegate_lens.dataset import collect, workers
+real = workers.collect_batch
+def slow(location, sources, known):
+    if os.getpid() != {parent}:
+        open(os.path.join(sys.argv[3], str(os.getpid())), "w").close()
+        time.sleep(1.0)
+    return real(location, sources, known)
+workers.collect_batch = slow
+collect([sys.argv[1]], sys.argv[2], workers=3, batch_bytes=3_000)
+"""
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_kept_workers_are_not_used_under_another_environment(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    kept = _kept_pids()
-    monkeypatch.setenv("DELEGATE_LENS_TEST_SETTING", "changed")  # e.g. a config file's path
-    collect([str(fleet)], str(tmp_path / "b"), workers=2, batch_bytes=3_000)
-    assert _kept_pids() != kept
-    again = _kept_pids()
-    collect([str(fleet)], str(tmp_path / "c"), workers=2, batch_bytes=3_000)
-    assert _kept_pids() == again  # the same setting: kept again
-
-
-@pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_kept_workers_end_when_their_process_is_killed(tmp_path: Path, fleet: Path) -> None:
-    """However this process ends (here: SIGKILL, no exit handler runs), its kept workers
-    do not outlive it."""
-    code = (
-        "import sys; from delegate_lens.dataset import collect, workers; "
-        "collect([sys.argv[1]], sys.argv[2], workers=3, batch_bytes=3_000); "
-        "print(*[w.process.pid for w in workers._kept[0].workers], flush=True); "
-        "import time; time.sleep(60)"
-    )
+def test_workers_end_when_their_process_is_killed(tmp_path: Path, fleet: Path) -> None:
+    """However this process ends (here: SIGKILL in the middle of a run, no exit handler
+    runs), its workers do not outlive it: each ends after the batch it is writing."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    code = "import os; parent = os.getpid(); exec(CODE.format(parent=parent))"
     process = subprocess.Popen(
-        [sys.executable, "-c", code, str(fleet), str(tmp_path / "ds")],
-        stdout=subprocess.PIPE,
-        text=True,
+        [
+            sys.executable,
+            "-c",
+            f"CODE = {_SLOW_WORKER!r}\n{code}",
+            str(fleet),
+            str(tmp_path / "ds"),
+            str(pids),
+        ]
     )
-    assert process.stdout is not None
-    pids = [int(pid) for pid in process.stdout.readline().split()]
-    assert len(pids) == 2
+    deadline = time.monotonic() + 60
+    while len(list(pids.iterdir())) < 3:  # (3 workers, each in its first batch)
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.02)
+    workers = [int(p.name) for p in pids.iterdir()]
     process.kill()
     process.wait(10)
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in pids):
+    deadline = time.monotonic() + 20
+    while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "a worker outlived its process"
         time.sleep(0.05)
 
@@ -494,21 +377,24 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _running_with(text: str) -> list[int]:
+    """The processes running whose command line holds ``text`` (a forked worker's is its
+    parent's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # (ended meanwhile)
+            continue
+    return [pid for pid in found if _alive(pid)]
+
+
 @pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_two_threads_collecting_at_once(
-    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One set of workers is kept; a run that finds it in use starts its own."""
+def test_two_threads_collecting_at_once(fleet: Path, tmp_path: Path) -> None:
+    """Two runs at once in two threads (each its own pool, its workers started from a
+    fork server, as another thread runs): both collect every file, once."""
     serial = collect([str(fleet)], str(tmp_path / "serial"))
-    collect([str(fleet)], str(tmp_path / "warm"), workers=2, batch_bytes=3_000)
-    started: list[int] = []
-    real_init = engine._Pool.__init__
-
-    def counted(self: Any, *args: Any) -> None:
-        started.append(1)
-        real_init(self, *args)
-
-    monkeypatch.setattr(engine._Pool, "__init__", counted)
     reports: dict[str, Any] = {}
 
     def run(name: str) -> None:
@@ -520,11 +406,10 @@ def test_two_threads_collecting_at_once(
     for thread in threads:
         thread.join(120)
     for name in ("x", "y"):
+        assert [r.source for r in reports[name].results] == [r.source for r in serial.results]
         assert {r.status for r in reports[name].results} == {"collected"}
         assert _counted(str(tmp_path / name)) == _counted(str(tmp_path / "serial"))
-    assert len(engine._kept) == 1
-    assert len(started) == 1  # one of the two used the kept workers, the other its own
-    assert serial.rows == sum(_counted(str(tmp_path / "x")).values())
+    assert not _ours()
 
 
 @pytest.mark.skipif(not _FORK, reason="needs fork")
@@ -577,7 +462,8 @@ def test_ctrl_c_stops_collect_cleanly(tmp_path: Path, vectors_dir: Path) -> None
     assert parts and listed <= parts
     known = DatasetStore(str(dataset)).manifest()
     assert {entry["part"] for entry in known.values()} == parts
-    assert not [p for p in dataset.rglob(".*") if p.is_file()]  # no temporary file
+    # no temporary file (the dataset's lock file stays: store.DatasetStore.writing)
+    assert not [p for p in dataset.rglob(".*") if p.is_file() and p.name != ".lock"]
     rows = query(str(dataset), "SELECT count(*) AS n FROM events").column("n")[0].as_py()
     assert rows == 37 * len(known)
-    assert not [p for p in multiprocessing.active_children() if p.name.startswith("delegate")]
+    assert not _running_with(str(dataset))  # no worker left (theirs name the dataset)

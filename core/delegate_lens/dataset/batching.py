@@ -4,19 +4,14 @@ One worker takes ``batch_bytes`` (or ``MAX_BATCH_FILES`` files) at a time. With 
 workers, batches are cut when a worker is about to need one, not when files are found:
 
 1. the first batches are small (``STREAM_FIRST_BYTES``) and cut from the first files
-   found, so the worker processes start within milliseconds: two per worker;
-2. then each batch takes a quarter per worker of what is ahead (never under
-   ``MIN_BATCH_BYTES``), so batches shrink towards the end and no worker waits long for
-   another to finish a big one. Left alone, a :class:`Batcher` finds ``MAX_BATCH_FILES``
-   more before each of these.
+   found, so the workers start within milliseconds: two per worker;
+2. then :class:`Batcher` finds ``MAX_BATCH_FILES`` more (up to ``LOOKAHEAD_FILES``
+   ahead) before each cut, and each batch takes a quarter per worker of what is ahead
+   (never under ``MIN_BATCH_BYTES``), so batches shrink towards the end and no worker
+   waits long for another to finish a big one.
 
-A driver that finds files itself between cuts (:meth:`Batcher.find`; the local engine,
-which tops its workers up between steps of finding, and at the end takes back what a
-worker has not started, even part of a batch) gets fewer, bigger batches, as a part has
-a cost of its own (a few milliseconds: a Parquet file, its table, its manifest entry) and
-the end needs fewer small batches to balance: each started worker's first batch is small,
-then each takes half per worker of what is ahead (never under ``MIN_BATCH_BYTES``),
-whether or not all are found yet.
+Fewer, bigger batches matter too: each is one part, and a part has a cost of its own (a
+few milliseconds: a Parquet file, its table, its manifest entry).
 """
 
 from __future__ import annotations
@@ -82,51 +77,29 @@ class _Ahead:
 
 class Batcher:
     """The batches of ``sources``, cut as they are asked for (an iterator; see the
-    module's text for several workers). A driver may find files ahead itself, between
-    cuts (:meth:`find`): it then sets ``finds_on_cut`` to ``False``, and a cut finds only
-    what it needs when too little is ahead."""
+    module's text for several workers)."""
 
     def __init__(self, sources: Iterable[Source], batch_bytes: int, workers: int = 1) -> None:
         self._ahead = _Ahead(iter(sources))
         self._batch_bytes = batch_bytes
         self._workers = workers
         self._quick = 2 * workers if workers > 1 else 0  # quick batches still to cut
-        self._first = workers - 1  # with the driver finding: the started workers' first
-        self.finds_on_cut = True
 
     def __iter__(self) -> Batcher:
         return self
-
-    @property
-    def wants_finding(self) -> bool:
-        """More files to find, and fewer than ``LOOKAHEAD_FILES`` ahead."""
-        return not self._ahead.done and len(self._ahead) < LOOKAHEAD_FILES
-
-    def find(self, files: int = MAX_BATCH_FILES) -> None:
-        """Find up to ``files`` more (up to ``LOOKAHEAD_FILES`` ahead)."""
-        self._ahead.fill(min(LOOKAHEAD_FILES, len(self._ahead) + files))
 
     def __next__(self) -> list[Source]:
         ahead = self._ahead
         if self._workers <= 1:
             ahead.fill(MAX_BATCH_FILES, self._batch_bytes)
             limit = self._batch_bytes
-        elif self._first if not self.finds_on_cut else self._quick:
-            # from the first files found: every worker starts at once
-            if self.finds_on_cut:
-                self._quick -= 1
-            else:
-                self._first -= 1
+        elif self._quick:  # from the first files found: every worker starts at once
+            self._quick -= 1
             limit = min(self._batch_bytes, STREAM_FIRST_BYTES)
             ahead.fill(MAX_BATCH_FILES, limit)
-        else:
-            if self.finds_on_cut:  # a step further at a time: workers are fed meanwhile
-                self.find()
-                parts = 4  # a quarter per worker: batches shrink towards the end
-            else:
-                ahead.fill(MAX_BATCH_FILES, MIN_BATCH_BYTES)
-                parts = 2  # half per worker: the driver takes back to balance the end
-            share = ahead.pending // (parts * self._workers)
+        else:  # a step further at a time: the workers collect meanwhile
+            ahead.fill(min(LOOKAHEAD_FILES, len(ahead) + MAX_BATCH_FILES))
+            share = ahead.pending // (4 * self._workers)  # batches shrink towards the end
             limit = min(self._batch_bytes, max(MIN_BATCH_BYTES, share))
         batch = ahead.cut(limit)
         if not batch:

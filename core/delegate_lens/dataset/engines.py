@@ -26,9 +26,9 @@ def run_serial(
 
 
 def run_processes(workers: int) -> Runner:
-    """``workers`` processes collect: this one and ``workers - 1`` started for the run
-    (:func:`~delegate_lens.dataset.workers.run_workers`). One worker is this process alone
-    (:func:`run_serial`)."""
+    """``workers`` processes started for the run collect, while this one finds the files
+    and hands them out (:func:`~delegate_lens.dataset.workers.run_workers`). One worker is
+    this process alone (:func:`run_serial`)."""
     if workers <= 1:
         return run_serial
 

@@ -1,36 +1,23 @@
-"""``collect``'s local engine: this process and ``workers - 1`` started ones collect batches.
+"""``collect``'s local engine: a :class:`~concurrent.futures.ProcessPoolExecutor` of
+``workers`` processes, one task per batch.
 
-How batches move:
+This process finds the files and cuts them into batches as they are found
+(:mod:`~delegate_lens.dataset.batching`), keeps ``DEPTH`` batches per worker submitted
+(the one a worker collects and the next, so no worker waits for this process between two)
+and passes each batch's results on as it finishes. The workers take their batches from
+the pool's one queue: none idles while a batch is queued, and at the end, where batches
+are smallest, they finish close together.
 
-* this process finds the files, in steps, and cuts the batches
-  (:mod:`~delegate_lens.dataset.batching`); between steps it keeps every other worker
-  ``DEPTH`` batches ahead (the one it collects and the next, sent through a pipe), so a
-  worker never waits for this process between two batches. Once all are found (or enough
-  ahead), it collects a batch itself between two top-ups;
-* one more batch per other worker is cut ahead (``ready``): a thread of this process
-  receives the workers' results and hands a worker that finished a batch one of those, so
-  a long batch here does not starve the others;
-* at the end, when no batch is left to cut, those cut ahead go out, and this process takes
-  back half of what the busiest worker has not started, the newest files first, even from
-  inside a batch (a claim table shared with the workers says who collects which files), so
-  both finish together.
-
-Workers are forked (instant: they share this process's imports and memory) where the
-platform allows, else started from a fork server or spawned. A worker is our own process:
-it tells glibc's malloc to keep freed memory (:func:`_keep_freed_memory`).
-
-Workers are kept for the next run in this process, as a connection pool keeps its
-connections: a new worker pays for its start and, more, for its first batch (its memory
-is new to it: page faults, cold caches), while a kept one is as warm as this process.
-A run that ends well leaves its workers idle (blocked on their pipe, no CPU; after
-``TRIM_SECONDS`` a worker hands its kept memory back); the next sends each its dataset,
-known hashes and working folder, and waits for its answer, so a worker that ended
-meanwhile is replaced. A worker idle for ``IDLE_SECONDS`` ends on its own;
-:func:`shutdown_workers` ends them now, and they end with this process, however it ends
-(each watches its parent). A run that fails or stops early ends its workers. One set of
-workers is kept; a run that finds it in use (another thread's) or unfit (another number
-of workers, a setting changed since they started: :class:`_Setting`, or this process
-is a fork of the one that started them) starts its own.
+Each run has its own pool, started with the first batch (before any other thread of this
+process: a progress bar's, the pool's own), and ended with the run. Its workers are forked
+(instant: they share this process's imports, plugins and configuration) where the
+platform allows, else started from a fork server or spawned. The pool's initializer
+(:func:`_start_worker`) gives each worker the run's dataset, known hashes and working
+folder once, loads the plugins the caller had loaded (with its ``-p`` options) where the
+worker did not inherit them, ignores Ctrl-C (the caller stops the run: a worker finishes
+the batch it is writing, takes no other, and ends), and watches its parent: a worker ends
+when its parent does, however it ends. A worker that dies breaks the pool: a
+:class:`~delegate_lens.errors.CollectError` names it and its exit code.
 """
 
 from __future__ import annotations
@@ -38,33 +25,24 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import queue
 import signal
 import sys
 import threading
-import time
 import warnings
-from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import attrs
 
 from delegate_lens.dataset.batch import FileResult, collect_batch
-from delegate_lens.dataset.batching import Batcher
 from delegate_lens.dataset.sources import Source
-from delegate_lens.errors import CollectError
+from delegate_lens.errors import CollectError, DelegateLensError
 
-__all__ = ["DEPTH", "IDLE_SECONDS", "run_workers", "shutdown_workers"]
+__all__ = ["DEPTH", "run_workers", "shutdown_workers"]
 
-DEPTH = 2  # batches sent to a worker and not yet done: the one it collects, and the next
-_NONE_TAKEN = 1 << 62  # no batch of the worker taken back (a claim table value)
-_NEW_RUN, _RUN_OVER = -1, -2  # a worker's messages that are not batches
-_MIN_TAKE_SECONDS = 0.004  # less work than this left to share: not worth another part
-_PIPE_BYTES = 1 << 20  # a pipe's buffer where the OS lets it grow: a send seldom waits
-IDLE_SECONDS = 300.0  # a kept worker with no run for this long ends
-TRIM_SECONDS = 5.0  # a kept worker with no run for this long hands its free memory back
-_ANSWER_SECONDS = 10.0  # a kept worker answers a new run within this (it is idle)
+DEPTH = 2  # batches submitted per worker and not yet done: the one it collects, and the next
 
 _Packed = tuple[list[str], list[int], list[str | None], list[str | None], list[int], list[Any]]
 _PackedResults = tuple[list[Any], ...]
@@ -95,224 +73,120 @@ def _pack(batch: list[Source]) -> _Packed:
 _RESULT_FIELDS = tuple(field.name for field in attrs.fields(FileResult))[1:]  # not source
 
 
-def _collect_packed(location: str, packed: _Packed, known: frozenset[str]) -> _PackedResults:
-    """:func:`collect_batch` of a packed batch, its results packed too (what a worker
-    runs): a list per field but ``source`` (one result per file, in the batch's order,
-    so the sender knows each one's file)."""
-    paths, sizes, etrecords, labels_files, which, shared = packed
-    sources = [
-        Source(path, size, etrecord, labels_file, shared[k])
-        for path, size, etrecord, labels_file, k in zip(
-            paths, sizes, etrecords, labels_files, which
-        )
-    ]
-    results = collect_batch(location, sources, known)
-    return tuple([getattr(r, name) for r in results] for name in _RESULT_FIELDS)
-
-
 def _unpack(packed: _PackedResults, batch: list[Source]) -> list[FileResult]:
     """The results of ``batch`` from :func:`_collect_packed`."""
     return [FileResult(source.path, *fields) for source, fields in zip(batch, zip(*packed))]
 
 
-def _grow(connection: Any) -> None:
-    """Let the pipe behind ``connection`` hold ``_PIPE_BYTES`` where the OS can (Linux)."""
-    try:
-        import fcntl
+@attrs.define
+class _WorkerRun:
+    """What a worker keeps for its run (set once by :func:`_start_worker`)."""
 
-        fcntl.fcntl(connection.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):  # elsewhere, or over the system's limit
-        pass
-
-
-class _Claims:
-    """Which files of the batches sent to each worker it collects, shared with the workers
-    and kept under one lock: per worker, the last batch it started and when, and what this
-    process took back: every batch after ``taken``, and ``taken`` itself from file
-    ``taken_from`` on (all of it when 0)."""
-
-    def __init__(self, context: Any, workers: int) -> None:
-        self.lock = context.Lock()
-        # per worker: started, taken, taken_from
-        self.table = context.RawArray("q", [-1, _NONE_TAKEN, 0] * workers)
-        self.since = context.RawArray("d", workers)  # time.monotonic() of the start
-
-    def claim(self, index: int, seq: int, files: int) -> int:
-        """A worker starts batch ``seq`` of ``files`` files: how many of the first it
-        collects (0: all taken back)."""
-        at = 3 * index
-        with self.lock:
-            taken = self.table[at + 1]
-            if seq > taken:
-                return 0
-            if seq == taken:
-                files = self.table[at + 2]
-            if files:
-                self.table[at] = seq
-                self.since[index] = time.monotonic()
-            return files
-
-    def started(self, index: int) -> tuple[int, float]:
-        """The last batch a worker started, and when."""
-        with self.lock:
-            return self.table[3 * index], self.since[index]
-
-    def take(self, index: int, seq: int, start: int) -> bool:
-        """Take back batch ``seq`` from file ``start`` on, unless the worker started it."""
-        at = 3 * index
-        with self.lock:
-            if seq <= self.table[at]:
-                return False
-            self.table[at + 1] = seq
-            self.table[at + 2] = start
-            return True
-
-    def reset(self, index: int) -> None:
-        """A new run: nothing started, nothing taken back (the worker, between runs)."""
-        at = 3 * index
-        with self.lock:
-            self.table[at : at + 3] = [-1, _NONE_TAKEN, 0]
-
-    def drop(self, index: int) -> None:
-        """Take back every batch the worker has not started."""
-        at = 3 * index
-        with self.lock:
-            self.table[at + 1] = min(self.table[at + 1], self.table[at] + 1)
-            self.table[at + 2] = 0
+    location: str = ""
+    known: frozenset[str] = frozenset()
+    stop: Any = None  # the run's stop event: set, a worker takes no more batches
+    error: Exception | None = None  # why the worker could not start (raised by a task)
+    busy: threading.Lock = attrs.field(factory=threading.Lock)  # held while collecting
 
 
-def _head(packed: _Packed, files: int) -> _Packed:
-    """The first ``files`` files of a packed batch."""
-    paths, sizes, etrecords, labels_files, which, shared = packed
-    return (
-        paths[:files],
-        sizes[:files],
-        etrecords[:files],
-        labels_files[:files],
-        which[:files],
-        shared,
-    )
+_run = _WorkerRun()
 
 
-def _glibc() -> Any:
-    """This process's own C library symbols (glibc's, if glibc); None where it has none."""
-    import ctypes
+def _start_worker(
+    location: str,
+    known: frozenset[str],
+    folder: str,
+    stop: Any,
+    plugin_options: tuple[str, ...] | None,
+) -> None:
+    """The pool's initializer: runs once in each worker, before its first batch."""
+    # Ctrl-C is the caller's to handle: it stops the run, and this worker ends after the
+    # batch it is writing (no half-written part, no second traceback). SIGINT came in
+    # blocked (:func:`_sigint_blocked`): one sent meanwhile is dropped here, not raised.
+    with contextlib.suppress(ValueError):  # (only a main thread may; a worker's is)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _watch_parent()
+    _keep_freed_memory()
+    _run.location, _run.known, _run.stop = location, known, stop
+    try:  # (an initializer's error would break the pool with a logged traceback)
+        os.chdir(folder)  # the run's relative paths are the caller's
+        if plugin_options is not None:  # the caller had loaded its plugins: so does this
+            from delegate_lens import pluginmanager
 
-    try:
-        return ctypes.CDLL(None)
-    except (OSError, TypeError):  # not Unix
-        return None
+            if pluginmanager._pm is None:  # (not inherited: from a fork server, spawned)
+                pluginmanager.apply_plugin_options(plugin_options)
+    except Exception as exc:  # the first batch it takes raises it
+        _run.error = (
+            exc
+            if isinstance(exc, DelegateLensError)
+            else CollectError(f"collect: a worker process could not start: {exc}")
+        )
 
 
 def _keep_freed_memory() -> None:
-    """In a worker (our own process): let glibc's malloc keep memory freed by one batch
-    for the next, instead of returning it to the system and faulting fresh pages in again
-    (a batch allocates tens of MB: ~2,000 page faults each time); an idle kept worker
-    hands it back after ``TRIM_SECONDS`` (:func:`_give_back_memory`). Not done in the
-    caller's process, whose allocator we leave alone."""
-    mallopt = getattr(_glibc(), "mallopt", None)
-    if mallopt is None:  # not glibc
+    """In a worker (a process of our own, ending with the run): let glibc's malloc keep
+    the memory one batch frees for the next, instead of handing it back to the system and
+    faulting fresh pages in again (a batch allocates tens of MB: thousands of page faults
+    of 3-4 us each; measured: about 3 faults per small file without this, 0.1 with it,
+    benchmarks/trace_collect.py). Not done in the caller's process, whose allocator we
+    leave alone; nothing where the C library is not glibc."""
+    import ctypes
+
+    try:
+        mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    except (OSError, TypeError):  # not Unix
         return
-    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: its maximum; bigger blocks are still mapped
-    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GB freed at the heap's top
+    if mallopt is not None:  # (glibc)
+        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: its maximum; bigger blocks still mapped
+        mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GB freed at the heap's top
 
 
-def _give_back_memory() -> None:
-    """In an idle kept worker: hand the memory glibc's malloc keeps for the next batch
-    (:func:`_keep_freed_memory`) back to the system."""
-    trim = getattr(_glibc(), "malloc_trim", None)
-    if trim is not None:  # (glibc)
-        trim(0)
-
-
-def _serve(
-    index: int,
-    location: str,
-    known: frozenset[str],
-    inbox: Any,
-    outbox: Any,
-    claims: _Claims,
-) -> None:
-    """A started worker: collect each batch sent (the part not taken back), send its
-    results, run after run. A thread reads the pipe as batches come (the sender never
-    waits on a full pipe while this process collects). A new run sets the dataset, known
-    hashes and working folder, and is answered ``ready``; once a run is over (no more
-    batches), ``IDLE_SECONDS`` without a message ends the worker, as does ``None``.
-    Batches of an earlier run still in the pipe were all taken back: they are skipped
-    before the new run begins."""
-    _keep_freed_memory()
-    with contextlib.suppress(ValueError, AttributeError):  # only the main thread may
-        # Ctrl-C is this worker's parent's to handle: it stops the run, and this worker
-        # ends after the batch it is writing (no half-written part, no second traceback)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    received: queue.SimpleQueue[Any] = queue.SimpleQueue()
-
+def _watch_parent() -> None:
+    """End this worker when its parent ends, however it ends (the pool's queues alone
+    would never say so: a forked worker holds their other ends too), after the batch it
+    is writing."""
     import multiprocessing
-    from multiprocessing.connection import wait
+    from multiprocessing.connection import wait as wait_for
 
     parent = multiprocessing.parent_process()
-    # the worker ends when its parent does, however it ends: a forked worker holds the
-    # sending end of its own pipe too, so the pipe alone would never say so
-    watched = [inbox] if parent is None else [inbox, parent.sentinel]
+    if parent is None:
+        return
 
-    def read() -> None:
-        try:
-            while True:
-                if inbox not in wait(watched):  # the parent ended
-                    break
-                if (message := inbox.recv()) is None:
-                    break
-                received.put(message)
-        except (EOFError, OSError):  # the pipe is closed
-            pass
-        received.put(None)
+    def watch() -> None:
+        wait_for([parent.sentinel])
+        with _run.busy:  # (the batch being written first)
+            os._exit(0)
 
-    threading.Thread(target=read, name="delegate-lens-inbox", daemon=True).start()
-    in_run = True  # (started for a run)
-    trimmed = False
-    while True:
+    threading.Thread(target=watch, name="delegate-lens-parent", daemon=True).start()
+
+
+def _collect_packed(packed: _Packed) -> _PackedResults | None:
+    """A worker's task: :func:`collect_batch` of a packed batch into the run's dataset,
+    its results packed too (a list per field but ``source``, in the batch's order);
+    ``None`` when the run was stopped before the batch started."""
+    with _run.busy:
+        if _run.stop is not None and _run.stop.is_set():
+            return None
+        if _run.error is not None:
+            raise _run.error
+        paths, sizes, etrecords, labels_files, which, shared = packed
+        sources = [
+            Source(path, size, etrecord, labels_file, shared[k])
+            for path, size, etrecord, labels_file, k in zip(
+                paths, sizes, etrecords, labels_files, which
+            )
+        ]
         try:
-            if in_run:
-                message = received.get()
-            elif not trimmed:  # idle for a while: the memory kept for the next batch goes
-                message = received.get(timeout=min(TRIM_SECONDS, IDLE_SECONDS))
-            else:
-                message = received.get(timeout=max(0.0, IDLE_SECONDS - TRIM_SECONDS))
-        except queue.Empty:
-            if trimmed or TRIM_SECONDS >= IDLE_SECONDS:  # idle too long: end (a new run
-                return  # then starts a new worker)
-            _give_back_memory()
-            trimmed = True
-            continue
-        if message is None:
-            return
-        seq, packed = message
-        if seq == _RUN_OVER:
-            in_run, trimmed = False, False
-            known = frozenset()  # (the next run sends its own)
-            continue
-        if seq == _NEW_RUN:  # (dataset, known hashes, working folder)
-            in_run = True
-            location, known, folder = packed
-            try:
-                os.chdir(folder)  # the run's relative paths are the caller's
-                claims.reset(index)
-                outbox.send((seq, "ready", None))
-            except Exception as exc:
-                outbox.send((seq, "error", CollectError(f"{exc!r}")))
-            continue
-        files = claims.claim(index, seq, len(packed[0]))
-        if not files:
-            continue
-        try:
-            results = _collect_packed(location, _head(packed, files), known)
-            reply: tuple[int, str, Any] = (seq, "done", results)
+            results = collect_batch(_run.location, sources, _run.known)
         except Exception as exc:
-            reply = (seq, "error", exc)
-        try:
-            outbox.send(reply)
-        except Exception:  # an error that does not pickle: its text instead
-            outbox.send((seq, "error", CollectError(f"{reply[2]!r}")))
+            try:  # it goes back pickled: one that does not come back whole, as its text
+                pickle.loads(pickle.dumps(exc))
+            except Exception:
+                raise CollectError(f"{exc!r}") from None
+            raise
+        return tuple([getattr(r, name) for r in results] for name in _RESULT_FIELDS)
 
 
 def _start_method() -> str:
@@ -328,479 +202,156 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
-@attrs.define(eq=False)
-class _Worker:
-    """A started worker, as this process sees it."""
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back from this thread meanwhile, and from the workers it starts until
+    their initializer ignores it; one sent meanwhile is raised here at the end."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
-    index: int
-    process: Any
-    inbox: Any  # this process's end of the pipe of batches
-    outbox: Any  # this process's end of the pipe of results
-    sent: deque[tuple[int, list[Source]]] = attrs.field(factory=deque)  # not yet done
-    seq: int = 0  # the next batch's number
-    closed: bool = False  # sent the end: no more batches
 
-
-@attrs.frozen(eq=False)
-class _Setting:
-    """What a worker took from this process when it started, besides its imports, and
-    what this process may change later: its environment, its loaded configuration, the
-    plugin manager and its plugins. Kept workers are reused only while these are the same
-    (the same objects, not just equal ones); else new ones start with the new setting."""
-
-    environment: dict[str, str]
-    config: object  # delegate_lens.config's cache (None: not loaded yet)
-    manager: object  # the plugin manager (None: not built yet)
-    options: object  # the -p options
-    plugins: frozenset[str] | None  # the names registered in it
-
-    @classmethod
-    def now(cls) -> _Setting:
-        config = sys.modules.get("delegate_lens.config")
-        plugins = sys.modules.get("delegate_lens.pluginmanager")
-        manager = None if plugins is None else plugins._pm
-        return cls(
-            dict(os.environ),
-            None if config is None else config._cache,
-            manager,
-            None if plugins is None else plugins._options,
-            None if manager is None else frozenset(n for n, _ in manager.list_name_plugin()),
-        )
-
-    def same(self, other: _Setting) -> bool:
-        return (
-            self.config is other.config
-            and self.manager is other.manager
-            and self.options == other.options
-            and self.plugins == other.plugins
-            and self.environment == other.environment
-        )
+def _plugin_options() -> tuple[str, ...] | None:
+    """The caller's ``-p`` options when it has loaded its plugins (None: not loaded)."""
+    plugins = sys.modules.get("delegate_lens.pluginmanager")
+    if plugins is None or plugins._pm is None:
+        return None
+    options: tuple[str, ...] = plugins._options
+    return options
 
 
 class _Pool:
-    """The started workers, and the books of what each has (kept under ``books``)."""
+    """One run's workers: the executor, the batches submitted and not yet done."""
 
-    def __init__(self, others: int, location: str, known: frozenset[str]) -> None:
+    def __init__(self, workers: int, location: str, known: frozenset[str]) -> None:
         import multiprocessing
-
-        self.pid = os.getpid()
-        self.setting = _Setting.now()
 
         method = _start_method()
         context: Any = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
-        self.books = threading.Lock()
-        self.reaping = threading.Lock()
-        self.claims = _Claims(context, others)
-        # the receiving thread waits on this too: woken when workers are sent the end
-        self.wake_up, self._wake = context.Pipe(duplex=False)
-        self.workers: list[_Worker] = []
-        with warnings.catch_warnings():
+        self.stop = context.Event()
+        self.executor = ProcessPoolExecutor(
+            workers,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(location, known, os.getcwd(), self.stop, _plugin_options()),
+        )
+        self.running: dict[Future[_PackedResults | None], list[Source]] = {}
+        self.processes: list[Any] = []  # (multiprocessing.Process) in the order started
+
+    def submit(self, batch: list[Source]) -> None:
+        """Queue ``batch`` for a worker (the first starts the workers)."""
+        with warnings.catch_warnings(), _sigint_blocked():
             # Python >= 3.12 warns of fork in any process with native threads; ours are
             # numpy's and Arrow's, which are fork-safe, and no Python thread runs
             warnings.filterwarnings(
                 "ignore", "This process .* is multi-threaded", DeprecationWarning
             )
-            for index in range(others):
-                batches_in, batches_out = context.Pipe(duplex=False)
-                results_in, results_out = context.Pipe(duplex=False)
-                _grow(batches_out)
-                _grow(results_out)
-                process = context.Process(
-                    target=_serve,
-                    args=(
-                        index,
-                        location,
-                        known,
-                        batches_in,
-                        results_out,
-                        self.claims,
-                    ),
-                    name=f"delegate-lens-collect-{index + 1}",
-                    daemon=True,
-                )
-                process.start()
-                batches_in.close()
-                results_out.close()
-                self.workers.append(_Worker(index, process, batches_out, results_in))
+            try:
+                future = self.executor.submit(_collect_packed, _pack(batch))
+            except BrokenProcessPool:
+                raise CollectError(self.died()) from None
+        self.running[future] = batch
+        self._name_processes()
 
-    def fits(self, others: int) -> bool:
-        """Whether this pool may serve a run of ``others`` started workers here."""
+    def _name_processes(self) -> None:
+        """Note the workers started so far, named ``delegate-lens-collect-N``."""
+        # the executor's table of its processes (pid -> Process), kept since Python 3.2
+        table: dict[int, Any] = getattr(self.executor, "_processes", None) or {}
+        for process in table.values():
+            if process not in self.processes:
+                self.processes.append(process)
+                process.name = f"delegate-lens-collect-{len(self.processes)}"
+
+    def finished(self) -> Iterator[list[FileResult]]:
+        """Wait for batches to finish: the results of each that did."""
+        done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+        for future in done:
+            batch = self.running.pop(future)
+            try:
+                packed = future.result()
+            except BrokenProcessPool:
+                raise CollectError(self.died()) from None
+            if packed is not None:
+                yield _unpack(packed, batch)
+
+    def died(self) -> str:
+        """Why the pool broke: which worker ended, and how (once all have ended)."""
+        self.executor.shutdown(wait=True)
+        ended = [
+            (index, process.exitcode)
+            for index, process in enumerate(self.processes, 1)
+            if process.exitcode not in (0, None)
+        ]
+        # the pool stops the others (SIGTERM) once one is gone: the one gone first is
+        # one that ended otherwise, when there is one
+        first = [item for item in ended if item[1] != -signal.SIGTERM] or ended
+        if not first:
+            return "collect: a worker process ended before its batches were done"
+        index, code = first[0]
+        pid = self.processes[index - 1].pid
         return (
-            self.pid == os.getpid()
-            and len(self.workers) == others
-            and self.setting.same(_Setting.now())
-            and all(worker.process.is_alive() for worker in self.workers)
+            f"collect: worker process {index} ended (exit code {code}; pid {pid}) before "
+            f"its batches were done"
         )
 
-    def begin(self, location: str, known: frozenset[str]) -> bool:
-        """A new run for kept workers: each is sent the dataset, known hashes and this
-        process's working folder, and answers; ``False`` when one does not (it ended)."""
-        try:
-            # pickled once for every worker (the known hashes may be millions)
-            message = pickle.dumps(
-                (_NEW_RUN, (location, known, os.getcwd())), pickle.HIGHEST_PROTOCOL
-            )
-            for worker in self.workers:
-                worker.seq, worker.closed = 0, False
-                worker.sent.clear()
-                worker.inbox.send_bytes(message)
-            for worker in self.workers:
-                if not worker.outbox.poll(_ANSWER_SECONDS):
-                    return False
-                if worker.outbox.recv()[1] != "ready":
-                    return False
-        except (OSError, EOFError):  # it ended (idle, or killed); or no working folder
-            return False
-        return True
-
-    def send(self, worker: _Worker, batch: list[Source]) -> None:
-        """Give ``worker`` one more batch (under ``books``)."""
-        try:
-            worker.inbox.send((worker.seq, _pack(batch)))
-        except OSError:  # its end of the pipe is closed: it ended
-            raise CollectError(
-                f"collect: worker process {worker.index + 1} ended (exit code "
-                f"{self.reap(worker)}) before it was sent all its batches"
-            ) from None
-        worker.sent.append((worker.seq, batch))
-        worker.seq += 1
-
-    def _left(self, worker: _Worker, rate: float | None, now: float) -> tuple[float, int]:
-        """(seconds of work ``worker`` has left, at ``rate`` seconds per byte, else its
-        bytes not started; the last batch it started)."""
-        started, since = self.claims.started(worker.index)
-        left = 0.0
-        for seq, batch in worker.sent:
-            if seq < started or (rate is None and seq == started):
-                continue
-            work = float(sum(source.size for source in batch))
-            if rate is not None:
-                work *= rate
-                if seq == started:
-                    work = max(0.0, since + work - now)
-            left += work
-        return left, started
-
-    def hand_out(self, batches: Iterable[list[Source]], rate: float | None) -> None:
-        """Send ``batches`` (the last cut ahead), each to the worker with least left."""
-        now = time.monotonic()
-        with self.books:
-            for batch in batches:
-                worker = min(
-                    (w for w in self.workers if not w.closed),
-                    key=lambda w: self._left(w, rate, now)[0],
-                )
-                self.send(worker, batch)
-
-    def take_back(self, rate: float | None) -> list[list[Source]] | None:
-        """Files sent to a worker that it has not started (it will skip them), for this
-        process, which has nothing else left, as runs of files in the order found (the
-        tail of one batch, and any later batches whole); ``None`` when none is worth
-        taking.
-
-        From the worker with the most left: half of it (at ``rate`` seconds per byte, this
-        process's own; half of what it has not started when unknown), the newest files
-        first, so that both finish together."""
-        while True:
-            now = time.monotonic()
-            with self.books:
-                lefts = [(*self._left(w, rate, now), w) for w in self.workers if w.sent]
-                if not lefts:
-                    return None
-                left, started, worker = max(lefts, key=lambda item: item[0])
-                if rate is not None and left / 2 < _MIN_TAKE_SECONDS:
-                    return None  # not worth a part
-                want = left / 2 / rate if rate is not None else left / 2  # bytes
-                sent = list(worker.sent)
-                # from the newest file back, while a file is at least half wanted: the
-                # batches after ``k`` whole, and batch ``k`` from file ``start`` on
-                k, start = len(sent), 0
-                while k > 0 and sent[k - 1][0] > started and not start:
-                    k -= 1
-                    batch = sent[k][1]
-                    start = len(batch)
-                    while start > 0 and want >= batch[start - 1].size / 2:
-                        start -= 1
-                        want -= batch[start].size
-                if k < len(sent) and start == len(sent[k][1]):  # none of batch k
-                    k, start = k + 1, 0
-                if k == len(sent):
-                    return None  # nothing (worth) taking
-                if not self.claims.take(worker.index, sent[k][0], start):
-                    continue  # it started batch k just now: look again
-                taken = [sent[k][1][start:], *(batch for _, batch in sent[k + 1 :])]
-                del sent[k + (start > 0) :]
-                if start:
-                    sent[k] = (sent[k][0], sent[k][1][:start])
-                worker.sent = deque(sent)
-                if not sent and worker.closed:
-                    # no answer is coming from it: the receiving thread must look again
-                    # (a kept worker does not end, so its pipe says nothing)
-                    self._wake.send(None)
-                return taken
-
-    def close(self, *, drop: bool) -> None:
-        """No more batches for this run (with ``drop``, any a worker has not started is
-        skipped)."""
-        with self.books:
-            changed = False
-            for worker in self.workers:
-                if drop:
-                    self.claims.drop(worker.index)
-                if not worker.closed:
-                    worker.closed = changed = True
-                    with contextlib.suppress(OSError):  # it is gone
-                        worker.inbox.send((_RUN_OVER, None))
-            if changed:  # the receiving thread looks again at who is done
-                self._wake.send(None)
-
-    def end(self) -> None:
-        """Send every worker the end (each ends after the batches it has)."""
-        for worker in self.workers:
-            with contextlib.suppress(OSError):  # it is gone
-                worker.inbox.send(None)
-
-    def reap(self, worker: _Worker) -> int | None:
-        """Wait for ``worker`` to end (a minute at most, then stop it): its exit code.
-        Either thread may call this, one at a time."""
-        with self.reaping:
-            worker.process.join(timeout=60)
-            if worker.process.is_alive():  # stuck: not worth a hang
-                worker.process.terminate()
-                worker.process.join()
-            code: int | None = worker.process.exitcode
-            return code
-
-    def woken(self) -> None:
-        """Take the wake-up (what for, the books say)."""
-        self.wake_up.recv()
-
-    def join(self) -> None:
-        """End every worker and wait for it, then close the pipes."""
-        self.end()
-        for worker in self.workers:
-            self.reap(worker)
-        self.release()
-
-    def release(self) -> None:
-        """Close the pipes."""
-        for worker in self.workers:
-            worker.inbox.close()
-            worker.outbox.close()
-        self.wake_up.close()
-        self._wake.close()
-
-
-_kept_lock = threading.Lock()
-_kept: list[_Pool] = []  # idle workers kept for the next run (one set at most)
-_exit_registered = False
-
-
-def _take_kept() -> list[_Pool]:
-    """The kept workers, no longer kept: those this process started (a fork's copy of
-    another process's are left alone)."""
-    with _kept_lock:
-        pools, _kept[:] = list(_kept), []
-    return [pool for pool in pools if pool.pid == os.getpid()]
-
-
-def _end_kept_at_exit() -> None:
-    """At this process's exit: kept workers are sent the end (multiprocessing's own exit
-    handler then stops and reaps its daemon processes, ours among them; a worker also
-    ends by itself when this process is gone, however it ends)."""
-    for pool in _take_kept():
-        pool.end()
-
-
-def _take_pool(others: int, location: str, known: frozenset[str]) -> _Pool:
-    """Workers for a run: the kept ones when they fit and answer, else new ones."""
-    global _exit_registered
-    with _kept_lock:
-        pool = _kept.pop() if _kept else None
-    if pool is not None:
-        try:
-            if pool.fits(others) and pool.begin(location, known):
-                return pool
-        except BaseException:  # (Ctrl-C while it answers)
-            pool.join()
-            raise
-        if pool.pid == os.getpid():  # (a fork's copy of another process's: left alone)
-            pool.join()
-    if not _exit_registered:
-        import atexit
-        import multiprocessing.util  # noqa: F401  (its exit handler first: it runs after ours)
-
-        atexit.register(_end_kept_at_exit)
-        _exit_registered = True
-    return _Pool(others, location, known)
-
-
-def _keep(pool: _Pool) -> None:
-    """After a run that ended well: keep its workers for the next (one set at most)."""
-    with _kept_lock:
-        if not _kept:
-            _kept.append(pool)
-            return
-    pool.end()  # another run's are kept already: these end (not waited for)
-    pool.release()
+    def close(self, *, stop: bool) -> None:
+        """End the workers and wait for them (with ``stop``, each takes no more batches:
+        it ends after the one it is writing)."""
+        if stop:
+            self.stop.set()
+        self.executor.shutdown(wait=True, cancel_futures=stop)
 
 
 def shutdown_workers() -> None:
-    """End the worker processes kept for the next ``collect`` in this process, and wait
-    for them (they also end after ``IDLE_SECONDS`` idle, and with this process)."""
-    for pool in _take_kept():
-        pool.join()
+    """Kept for compatibility, does nothing: ``collect``'s workers end with each run
+    (they were once kept for the next run in the same process)."""
 
 
 def run_workers(
     workers: int, location: str, batches: Iterable[list[Source]], known: frozenset[str]
 ) -> Iterator[list[FileResult]]:
-    """Collect ``batches`` with this process and ``workers - 1`` started ones, yielding
-    each batch's results as it finishes. The workers start now, before any thread of
-    this process (a progress bar's, the receiving one); each batch is cut when a worker
-    is about to need it. Workers kept from an earlier run are used when they fit, and
-    kept for the next when this one ends well."""
+    """Collect ``batches`` with ``workers`` started processes, yielding each batch's
+    results as it finishes (in the order they finish). The workers start now, with the
+    first batch, before any thread of this process; each later batch is cut when the
+    workers are about to need it."""
     pending = iter(batches)
-    finder = pending if isinstance(pending, Batcher) else None  # found here, between cuts
-    if finder is not None:
-        finder.finds_on_cut = False
-    ready: deque[list[Source]] = deque()  # cut ahead, for a worker that finishes one
     first = next(pending, None)
-    pool = _take_pool(workers - 1, location, known)
-    if first is not None:
-        try:
-            with pool.books:
-                pool.send(pool.workers[0], first)
-        except BaseException:
-            pool.join()
-            raise
-    done: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    if first is None:
+        return iter(())
+    pool = _Pool(workers, location, known)
+    try:
+        pool.submit(first)
+    except BaseException:
+        pool.close(stop=True)
+        raise
+    return _results(pool, pending, DEPTH * workers)
 
-    def next_batch() -> list[Source] | None:  # (only this thread cuts and finds)
-        return next(pending, None)
 
-    def take_ready() -> list[Source] | None:
-        try:
-            return ready.popleft()
-        except IndexError:  # none (or the other thread took the last)
-            return None
-
-    def top_up() -> None:
-        """Every worker ``DEPTH`` batches ahead, and one more each cut ahead."""
-        for worker in pool.workers:
-            while len(worker.sent) < DEPTH and not worker.closed:
-                batch = take_ready() or next_batch()
+def _results(
+    pool: _Pool, pending: Iterator[list[Source]], depth: int
+) -> Iterator[list[FileResult]]:
+    """Keep ``depth`` batches submitted; pass the results on; end the workers at the end,
+    however it comes (an error, the caller stopping, Ctrl-C)."""
+    finished = False
+    try:
+        more = True
+        while True:
+            while more and len(pool.running) < depth:
+                batch = next(pending, None)
                 if batch is None:
-                    return
-                with pool.books:
-                    pool.send(worker, batch)
-        while len(ready) < len(pool.workers):
-            batch = next_batch()
-            if batch is None:
-                return
-            ready.append(batch)
-
-    def receive() -> None:
-        """Pass every result on; hand a worker that finished a batch one cut ahead."""
-        from multiprocessing.connection import wait
-
-        live = {worker.outbox: worker for worker in pool.workers}
-        try:
-            while live:
-                for connection in wait([*live, pool.wake_up]):
-                    if connection is pool.wake_up:
-                        pool.woken()
-                        continue
-                    worker = live[connection]
-                    try:
-                        seq, kind, value = worker.outbox.recv()
-                    except EOFError:  # the worker ended
-                        del live[connection]
-                        if worker.sent:
-                            raise CollectError(
-                                f"collect: worker process {worker.index + 1} ended (exit "
-                                f"code {pool.reap(worker)}) before its batches were done"
-                            ) from None
-                        continue
-                    with pool.books:
-                        if not worker.sent or worker.sent[0][0] != seq:
-                            raise CollectError(
-                                f"collect: worker process {worker.index + 1} answered a "
-                                f"batch it was not sent ({seq})"
-                            )
-                        _, answered = worker.sent.popleft()
-                        if not worker.closed and (batch := take_ready()) is not None:
-                            pool.send(worker, batch)
-                    if kind == "error":
-                        raise value
-                    done.put(("results", _unpack(value, answered)))
-                with pool.books:  # sent the end and done: no need to wait for it to end
-                    for worker in [w for w in live.values() if w.closed and not w.sent]:
-                        del live[worker.outbox]
-        except BaseException as exc:  # raised again by the consumer
-            done.put(("error", exc))
-        finally:
-            done.put(("end", None))
-
-    receiver = threading.Thread(target=receive, name="delegate-lens-receive", daemon=True)
-
-    ended = threading.Event()
-
-    def passed_on(block: bool) -> Iterator[list[FileResult]]:
-        """Results the receiving thread passed on (until it ends, when ``block``)."""
-        while not ended.is_set():
-            try:
-                kind, value = done.get(block=block)
-            except queue.Empty:
-                return
-            if kind == "end":
-                ended.set()
-                return
-            if kind == "error":
-                raise value
-            yield value
-
-    def results() -> Iterator[list[FileResult]]:
-        receiver.start()
-        finished = False
-        spent = 0.0  # seconds this process spent collecting
-        collected = 0  # bytes
-        try:
-            while True:
-                top_up()
-                if finder is not None and finder.wants_finding:
-                    finder.find()  # a step at a time, the others topped up in between
-                    continue
-                batch = next_batch()
-                if batch is None:  # all cut: those cut ahead go out, then the end
-                    rate = spent / collected if collected else None
-                    pool.hand_out(iter(take_ready, None), rate)
-                    pool.close(drop=False)
-                    runs = pool.take_back(rate)  # half of what is left, or nothing
-                    if runs is None:
-                        break
+                    more = False
                 else:
-                    runs = [batch]
-                batch = [source for run in runs for source in run]  # one part
-                start = time.perf_counter()
-                done_here = collect_batch(location, batch, known)
-                spent += time.perf_counter() - start
-                collected += sum(source.size for source in batch)
-                # each run's results apart: the caller orders results by runs
-                at = 0
-                for run in runs:
-                    yield done_here[at : at + len(run)]
-                    at += len(run)
-                yield from passed_on(block=False)
-            yield from passed_on(block=True)
-            finished = True
-        finally:
-            pool.close(drop=not finished)
-            if finished:
-                _keep(pool)
-            else:  # none may still be writing when the error reaches the caller
-                pool.join()
-
-    return results()
+                    pool.submit(batch)
+            if not pool.running:
+                break
+            yield from pool.finished()
+        finished = True
+    finally:
+        pool.close(stop=not finished)
