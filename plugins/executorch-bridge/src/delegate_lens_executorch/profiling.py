@@ -135,13 +135,19 @@ def profile(
 
         record = parse_etrecord(etrecord)
     chosen = _choose_inputs(inputs, bundled, record, method)
-    run = run_program(
-        data, chosen, origin=os.fspath(program), method=method, runs=runs, debug=debug
-    )
     stage = Path(tempfile.mkdtemp(prefix=".profile-", dir=out.parent if out else None))
-    try:
+    try:  # the runtime writes its files into the stage: no copy of the debug buffer
+        run_program(
+            data,
+            chosen,
+            origin=os.fspath(program),
+            method=method,
+            runs=runs,
+            debug=debug,
+            folder=stage,
+        )
         title = f"profile of {Path(program).name}"
-        inspector = _write(stage, run, record, chosen, debug, title, write_all=out is not None)
+        inspector = _write(stage, record, chosen, debug, title, write_all=out is not None)
         if out is not None:
             _move_in(stage, out)
         inspector.etdump_path = None if out is None else out / ETDUMP
@@ -152,7 +158,6 @@ def profile(
 
 def _write(
     folder: Path,
-    run: Any,
     record: Any,
     chosen: list[Any],
     debug: bool,
@@ -162,11 +167,7 @@ def _write(
 ) -> Any:
     from delegate_lens.inspector import Inspector
 
-    (folder / ETDUMP).write_bytes(run.etdump)
-    buffer_path = None
-    if debug and run.debug_buffer is not None:
-        buffer_path = folder / DEBUG_BUFFER
-        buffer_path.write_bytes(run.debug_buffer)
+    buffer_path = folder / DEBUG_BUFFER if debug else None  # both written by the runtime
     inspector = Inspector(
         etdump_path=folder / ETDUMP,
         etrecord=record,

@@ -144,9 +144,14 @@ def run_program(
     runs: int = 1,
     debug: bool = False,
     debug_buffer_size: int = DEFAULT_DEBUG_BUFFER_SIZE,
+    folder: Path | None = None,
 ) -> RealRun:
     """Run ``method`` of program ``data`` ``runs`` times on ``inputs`` with ETDump on
-    (and a debug buffer of intermediate outputs with ``debug``)."""
+    (and a debug buffer of intermediate outputs with ``debug``).
+
+    ``folder``: the runtime writes ``etdump.etdp`` (and ``debug.bin``) there, and the
+    run's ``debug_buffer`` is ``None`` (the buffer, as large as it was made, is not read
+    back: read the file)."""
     if runs < 1:
         raise UsageError(f"runs must be >= 1, got {runs}")
     module = load_module(data, origin, debug_buffer_size=debug_buffer_size if debug else 0)
@@ -154,7 +159,7 @@ def run_program(
     if method not in names:
         raise UsageError(f"{origin}: no method {method!r} (methods: {', '.join(names)})")
     outputs = execute(module, method, inputs, origin=origin, runs=runs)
-    etdump, buffer = write_results(module, debug=debug)
+    etdump, buffer = write_results(module, debug=debug, folder=folder)
     return RealRun(outputs, etdump, buffer)
 
 
@@ -195,12 +200,16 @@ def _expected_inputs(module: Any, method: str, inputs: Sequence[Any]) -> str:
     return f"; it takes {show(wanted)}, given {show(given)}"
 
 
-def write_results(module: Any, *, debug: bool) -> tuple[bytes, bytes | None]:
-    """The module's ETDump (and debug buffer) as bytes."""
+def write_results(
+    module: Any, *, debug: bool, folder: Path | None = None
+) -> tuple[bytes, bytes | None]:
+    """The module's ETDump (and debug buffer) as bytes; with ``folder``, the files are
+    written there and only the ETDump is read back."""
     with tempfile.TemporaryDirectory() as tmp, native_quiet():
-        etdump_path = Path(tmp) / "etdump.etdp"
-        debug_path = Path(tmp) / "debug.bin"
+        where = Path(tmp) if folder is None else folder
+        etdump_path, debug_path = where / "etdump.etdp", where / "debug.bin"
         module.write_etdump_result_to_file(str(etdump_path), str(debug_path) if debug else None)
         etdump = etdump_path.read_bytes()
-        buffer = debug_path.read_bytes() if debug and debug_path.exists() else None
+        keep = folder is None and debug and debug_path.exists()
+        buffer = debug_path.read_bytes() if keep else None
     return etdump, buffer
