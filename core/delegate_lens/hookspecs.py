@@ -380,9 +380,12 @@ def dl_executorch_bridge() -> object | None:
     itself: the plugin distribution ``delegate-lens-executorch`` (the ``executorch`` extra)
     answers this hook.
 
-    :returns: an object with ``profile(...)``, ``check_backend(partitioner, ...)`` and
-        ``verify(...)`` (see ``plugins/executorch-bridge``), or ``None`` when this plugin
-        cannot bridge (for example ``executorch`` is not importable).
+    :returns: an object with ``profile(...)``, ``check_backend(partitioner, ...)``,
+        ``verify(...)`` and ``generate_etrecord(...)`` and the names ``rules`` and
+        ``profile_files`` (see ``plugins/executorch-bridge``, class ``Bridge``), or
+        ``None`` when this plugin cannot bridge (for example ``executorch`` is not
+        importable). ``delegate_lens.generate_etrecord`` given ExecuTorch's own program
+        managers calls it too.
 
     firstresult: the first non-``None`` result wins. No result is a
     :class:`delegate_lens.errors.MissingExtraError` naming the ``executorch`` extra.
