@@ -48,11 +48,11 @@ def _as_bytes(value: Any, field: str) -> bytes:
         raise TypeError(f"{field} must be bytes, not {type(value).__name__}") from None
 
 
-def _spec_value(value: Any) -> bytes:
+def _spec_value(value: object) -> bytes:
     return _as_bytes(value, "CompileSpec.value")
 
 
-def _processed_bytes(value: Any) -> bytes:
+def _processed_bytes(value: object) -> bytes:
     return _as_bytes(value, "PreprocessResult.processed_bytes")
 
 
@@ -65,7 +65,7 @@ class CompileSpec:
 
 
 def _check_map(
-    instance: Any, attribute: Any, value: Mapping[Any, Any] | None
+    instance: object, attribute: object, value: Mapping[Any, Any] | None
 ) -> None:  # attrs validator signature
     if value is not None and not isinstance(value, Mapping):
         raise TypeError(
@@ -93,7 +93,7 @@ class BackendDetails(abc.ABC):
 
     @staticmethod
     @abc.abstractmethod
-    def preprocess(edge_program: Any, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
+    def preprocess(edge_program: object, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
         """Compile one partition (a ``torch.export.ExportedProgram``)."""
 
 

@@ -35,7 +35,7 @@ __all__ = ["Exporter", "get_exporters"]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 
-def _check_name(instance: Any, attribute: Any, value: str) -> None:
+def _check_name(instance: object, attribute: object, value: str) -> None:
     if not isinstance(value, str) or not _NAME.match(value):
         raise ValueError(
             f"exporter name {value!r}: use letters, digits and '_.+-' (e.g. 'chrome-trace')"
@@ -91,7 +91,7 @@ def get_exporters(pm: pluggy.PluginManager | None = None) -> dict[str, Exporter]
     return found
 
 
-def _as_list(result: Any, plugin_name: str, pm: pluggy.PluginManager | None) -> list[Any]:
+def _as_list(result: object, plugin_name: str, pm: pluggy.PluginManager | None) -> list[Any]:
     if isinstance(result, Exporter):
         return [result]
     if isinstance(result, Iterable) and not isinstance(result, (str, bytes)):

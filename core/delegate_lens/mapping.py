@@ -207,8 +207,8 @@ class DelegateMappingBuilder:
 
     def insert_delegate_mapping_entry(
         self,
-        nodes: Any = None,
-        handles: Any = None,
+        nodes: object = None,
+        handles: object = None,
         identifier: Identifier | None = None,
     ) -> Identifier:
         """Add a new entry and return its identifier.
@@ -238,10 +238,10 @@ class DelegateMappingBuilder:
 
     def upsert_delegate_mapping_entry(
         self,
-        nodes: Any = None,
+        nodes: object = None,
         identifier: Identifier | None = None,
         *,
-        handles: Any = None,
+        handles: object = None,
     ) -> Identifier:
         """Add an entry, or add handles to an existing one (a union); return the identifier.
 

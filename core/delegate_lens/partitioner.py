@@ -37,7 +37,7 @@ class DelegationSpec:
     compile_specs: tuple[CompileSpec, ...] = attrs.field(factory=tuple, converter=_spec_list)
 
 
-def _check_tags(instance: Any, attribute: Any, value: dict[str, DelegationSpec]) -> None:
+def _check_tags(instance: object, attribute: object, value: dict[str, DelegationSpec]) -> None:
     for tag, spec in value.items():
         if not isinstance(tag, str) or not isinstance(spec, DelegationSpec):
             raise TypeError(
@@ -57,10 +57,10 @@ class Partitioner(abc.ABC):
     """Subclass and implement :meth:`partition`."""
 
     @abc.abstractmethod
-    def partition(self, exported_program: Any) -> PartitionResult:
+    def partition(self, exported_program: object) -> PartitionResult:
         """Tag the nodes to delegate (``node.meta["delegation_tag"]``) and say who gets them."""
 
-    def ops_to_not_decompose(self, exported_program: Any) -> tuple[list[Any], Any]:
+    def ops_to_not_decompose(self, exported_program: object) -> tuple[list[Any], Any]:
         """Operators the backend wants kept whole by ``to_edge_transform_and_lower``.
 
         :returns: ``(list of OpOverload, optional filter(node) -> bool)``; none by default.

@@ -137,7 +137,7 @@ class DelegateLensPluginManager(pluggy.PluginManager):
         self.unknown_blocked: tuple[str, ...] = ()
         """Names given as ``-p no:NAME`` that match no built-in and no entry point."""
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith("dl_"):
             method = getattr(plugin, name, None)

@@ -35,12 +35,12 @@ def align_columns(
     return lines
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> bool:
     """An int or a float, not a bool (a number column of the grid)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

@@ -95,7 +95,7 @@ class DelegationInfo:
         return "\n".join(align_columns(rows, right={1, 2}))
 
 
-def _graph_module(obj: Any) -> torch.fx.GraphModule:
+def _graph_module(obj: object) -> torch.fx.GraphModule:
     if isinstance(obj, torch.fx.GraphModule):
         return obj
     if hasattr(obj, "exported_program") and callable(obj.exported_program):
@@ -116,7 +116,7 @@ def _operators(graph: torch.fx.Graph) -> Iterator[torch.fx.Node]:
         yield node
 
 
-def get_delegation_info(graph_module: Any) -> DelegationInfo:
+def get_delegation_info(graph_module: object) -> DelegationInfo:
     """Count delegated and non-delegated operator nodes of a lowered graph."""
     gm = _graph_module(graph_module)
     by_op: dict[str, list[int]] = {}
@@ -153,7 +153,7 @@ def get_delegation_info(graph_module: Any) -> DelegationInfo:
     )
 
 
-def reference_op_type(target: Any) -> str:
+def reference_op_type(target: object) -> str:
     """The op type as the reference's delegation info writes it (its edge node names without
     their number): ``aten.convolution.default`` -> ``aten_convolution_default``."""
     return op_name(target).replace(".", "_")
@@ -169,7 +169,7 @@ def print_delegation_info(graph_module: Any, file: Any = None) -> None:
     print(format_fancy_grid(list(COLUMNS), [list(row) for row in info.rows()]), file=file)
 
 
-def format_delegated_graph(graph_module: Any) -> str:
+def format_delegated_graph(graph_module: object) -> str:
     """The graph as text, each delegate call followed by the operators it runs."""
     gm = _graph_module(graph_module)
     lines: list[str] = []
@@ -194,6 +194,6 @@ def format_delegated_graph(graph_module: Any) -> str:
     return "\n".join(lines)
 
 
-def print_delegated_graph(graph_module: Any) -> None:
+def print_delegated_graph(graph_module: object) -> None:
     """Print :func:`format_delegated_graph`."""
     print(format_delegated_graph(graph_module))

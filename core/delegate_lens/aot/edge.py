@@ -27,7 +27,7 @@ __all__ = ["EdgeProgramManager", "to_edge", "to_edge_transform_and_lower"]
 PartitionerArg = Partitioner | str | Sequence[Partitioner | str] | Mapping[str, Any]
 
 
-def _programs(programs: Any) -> dict[str, ExportedProgram]:
+def _programs(programs: object) -> dict[str, ExportedProgram]:
     if isinstance(programs, ExportedProgram):
         return {"forward": programs}
     if isinstance(programs, Mapping):
@@ -214,7 +214,7 @@ class EdgeProgramManager:
 
         return build_program_manager(self)
 
-    def to_executorch(self, config: Any = None) -> ProgramManager:
+    def to_executorch(self, config: object = None) -> ProgramManager:
         """Alias of :meth:`to_program`, under the reference's name (its snippets run as they
         are). ``config`` (the reference's ``ExecutorchBackendConfig``) must be None: the
         reference's memory-planning and emitter options are not modelled here."""
@@ -229,7 +229,7 @@ class EdgeProgramManager:
         return f"EdgeProgramManager(methods={self.methods})"
 
 
-def _preserved_ops(partitioners: Iterable[Any], program: ExportedProgram) -> list[Any]:
+def _preserved_ops(partitioners: Iterable[object], program: ExportedProgram) -> list[Any]:
     ops: list[Any] = []
     for part in partitioners:
         hook = getattr(part, "ops_to_not_decompose", None)
@@ -242,7 +242,7 @@ def _preserved_ops(partitioners: Iterable[Any], program: ExportedProgram) -> lis
 
 
 def _to_edge(
-    programs: Any, generate_etrecord: bool, preserve: Mapping[str, list[Any]] | None = None
+    programs: object, generate_etrecord: bool, preserve: Mapping[str, list[Any]] | None = None
 ) -> EdgeProgramManager:
     sources = _programs(programs)
     edge: dict[str, ExportedProgram] = {}
@@ -255,7 +255,7 @@ def _to_edge(
 
 
 def _reference_options(
-    compile_config: Any, constant_methods: Any, transform_passes: Any = None
+    compile_config: object, constant_methods: object, transform_passes: object = None
 ) -> None:
     """The reference's options: an ``EdgeCompileConfig`` is accepted (its IR checks are the
     reference's own), constant methods and transform passes are not modelled."""
@@ -267,11 +267,11 @@ def _reference_options(
 
 
 def to_edge(
-    programs: Any,
+    programs: object,
     *,
     generate_etrecord: bool = False,
-    compile_config: Any = None,
-    constant_methods: Any = None,
+    compile_config: object = None,
+    constant_methods: object = None,
 ) -> EdgeProgramManager:
     """Decompose to core ATen and give every operator node a debug handle.
 
@@ -286,13 +286,13 @@ def to_edge(
 
 
 def to_edge_transform_and_lower(
-    programs: Any,
+    programs: object,
     partitioner: PartitionerArg | None = None,
     generate_etrecord: bool = False,
     *,
-    compile_config: Any = None,
-    constant_methods: Any = None,
-    transform_passes: Any = None,
+    compile_config: object = None,
+    constant_methods: object = None,
+    transform_passes: object = None,
 ) -> EdgeProgramManager:
     """:func:`to_edge` then :meth:`EdgeProgramManager.to_backend`, as in ExecuTorch.
 

@@ -73,7 +73,7 @@ def assign_debug_handles(
     return groups
 
 
-def _decomp_table(preserve: Iterable[Any]) -> Any:
+def _decomp_table(preserve: Iterable[object]) -> Any:
     table = torch.export.default_decompositions()
     for op in preserve:
         overloads = [op] if isinstance(op, torch._ops.OpOverload) else []
@@ -86,7 +86,7 @@ def _decomp_table(preserve: Iterable[Any]) -> Any:
 
 
 def decompose_with_handles(
-    program: ExportedProgram, preserve: Iterable[Any] = ()
+    program: ExportedProgram, preserve: Iterable[object] = ()
 ) -> ExportedProgram:
     """Run the core-ATen decompositions (keeping ``preserve`` ops whole) and set handles."""
     graph_id = id(program.graph)

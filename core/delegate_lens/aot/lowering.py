@@ -349,7 +349,7 @@ def _preprocess(
 
 
 def lower_partitions(
-    ep: ExportedProgram, partition_tags: Mapping[str, DelegationSpec], pm: Any
+    ep: ExportedProgram, partition_tags: Mapping[str, DelegationSpec], pm: object
 ) -> tuple[ExportedProgram, list[LoweredBackendModule]]:
     """Lower every tagged partition of ``ep`` (a copy the caller owns; it is modified)."""
     gm = ep.graph_module

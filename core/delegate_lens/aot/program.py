@@ -70,7 +70,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def op_name(target: Any) -> str:
+def op_name(target: object) -> str:
     """``torch.ops.aten.linear.default`` -> ``"aten.linear.default"``."""
     if isinstance(target, torch._ops.OpOverload):
         return f"{target.namespace}.{target._opname}.{target._overloadname}"
@@ -111,7 +111,7 @@ class _MethodBuilder:
         self.values.append(value)
         return len(self.values) - 1
 
-    def tensor_spec(self, node: torch.fx.Node, value: Any) -> int:
+    def tensor_spec(self, node: torch.fx.Node, value: object) -> int:
         if not isinstance(value, torch.Tensor):
             raise UsageError(
                 f"method {self.name!r}: node {node.name} produces {type(value).__name__}, "
@@ -119,7 +119,7 @@ class _MethodBuilder:
             )
         return self.add(TensorValue(dtype_name(value.dtype), _static_shape(node, value)))
 
-    def arg(self, value: Any, where: str) -> int:
+    def arg(self, value: object, where: str) -> int:
         if isinstance(value, torch.fx.Node):
             try:
                 return self.node_value[value]
@@ -323,7 +323,7 @@ class ProgramManager:
         """Write :attr:`buffer` to an open binary file (ExecuTorch's name for it)."""
         open_file.write(self.buffer)
 
-    def get_etrecord(self, representative_inputs: Any = None) -> ETRecord:
+    def get_etrecord(self, representative_inputs: object = None) -> ETRecord:
         """The ETRecord of this program (needs ``generate_etrecord=True`` in ``to_edge``).
 
         It stores representative inputs for numeric debugging: ``representative_inputs``

@@ -61,7 +61,7 @@ def _spec(compile_specs: Sequence[Any], key: str, allowed: Sequence[str], defaul
     return default
 
 
-def precision(compile_specs: Sequence[Any]) -> str:
+def precision(compile_specs: Sequence[object]) -> str:
     """The ``precision`` compile spec (``"exact"`` when absent); ValueError if unknown."""
     return _spec(compile_specs, PRECISION_SPEC, PRECISIONS, "exact")
 
@@ -75,7 +75,7 @@ def precision_kernels(compile_specs: Sequence[Any]) -> frozenset[str] | None:
     return None
 
 
-def debug_outputs(compile_specs: Sequence[Any]) -> bool:
+def debug_outputs(compile_specs: Sequence[object]) -> bool:
     """Whether the ``debug_outputs`` compile spec asks for every op's output (default)."""
     return _spec(compile_specs, DEBUG_OUTPUTS_SPEC, ("ops", "none"), "ops") == "ops"
 
@@ -122,7 +122,7 @@ class Numerics:
         return q.astype(np.float32) * scale, [q, np.asarray(scale, dtype=np.float32)]
 
 
-def dequantize(value: Any) -> Array | None:
+def dequantize(value: object) -> Array | None:
     """``[int8 values, scale]`` (an ``int8``-mode output) -> float32 values; else None."""
     if (
         isinstance(value, list)

@@ -42,7 +42,7 @@ _SUPPORTED = {
 _TRANSPOSES = {aten.permute.default, aten.t.default, aten.transpose.int}
 
 
-def _is_float32(value: Any) -> bool:
+def _is_float32(value: object) -> bool:
     if isinstance(value, torch.fx.Node):
         val = value.meta.get("val")
         return isinstance(val, torch.Tensor) and val.dtype == torch.float32
@@ -57,7 +57,7 @@ class _Support(OperatorSupportBase):
             if spec.kind != InputKind.USER_INPUT
         }
 
-    def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
+    def is_node_supported(self, submodules: object, node: torch.fx.Node) -> bool:
         if node.op != "call_function":
             return False
         if node.target in _TRANSPOSES:
@@ -118,6 +118,6 @@ class DemoPartitioner(Partitioner):
             tags[tag] = self.delegation_spec
         return PartitionResult(exported_program, tags)
 
-    def ops_to_not_decompose(self, exported_program: Any) -> tuple[list[Any], Any]:
+    def ops_to_not_decompose(self, exported_program: object) -> tuple[list[Any], Any]:
         """Keep ``linear`` whole so it can fuse with a following ``relu``."""
         return [aten.linear.default], None

@@ -18,7 +18,7 @@ from delegate_lens.backends_demo import BACKEND_ID
 
 
 @hookimpl
-def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
+def dl_partitioner(backend_id: str, compile_specs: Sequence[object]) -> Any | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.partitioner import DemoPartitioner
@@ -27,7 +27,9 @@ def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
 
 
 @hookimpl
-def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[Any]) -> Any | None:
+def dl_preprocess(
+    backend_id: str, edge_program: object, compile_specs: Sequence[object]
+) -> Any | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.preprocess import preprocess
@@ -65,7 +67,7 @@ def dl_parse_delegate_metadata(
 
 
 @hookimpl
-def dl_intermediate_output(backend_id: str, identifier: int | str, value: Any) -> Any | None:
+def dl_intermediate_output(backend_id: str, identifier: int | str, value: object) -> Any | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.numerics import dequantize

@@ -67,7 +67,7 @@ def string_identifiers(compile_specs: Sequence[Any]) -> bool:
     return False
 
 
-def _numel(node: Any) -> int:
+def _numel(node: object) -> int:
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     return int(val.numel()) if isinstance(val, torch.Tensor) else 1
 
@@ -89,7 +89,7 @@ class _Compiler:
         self.n_slots += 1
         return self.n_slots - 1
 
-    def operand(self, arg: Any) -> int:
+    def operand(self, arg: object) -> int:
         """The slot holding ``arg`` (a node, a constant or a Python number); -1 for None."""
         if arg is None:
             return -1
@@ -257,7 +257,7 @@ def _aot_names(node: torch.fx.Node) -> set[str]:
     return {target, node.name, parts[1] if len(parts) == 3 and parts[0] == "aten" else target}
 
 
-def preprocess(edge_program: Any, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
+def preprocess(edge_program: object, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
     """Compile ``edge_program`` (one partition) into a demo blob and its Debug Handle Map."""
     from .numerics import debug_outputs, precision
     from .runtime import parse_slowdown

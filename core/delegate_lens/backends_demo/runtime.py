@@ -184,7 +184,7 @@ def _kernel_name(op: DemoOp) -> str:
     return f"demo_{op.kernel}_f32"
 
 
-def _as_array(value: Any) -> Any:
+def _as_array(value: object) -> Any:
     if hasattr(value, "detach"):  # a torch tensor, converted without importing torch
         value = value.detach()
     return np.asarray(value)
@@ -193,7 +193,7 @@ def _as_array(value: Any) -> Any:
 class DemoRuntime:
     """The object ``dl_runtime_backend("DemoBackend")`` returns."""
 
-    def init(self, processed_bytes: bytes, compile_specs: Sequence[Any]) -> DemoExecutable:
+    def init(self, processed_bytes: bytes, compile_specs: Sequence[object]) -> DemoExecutable:
         return DemoExecutable(
             from_bytes(processed_bytes),
             Numerics(precision(compile_specs), precision_kernels(compile_specs)),

@@ -7,7 +7,6 @@ Registered by the plugin host as a built-in. Imports no torch: the partition's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from delegate_lens.errors import MappingError
 from delegate_lens.hookspecs import hookimpl
@@ -17,7 +16,7 @@ __all__ = ["dl_delegate_mapping"]
 
 
 @hookimpl
-def dl_delegate_mapping(backend_id: str, edge_program: Any, debug_handle_map: Any) -> None:
+def dl_delegate_mapping(backend_id: str, edge_program: object, debug_handle_map: object) -> None:
     """Reject a map naming a handle that no node of the partition carries, or two
     identifiers with the same text (``0`` and ``"0"``), which the ETRecord cannot tell apart."""
     if debug_handle_map is None:

@@ -53,7 +53,7 @@ class OutputComparison:
         return f"{self.method_name}[{self.test_index}]  {errors}  {status}{tail}"
 
 
-def _as_array(value: Any) -> np.ndarray[Any, Any]:
+def _as_array(value: object) -> np.ndarray[Any, Any]:
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu().contiguous().numpy()
     return np.asarray(value)
@@ -79,8 +79,8 @@ def _errors(
 
 
 def compare_outputs(
-    actual: Sequence[Any],
-    expected: Sequence[Any],
+    actual: Sequence[object],
+    expected: Sequence[object],
     *,
     rtol: float = 1e-5,
     atol: float = 1e-8,

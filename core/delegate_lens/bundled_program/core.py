@@ -33,7 +33,7 @@ from delegate_lens.program import (
 __all__ = ["BundledProgram"]
 
 
-def _program_parts(program_manager: Any) -> tuple[bytes, ProgramData | None]:
+def _program_parts(program_manager: object) -> tuple[bytes, ProgramData | None]:
     if isinstance(program_manager, bytes | bytearray | memoryview):
         return bytes(program_manager), None
     if isinstance(program_manager, ProgramData):
@@ -66,7 +66,7 @@ class BundledProgram:
 
     def __init__(
         self,
-        executorch_program: Any,
+        executorch_program: object,
         method_test_suites: Iterable[MethodTestSuite],
         pte_file_path: str | os.PathLike[str] | None = None,
         *,
@@ -225,7 +225,7 @@ def _check_value(spec: Any, value: Any, where: str) -> None:
 
 
 def _check_values(
-    method: MethodData, ids: Sequence[int], values: Sequence[Any], what: str, where: str
+    method: MethodData, ids: Sequence[int], values: Sequence[object], what: str, where: str
 ) -> None:
     if len(values) != len(ids):
         raise BundledProgramError(

@@ -173,7 +173,7 @@ class _Reader:
             raise self.fail(f"{t.path}.{name}", f"field at +{off} lies outside its table")
         return t.pos + off
 
-    def scalar(self, t: _Table, slot: int, fmt: str, default: Any, name: str) -> Any:
+    def scalar(self, t: _Table, slot: int, fmt: str, default: object, name: str) -> Any:
         pos = self.field(t, slot, struct.calcsize(fmt), name)
         return default if pos is None else self.unpack(fmt, pos, f"{t.path}.{name}")
 

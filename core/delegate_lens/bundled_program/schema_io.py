@@ -199,7 +199,7 @@ def from_schema(schema: bp.BundledProgram) -> Any:
 # --------------------------------------------------------------------------- JSON
 
 
-def _jsonable(obj: Any) -> Any:
+def _jsonable(obj: object) -> Any:
     if isinstance(obj, bp.Value):
         return {"val": _jsonable(obj.val), "val_type": type(obj.val).__name__}
     if isinstance(obj, (bytes, bytearray)):

@@ -212,7 +212,7 @@ def _table_cells(inspector: Any) -> tuple[list[str], list[list[str]]]:
     return table_cells(inspector, width=terminal_width(sys.stdout), view=True)
 
 
-def _print_rich_table(console: Any, cells: tuple[list[str], list[list[str]]]) -> None:
+def _print_rich_table(console: object, cells: tuple[list[str], list[list[str]]]) -> None:
     """The ``table`` format on a terminal: the same table with colour (rich)."""
     from delegate_lens.cli.terminal import write_rich_table
     from delegate_lens.inspector.tabular import stat_columns

@@ -146,7 +146,7 @@ class Steps:
 
 @contextlib.contextmanager
 def delayed_progress(
-    console: Any | None, delay: float = PROGRESS_DELAY, environ: Mapping[str, str] | None = None
+    console: object, delay: float = PROGRESS_DELAY, environ: Mapping[str, str] | None = None
 ) -> Iterator[Steps]:
     """A transient progress bar on standard error, shown only once ``delay`` seconds have
     passed; nothing at all without ``console`` (see :func:`rich_console`) or when standard

@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _verify_real(args: argparse.Namespace, bundled: Any) -> int:
+def _verify_real(args: argparse.Namespace, bundled: object) -> int:
     """Run the cases on the real ExecuTorch runtime (the executorch extra); same output."""
     from delegate_lens.bridge import executorch_bridge
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
-from typing import Any
 
 import attrs
 import numpy as np
@@ -41,7 +40,7 @@ __all__ = ["compare"]
 PathLike = str | os.PathLike[str]
 
 
-def _inspector(value: Any, etrecord: Any, what: str) -> tuple[Inspector, str]:
+def _inspector(value: object, etrecord: object, what: str) -> tuple[Inspector, str]:
     if isinstance(value, Inspector):
         if etrecord is not None:
             raise UsageError(f"{what}: give the ETRecord to the Inspector, not to compare()")
@@ -52,7 +51,7 @@ def _inspector(value: Any, etrecord: Any, what: str) -> tuple[Inspector, str]:
 
 
 def _two_inspectors(
-    base: Any, base_etrecord: Any, new: Any, new_etrecord: Any
+    base: object, base_etrecord: object, new: object, new_etrecord: object
 ) -> tuple[tuple[Inspector, str], tuple[Inspector, str]]:
     """Both sides; two ETDump paths are read in two threads (decoding is numpy work that
     releases the GIL for much of the time). A bad base is reported before a bad new."""
@@ -78,8 +77,8 @@ def compare(
     base: PathLike | Inspector,
     new: PathLike | Inspector,
     *,
-    base_etrecord: Any = None,
-    new_etrecord: Any = None,
+    base_etrecord: object = None,
+    new_etrecord: object = None,
     threshold: float = 0.05,
     alpha: float = 0.05,
     test: str = "median-ci",

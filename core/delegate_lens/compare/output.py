@@ -214,7 +214,7 @@ _CSV_HEADERS = [
 ]
 
 
-def _csv_value(value: Any) -> Any:
+def _csv_value(value: object) -> Any:
     if value is None:
         return ""
     if isinstance(value, float):

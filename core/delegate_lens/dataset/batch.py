@@ -267,7 +267,7 @@ def _decode_group(
 
 
 def _linked_group(
-    group: list[_Pending], etrecord: Any, label_names: Sequence[str]
+    group: list[_Pending], etrecord: object, label_names: Sequence[str]
 ) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
     """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
     Inspector per file (for its links); one file at a time when the group fails."""

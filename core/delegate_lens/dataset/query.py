@@ -120,7 +120,7 @@ def query(dataset: str, sql: str) -> Any:
         con.close()
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

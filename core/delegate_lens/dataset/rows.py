@@ -151,7 +151,7 @@ def events_table(
     source: str,
     file_hash: str,
     labels: Mapping[str, str],
-    inspector: Any = None,
+    inspector: object = None,
     label_names: Sequence[str] | None = None,
 ) -> Any:
     """The ``pyarrow.Table`` of the profile events of one file (``fc`` from
@@ -197,7 +197,7 @@ def files_table(
     run_file: npt.NDArray[np.int64],
     files: Sequence[FileLabels],
     *,
-    inspector: Any = None,
+    inspector: object = None,
     label_names: Sequence[str] | None = None,
 ) -> Any:
     """The ``pyarrow.Table`` of the profile events of several files decoded together
@@ -222,7 +222,7 @@ def labelled_table(
     hashes: Sequence[str],
     labels: Sequence[Mapping[str, str]],
     *,
-    inspector: Any = None,
+    inspector: object = None,
     label_names: Sequence[str] | None = None,
 ) -> Any:
     """As :func:`files_table`, with the files given column by column (no object per

@@ -60,24 +60,24 @@ COLUMN_SPECS: dict[str, tuple[type[np.generic], int]] = {
 _U64_MASK = (1 << 64) - 1
 
 
-def _as(value: Any, dtype: type[np.generic]) -> npt.NDArray[Any]:
+def _as(value: object, dtype: type[np.generic]) -> npt.NDArray[Any]:
     arr = np.asarray(value)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
 
-def _u8(value: Any) -> npt.NDArray[np.uint8]:
+def _u8(value: object) -> npt.NDArray[np.uint8]:
     return _as(value, np.uint8)
 
 
-def _i32(value: Any) -> npt.NDArray[np.int32]:
+def _i32(value: object) -> npt.NDArray[np.int32]:
     return _as(value, np.int32)
 
 
-def _i64(value: Any) -> npt.NDArray[np.int64]:
+def _i64(value: object) -> npt.NDArray[np.int64]:
     return _as(value, np.int64)
 
 
-def _u64(value: Any) -> npt.NDArray[np.uint64]:
+def _u64(value: object) -> npt.NDArray[np.uint64]:
     return _as(value, np.uint64)
 
 

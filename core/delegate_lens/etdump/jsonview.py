@@ -208,7 +208,7 @@ def _value_json(v: Value) -> dict[str, Any]:
 class _Path:
     """Checked access to one JSON object, errors naming its path."""
 
-    def __init__(self, obj: Any, path: str, fields: tuple[str, ...]) -> None:
+    def __init__(self, obj: object, path: str, fields: tuple[str, ...]) -> None:
         if not isinstance(obj, Mapping):
             raise ETDumpFormatError(f"{path or 'top level'}: expected an object, got {_kind(obj)}")
         unknown = [k for k in obj if k not in fields]
@@ -283,7 +283,7 @@ class _Path:
         return self.get_int(key, 0, -128, 127)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
@@ -291,7 +291,7 @@ _I32 = (-(1 << 31), (1 << 31) - 1)
 _I64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def from_json(obj: Any) -> ETDump:
+def from_json(obj: object) -> ETDump:
     """Build an :class:`ETDump` from its JSON view (strict; errors name the JSON path)."""
     top = _Path(obj, "", ("version", "run_data"))
     top.require("run_data")
@@ -320,7 +320,7 @@ def from_json(obj: Any) -> ETDump:
     return ETDump(version=version, run_data=runs)
 
 
-def _add_event(builder: EventColumnsBuilder, obj: Any, path: str) -> None:
+def _add_event(builder: EventColumnsBuilder, obj: object, path: str) -> None:
     ev = _Path(obj, path, ("profile_event", "allocation_event", "debug_event"))
     present = [k for k in ev.obj if ev.obj[k] is not None]
     if len(present) > 1:
@@ -387,7 +387,7 @@ def _add_event(builder: EventColumnsBuilder, obj: Any, path: str) -> None:
         builder.add_event_none()
 
 
-def _bytes(value: Any, path: str) -> bytes:
+def _bytes(value: object, path: str) -> bytes:
     if not isinstance(value, list):
         raise ETDumpFormatError(f"{path}: expected an array of bytes, got {_kind(value)}")
     try:
@@ -399,7 +399,7 @@ def _bytes(value: Any, path: str) -> bytes:
     return arr.astype(np.uint8).tobytes()
 
 
-def _tensor(obj: Any, path: str) -> Tensor:
+def _tensor(obj: object, path: str) -> Tensor:
     t = _Path(obj, path, ("scalar_type", "sizes", "strides", "offset"))
     dims = {}
     for key in ("sizes", "strides"):
@@ -420,7 +420,7 @@ def _tensor(obj: Any, path: str) -> Tensor:
     )
 
 
-def _value(obj: Any, path: str) -> Value:
+def _value(obj: object, path: str) -> Value:
     v = _Path(
         obj,
         path,

@@ -130,7 +130,7 @@ def _int_range(bits: int, signed: bool) -> Callable[[Any, attrs.Attribute[Any], 
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     kind = f"{'int' if signed else 'uint'}{bits}"
 
-    def check(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    def check(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{attribute.name} must be an int, not {type(value).__name__}")
         if not lo <= value <= hi:
@@ -146,7 +146,7 @@ _i64 = _int_range(64, True)
 _u64 = _int_range(64, False)
 
 
-def _opt_str(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+def _opt_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{attribute.name} must be a str or None, not {type(value).__name__}")
 
@@ -161,7 +161,7 @@ def _int_list(value: Any) -> list[int]:
     return [int(v) for v in value]
 
 
-def _check_i64_list(_inst: Any, attribute: attrs.Attribute[Any], value: list[int]) -> None:
+def _check_i64_list(_inst: object, attribute: attrs.Attribute[Any], value: list[int]) -> None:
     for v in value:
         if not -(1 << 63) <= v < (1 << 63):
             raise ValueError(f"{attribute.name} item {v} does not fit int64")
@@ -172,7 +172,7 @@ def fits_float32(value: float) -> bool:
     return not math.isfinite(value) or abs(value) <= 3.4028234663852886e38
 
 
-def _float32_range(_inst: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+def _float32_range(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if not fits_float32(value):
         raise ValueError(f"{attribute.name}={value} does not fit float32")
 

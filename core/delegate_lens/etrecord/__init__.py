@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from delegate_lens.etrecord._writer import build_etrecord
 from delegate_lens.etrecord.entries import (
@@ -66,12 +66,12 @@ __all__ = [
 
 def generate_etrecord(
     et_record: str | os.PathLike[str] | BinaryIO,
-    edge_dialect_program: Any,
-    executorch_program: Any,
-    exported_program: Any = None,
-    extra_recorded_export_modules: Mapping[str, Any] | None = None,
+    edge_dialect_program: object,
+    executorch_program: object,
+    exported_program: object = None,
+    extra_recorded_export_modules: Mapping[str, object] | None = None,
     *,
-    representative_inputs: Any = None,
+    representative_inputs: object = None,
 ) -> Path | None:
     """Build the ETRecord of a lowered model and save it to ``et_record`` (a path, written
     atomically and returned, or a binary file object) — the reference's arguments.
@@ -134,6 +134,6 @@ def generate_etrecord(
     return record.save(et_record)
 
 
-def _from_executorch(*managers: Any) -> bool:
+def _from_executorch(*managers: object) -> bool:
     """Whether a manager is real ExecuTorch's (``executorch.exir``'s program managers)."""
     return any(type(m).__module__.startswith("executorch.") for m in managers)

@@ -70,7 +70,7 @@ class _Unrepresentable(Exception):
     pass
 
 
-def _downgrade_arguments(value: Any) -> None:
+def _downgrade_arguments(value: object) -> None:
     """Rewrite argument unions in place; raise _Unrepresentable on a 5.4-less kind."""
     if isinstance(value, dict):
         if "as_optional_tensor" in value and len(value) == 1:
@@ -180,7 +180,7 @@ def program_entries(
     return out
 
 
-def _aten_program(programs: Mapping[str, Any]) -> Any:
+def _aten_program(programs: Mapping[str, object]) -> Any:
     """The one ATen program an ETRecord stores, from ``{method: program}``: ``forward``'s
     (as the reference picks it), else the only one; None for several without ``forward``."""
     if "forward" in programs:
@@ -196,7 +196,7 @@ def build_etrecord(
     exported_program: ExportedProgram | Mapping[str, ExportedProgram] | None = None,
     *,
     reference_compatible: bool = True,
-    representative_inputs: Any = None,
+    representative_inputs: object = None,
 ) -> ETRecord:
     """The ETRecord of ``program_manager`` (made by ``edge_manager.to_program()``).
 
@@ -302,7 +302,7 @@ def build_etrecord(
     return record
 
 
-def _representative_inputs(given: Any, exported_program: Any) -> list[Any] | None:
+def _representative_inputs(given: object, exported_program: object) -> list[Any] | None:
     if given is False:
         return None
     if given is not None:

@@ -185,14 +185,14 @@ def _debug_handle(raw: object, where: str) -> int | None:
     raise ETRecordFormatError(f"{where}: debug_handle {raw!r:.60} is not an integer")
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
+def _object(value: object, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         kind = "null" if value is None else type(value).__name__
         raise ETRecordFormatError(f"{where}: expected a JSON object, got {kind}")
     return value
 
 
-def parse_graph(document: Any, method: str, entry: str, origin: str) -> GraphInfo:
+def parse_graph(document: object, method: str, entry: str, origin: str) -> GraphInfo:
     """Build a GraphInfo from a parsed serialized-program document.
 
     ``entry`` (the archive entry) and ``origin`` (the file) name the source in errors.

@@ -140,7 +140,7 @@ class OverlaySource:
         return {n: out[n] for n in wanted}
 
 
-def torch_save(value: Any) -> bytes:
+def torch_save(value: object) -> bytes:
     import io
 
     import torch
@@ -150,7 +150,7 @@ def torch_save(value: Any) -> bytes:
     return buffer.getvalue()
 
 
-def is_exported_program(value: Any) -> bool:
+def is_exported_program(value: object) -> bool:
     try:
         from torch.export import ExportedProgram
     except ImportError:  # pragma: no cover - torch is there whenever one is given
@@ -158,7 +158,7 @@ def is_exported_program(value: Any) -> bool:
     return isinstance(value, ExportedProgram)
 
 
-def program_of(value: Any, what: str) -> Any:
+def program_of(value: object, what: str) -> Any:
     """The ExportedProgram of ``value`` (one, or what the reference's ``ExirExportedProgram``
     wraps as ``.exported_program``)."""
     if is_exported_program(value):
@@ -210,11 +210,11 @@ def outputs_of_bundled(bundled: Any) -> dict[str, list[Any]]:
     return out
 
 
-def is_bundled(value: Any) -> bool:
+def is_bundled(value: object) -> bool:
     return hasattr(value, "method_test_suites")
 
 
-def torch_values(value: Any) -> Any:
+def torch_values(value: object) -> Any:
     """Numpy arrays (our test cases hold them) as torch tensors, recursively."""
     import numpy as np
     import torch

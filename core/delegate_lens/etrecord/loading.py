@@ -25,7 +25,7 @@ def forget_etrecords() -> None:
     _kept.clear()
 
 
-def load_etrecord(etrecord: Any) -> Any:
+def load_etrecord(etrecord: object) -> Any:
     """An :class:`~delegate_lens.etrecord.ETRecord` from ``etrecord``: ``None`` stays
     ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`) and every
     graph read now, so that a damaged entry is an error here, never missing op types later

@@ -84,7 +84,7 @@ def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _expect_object(value: Any, where: str) -> dict[str, Any]:
+def _expect_object(value: object, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ETRecordFormatError(f"{where}: expected a JSON object, got {_type_name(value)}")
     return value
@@ -96,11 +96,11 @@ def _instruction_id(key: str, where: str) -> int:
     return int(key)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_handles(value: Any) -> bool:
+def _is_handles(value: object) -> bool:
     """A debug handle (int) or a list of them."""
     return _is_int(value) or (isinstance(value, list) and all(_is_int(v) for v in value))
 
@@ -121,7 +121,7 @@ def _is_legacy_debug_handle_map(top: dict[str, Any]) -> bool:
 
 
 def parse_debug_handle_map(
-    value: Any, where: str, *, legacy_method: str = "forward"
+    value: object, where: str, *, legacy_method: str = "forward"
 ) -> dict[str, dict[int, Handles]]:
     """``{method: {instruction_id: handles as written}}``."""
     top = _expect_object(value, where)
@@ -138,7 +138,7 @@ def parse_debug_handle_map(
     return out
 
 
-def parse_delegate_map(value: Any, where: str) -> dict[str, dict[int, DelegateEntry]]:
+def parse_delegate_map(value: object, where: str) -> dict[str, dict[int, DelegateEntry]]:
     """``{method: {instruction_id: DelegateEntry}}``."""
     top = _expect_object(value, where)
     out: dict[str, dict[int, DelegateEntry]] = {}
@@ -165,7 +165,7 @@ def parse_delegate_map(value: Any, where: str) -> dict[str, dict[int, DelegateEn
     return out
 
 
-def parse_num_outs_map(value: Any, where: str) -> dict[str, dict[int, int]]:
+def parse_num_outs_map(value: object, where: str) -> dict[str, dict[int, int]]:
     """``{method: {instruction_id: number_of_outputs}}``."""
     top = _expect_object(value, where)
     out: dict[str, dict[int, int]] = {}
@@ -193,7 +193,7 @@ def parse_export_graph_id(data: bytes, where: str) -> int:
     return int(text)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -203,7 +203,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def dumps_json(value: Any) -> bytes:
+def dumps_json(value: object) -> bytes:
     """JSON bytes as the reference writes its maps (``json.dumps`` defaults; int keys as text,
     tuples as lists)."""
     return json.dumps(_jsonable(value)).encode("utf-8")

@@ -67,15 +67,15 @@ class ETRecord(ReferenceETRecordAPI):
 
     def __init__(
         self,
-        exported_program: Any = None,
+        exported_program: object = None,
         export_graph_id: int | None = None,
-        edge_dialect_program: Any = None,
-        graph_map: Mapping[str, Any] | None = None,
-        _debug_handle_map: Mapping[str, Any] | None = None,
-        _delegate_map: Mapping[str, Any] | None = None,
-        _instruction_id_to_num_outs_map: Mapping[str, Any] | None = None,
-        _reference_outputs: Any = None,
-        _representative_inputs: Any = None,
+        edge_dialect_program: object = None,
+        graph_map: Mapping[str, object] | None = None,
+        _debug_handle_map: Mapping[str, object] | None = None,
+        _delegate_map: Mapping[str, object] | None = None,
+        _instruction_id_to_num_outs_map: Mapping[str, object] | None = None,
+        _reference_outputs: object = None,
+        _representative_inputs: object = None,
     ) -> None:
         self._set_state(MemorySource({MARKER: b""}, "<ETRecord>"), strict=False)
         self._assign_fields(

@@ -92,7 +92,7 @@ class ReferenceETRecordAPI:
 
     # ------------------------------------------------------------------ writing entries
 
-    def _update(self, updates: Mapping[str, bytes | None], live: Mapping[str, Any] = {}) -> None:
+    def _update(self, updates: Mapping[str, bytes | None], live: Mapping[str, object] = {}) -> None:
         source = OverlaySource(self._source, updates, self._source.origin)
         for name in updates:
             self._torch_programs.pop(name, None)
@@ -111,15 +111,15 @@ class ReferenceETRecordAPI:
     def _assign_fields(
         self,
         *,
-        exported_program: Any,
+        exported_program: object,
         export_graph_id: int | None,
-        edge_dialect_program: Any,
-        graph_map: Mapping[str, Any] | None,
-        debug_handle_map: Mapping[str, Any] | None,
-        delegate_map: Mapping[str, Any] | None,
-        num_outs_map: Mapping[str, Any] | None,
-        reference_outputs: Any,
-        representative_inputs: Any,
+        edge_dialect_program: object,
+        graph_map: Mapping[str, object] | None,
+        debug_handle_map: Mapping[str, object] | None,
+        delegate_map: Mapping[str, object] | None,
+        num_outs_map: Mapping[str, object] | None,
+        reference_outputs: object,
+        representative_inputs: object,
     ) -> None:
         if exported_program is not None:
             self.exported_program = exported_program
@@ -155,7 +155,7 @@ class ReferenceETRecordAPI:
         return {m: self.edge_program(m) for m in methods}
 
     @edge_dialect_program.setter
-    def edge_dialect_program(self, value: Any) -> None:
+    def edge_dialect_program(self, value: object) -> None:
         updates: dict[str, bytes | None] = {}
         for entry in self._programs.values():
             updates.update(self._removal(entry))
@@ -175,7 +175,7 @@ class ReferenceETRecordAPI:
         return self._live_program(EXPORTED_PROGRAM)
 
     @exported_program.setter
-    def exported_program(self, value: Any) -> None:
+    def exported_program(self, value: object) -> None:
         if value is None:
             self._update(self._removal(EXPORTED_PROGRAM))
             return
@@ -211,7 +211,7 @@ class ReferenceETRecordAPI:
         return {name: self._live_program(name) for name in self._graph_map_entries()}
 
     @graph_map.setter
-    def graph_map(self, value: Mapping[str, Any] | None) -> None:
+    def graph_map(self, value: Mapping[str, object] | None) -> None:
         updates: dict[str, bytes | None] = {}
         for name in self._graph_map_entries():
             updates.update(self._removal(name))
@@ -236,7 +236,7 @@ class ReferenceETRecordAPI:
         }
 
     @_debug_handle_map.setter
-    def _debug_handle_map(self, value: Mapping[str, Any] | None) -> None:
+    def _debug_handle_map(self, value: Mapping[str, object] | None) -> None:
         self._update({DEBUG_HANDLE_MAP: None if value is None else dumps_json(value)})
 
     @property
@@ -246,7 +246,7 @@ class ReferenceETRecordAPI:
         return self.delegate_map
 
     @_delegate_map.setter
-    def _delegate_map(self, value: Mapping[str, Any] | None) -> None:
+    def _delegate_map(self, value: Mapping[str, object] | None) -> None:
         self._update({DELEGATE_MAP: None if value is None else dumps_json(value)})
 
     @property
@@ -256,7 +256,7 @@ class ReferenceETRecordAPI:
         return self._num_outs
 
     @_instruction_id_to_num_outs_map.setter
-    def _instruction_id_to_num_outs_map(self, value: Mapping[str, Any] | None) -> None:
+    def _instruction_id_to_num_outs_map(self, value: Mapping[str, object] | None) -> None:
         self._update({NUM_OUTS_MAP: None if value is None else dumps_json(value)})
 
     @property
@@ -265,7 +265,7 @@ class ReferenceETRecordAPI:
         return self.reference_outputs()
 
     @_reference_outputs.setter
-    def _reference_outputs(self, value: Any) -> None:
+    def _reference_outputs(self, value: object) -> None:
         data = None if value is None else torch_save(torch_values(value))
         self._update({REFERENCE_OUTPUTS: data})
 
@@ -275,7 +275,7 @@ class ReferenceETRecordAPI:
         return self.representative_inputs()
 
     @_representative_inputs.setter
-    def _representative_inputs(self, value: Any) -> None:
+    def _representative_inputs(self, value: object) -> None:
         if value is None:
             self._update({REPRESENTATIVE_INPUTS: None})
             return
@@ -290,7 +290,7 @@ class ReferenceETRecordAPI:
 
     # ------------------------------------------------------------------ the reference's methods
 
-    def update_representative_inputs(self, representative_inputs: Any) -> None:
+    def update_representative_inputs(self, representative_inputs: object) -> None:
         """Store the inputs numeric debugging runs the reference graph on: a list (or tuple)
         of inputs, or a BundledProgram (its first ``forward`` test case's inputs)."""
         if is_bundled(representative_inputs):
@@ -298,7 +298,7 @@ class ReferenceETRecordAPI:
         else:
             self._representative_inputs = representative_inputs
 
-    def update_reference_outputs(self, reference_outputs: Any) -> None:
+    def update_reference_outputs(self, reference_outputs: object) -> None:
         """Store expected outputs: ``{method: [outputs per test case]}``, a list (the
         ``forward`` method's) or a BundledProgram (every test case's expected outputs)."""
         if is_bundled(reference_outputs):
@@ -308,7 +308,7 @@ class ReferenceETRecordAPI:
         else:
             self._reference_outputs = reference_outputs
 
-    def add_exported_program(self, exported_program: Any) -> None:
+    def add_exported_program(self, exported_program: object) -> None:
         """Record the ATen program (or ``{method: program}``, whose ``forward`` is kept) and
         its graph id. ETRecordStateError if one is already recorded."""
         if self.has_exported_program or self._export_graph_id is not None:
@@ -326,7 +326,7 @@ class ReferenceETRecordAPI:
         self.exported_program = program
         self.export_graph_id = id(program.graph)
 
-    def add_edge_dialect_program(self, edge_dialect_program: Any) -> None:
+    def add_edge_dialect_program(self, edge_dialect_program: object) -> None:
         """Record the edge program(s): an EdgeProgramManager (every method) or a program.
         ETRecordStateError if already recorded."""
         if self._programs:
@@ -335,7 +335,7 @@ class ReferenceETRecordAPI:
             )
         self.edge_dialect_program = edge_dialect_program
 
-    def add_executorch_program(self, executorch_program: Any) -> None:
+    def add_executorch_program(self, executorch_program: object) -> None:
         """Record the debug handle, delegate and output-count maps of the program (what
         ``to_executorch()`` / ``to_program()`` returned), or of a BundledProgram's program
         with its reference outputs and representative inputs."""

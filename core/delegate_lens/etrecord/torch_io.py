@@ -34,7 +34,7 @@ __all__ = ["encode_inputs", "load_program", "quiet_torch", "to_torch"]
 _EDGE_PREFIX = "executorch.exir.dialects.edge.ops."
 
 
-def _rewrite_edge_targets(value: Any) -> int:
+def _rewrite_edge_targets(value: object) -> int:
     """Replace edge-dialect targets by the ATen ``torch.ops`` targets they wrap, in place."""
     count = 0
     if isinstance(value, dict):
@@ -126,7 +126,7 @@ def _restore_debug_handles(record: ETRecord, program: Any, entry: str, method: s
             node.meta["debug_handle"] = info.debug_handle
 
 
-def encode_inputs(inputs: Sequence[Any]) -> bytes:
+def encode_inputs(inputs: Sequence[object]) -> bytes:
     """The ``representative_inputs`` entry for ``inputs``: ``torch.save`` of the list of
     inputs (tensors, numbers), as the reference writes it."""
     import io
@@ -138,7 +138,7 @@ def encode_inputs(inputs: Sequence[Any]) -> bytes:
     return buffer.getvalue()
 
 
-def to_torch(value: Any) -> Any:
+def to_torch(value: object) -> Any:
     """A numpy array as a torch tensor (a tensor detached, on the CPU); else as it is."""
     import numpy as np
     import torch

@@ -93,7 +93,7 @@ class Inspector(TimeViews):
         self,
         etdump_path: PathLike | None = None,
         etdump_data: bytes | bytearray | memoryview | None = None,
-        etrecord: Any = None,
+        etrecord: object = None,
         source_time_scale: TimeScale | str = TimeScale.NS,
         target_time_scale: TimeScale | str = TimeScale.MS,
         debug_buffer_path: PathLike | None = None,

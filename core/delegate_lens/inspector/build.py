@@ -144,7 +144,7 @@ def concat_runs(etdump: ETDump) -> FileColumns:
         starts[1:] = np.cumsum(lengths)[:-1]
     wide = file_wide_columns(cols)  # the decoder's file-wide columns, when these are its runs
 
-    def column(attr: str, dtype: Any) -> Any:
+    def column(attr: str, dtype: object) -> Any:
         return _cat(cols, attr, dtype, wide)
 
     start_time = column("start_time", np.uint64)

@@ -89,7 +89,7 @@ class DebugBuffer:
         return flat.reshape(shape).copy()
 
 
-def value_to_json(value: Any) -> Any:
+def value_to_json(value: object) -> Any:
     """A debug value as JSON: tensors as ``{"dtype", "shape", "values"}``."""
     if isinstance(value, np.ndarray):
         values = value

@@ -77,7 +77,7 @@ def _num(value: float) -> str:
     return "null" if math.isnan(value) or math.isinf(value) else repr(float(value))
 
 
-def _default(value: Any) -> Any:
+def _default(value: object) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, np.generic):
@@ -89,7 +89,7 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> Any:
     """``value`` with every NaN/inf float replaced by None (JSON has neither)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -100,7 +100,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     try:
         return json.dumps(value, default=_default, allow_nan=False)
     except ValueError:  # a NaN or infinity somewhere (e.g. in parsed metadata)

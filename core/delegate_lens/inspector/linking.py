@@ -87,14 +87,14 @@ class RowLink:
 NO_LINK = RowLink()
 
 
-def _entry_name(entry: Any) -> str | None:
+def _entry_name(entry: object) -> str | None:
     if entry is None:
         return None
     name = entry.get("name") if isinstance(entry, Mapping) else getattr(entry, "name", None)
     return None if name is None else str(name)
 
 
-def _entry_keys(entry: Any) -> set[str] | None:
+def _entry_keys(entry: object) -> set[str] | None:
     """The identifiers (as text) a delegate entry maps; None without a map."""
     if entry is None:
         return None
@@ -107,7 +107,7 @@ def _entry_keys(entry: Any) -> set[str] | None:
     return {str(k) for k in keys} or None
 
 
-def _entry_handles(entry: Any, identifier: int | str) -> Any:
+def _entry_handles(entry: object, identifier: int | str) -> Any:
     if hasattr(entry, "handles"):
         return entry.handles(identifier)
     inner = (entry.get("delegate_map") if isinstance(entry, Mapping) else None) or {}

@@ -65,7 +65,7 @@ def reference_rows(
     return headers, rows
 
 
-def _metadata_cells(metadata: Any) -> dict[str, Any]:
+def _metadata_cells(metadata: object) -> dict[str, Any]:
     if not metadata:
         return {}
     if isinstance(metadata, dict):
@@ -76,7 +76,7 @@ def _metadata_cells(metadata: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- TSV
 
 
-def _tsv_cell(value: Any) -> str:
+def _tsv_cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def _array(value: Any) -> Any:
+def _array(value: object) -> Any:
     import numpy as np
 
     if isinstance(value, np.ndarray) or type(value).__module__.startswith("torch"):
@@ -37,7 +37,7 @@ def _array(value: Any) -> Any:
 
 
 def _pairs(
-    reference: Sequence[Any], run: Sequence[Any], metric: Callable[[Any, Any], float]
+    reference: Sequence[object], run: Sequence[object], metric: Callable[[Any, Any], float]
 ) -> list[float | None]:
     out: list[float | None] = []
     for ref_value, value in zip(reference, run):
@@ -76,8 +76,8 @@ _METRICS: dict[str, Callable[[Any, Any], float]] = {
 
 
 def compare_results(
-    reference_output: Sequence[Any],
-    run_output: Sequence[Any],
+    reference_output: Sequence[object],
+    run_output: Sequence[object],
     metrics: list[str] | None = None,
     plot: bool = False,
 ) -> dict[str, list[float | None]]:

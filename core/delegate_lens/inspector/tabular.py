@@ -92,7 +92,7 @@ def _rows(
         yield row
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
@@ -146,7 +146,7 @@ TABLE_RIGHT = range(2, 8)
 bundled inputs; :func:`stat_columns` gives them for any header."""
 
 
-def _first_sample(value: Any) -> Any:
+def _first_sample(value: object) -> Any:
     """A row's parsed metadata as one value: the first sample's when it is per sample."""
     if isinstance(value, (list, tuple)) and not isinstance(value, (bytes, str)):
         return value[0] if value else None
@@ -172,7 +172,7 @@ def _metadata_cells(values: list[Any], taken: Sequence[str]) -> tuple[list[str],
     return headers, cells
 
 
-def _metadata_text(value: Any) -> str:
+def _metadata_text(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bytes):  # text when it is printable text, else the bytes' repr
@@ -262,7 +262,7 @@ def write_table(
         file.write(text + "\n")
 
 
-def _tsv_cell(value: Any) -> str:
+def _tsv_cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

@@ -53,7 +53,7 @@ _EXACT = 10**15  # below this, the decimal text below is exactly Python's repr o
 _BlockSlices = BlockSlices  # the name the report's timeline imports
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, np.generic):
@@ -65,7 +65,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _sample_metadata(parsed: Any, raws: list[bytes], n: int) -> list[str | None]:
+def _sample_metadata(parsed: object, raws: list[bytes], n: int) -> list[str | None]:
     """JSON text of each sample's metadata (None: nothing to show)."""
     out: list[str | None] = []
     for k in range(n):

@@ -18,7 +18,7 @@ from delegate_lens.intermediate_output_tap._tap_pass import TapRule, tap_interme
 __all__ = ["compare_aot_runtime_dataframe", "compare_rows", "tap_compare"]
 
 
-def _floats(value: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+def _floats(value: object) -> np.ndarray[Any, np.dtype[np.float64]]:
     """A tap value (tensor, array, list, number) as a flat float64 array."""
     if isinstance(value, torch.Tensor):
         value = value.detach().to(torch.float32).cpu().reshape(-1).numpy()
@@ -46,7 +46,7 @@ def sqnr_db(aot: np.ndarray[Any, Any], runtime: np.ndarray[Any, Any]) -> float:
 
 
 def compare_rows(
-    specs: Sequence[TapSpec], aot_flat: Sequence[Any], rt_flat: Sequence[Any]
+    specs: Sequence[TapSpec], aot_flat: Sequence[object], rt_flat: Sequence[object]
 ) -> list[dict[str, Any]]:
     """The rows of :func:`compare_aot_runtime_dataframe`, as dicts (no pandas)."""
     rows: list[dict[str, Any]] = []
@@ -82,7 +82,7 @@ def compare_rows(
 
 
 def compare_aot_runtime_dataframe(
-    specs: Sequence[TapSpec], aot_flat: Sequence[Any], rt_flat: Sequence[Any]
+    specs: Sequence[TapSpec], aot_flat: Sequence[object], rt_flat: Sequence[object]
 ) -> Any:
     """A pandas DataFrame, one row per tap, comparing ``aot_flat`` (the tapped program's
     eager outputs, flattened) with ``rt_flat`` (the runtime's outputs of the stripped

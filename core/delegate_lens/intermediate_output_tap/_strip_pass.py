@@ -43,7 +43,7 @@ def _programs(edge_manager: Any) -> list[ExportedProgram]:
     return programs
 
 
-def strip_taps_(edge_manager: Any) -> None:
+def strip_taps_(edge_manager: object) -> None:
     """Replace every tap node of every method of ``edge_manager`` (an
     :class:`~delegate_lens.EdgeProgramManager`, or one ``ExportedProgram``) by its reducer's
     nodes, in place. ``FULL_TENSOR`` taps add nothing: the tapped value itself becomes the

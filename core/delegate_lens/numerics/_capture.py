@@ -31,7 +31,7 @@ from delegate_lens.numerics._aot_outputs import CACHE_SUFFIX, AotOutputs
 log = logging.getLogger(__name__)
 
 
-def _ancestor_ids(provenance: Any) -> list[str]:
+def _ancestor_ids(provenance: object) -> list[str]:
     """``name.graph_id`` of a node's provenance chain, nearest first (``from_node`` JSON)."""
     out: list[str] = []
     chain = provenance
@@ -100,7 +100,7 @@ def load_inputs(path: str | os.PathLike[str]) -> list[Any]:
     return _input_list(loaded, name)
 
 
-def _input_list(value: Any, origin: str) -> list[Any]:
+def _input_list(value: object, origin: str) -> list[Any]:
     """One method's inputs: a list of tensors/numbers (a list of such lists: the first)."""
     if isinstance(value, tuple):
         value = list(value)
@@ -134,8 +134,8 @@ def _key(record: Any, graph: str, inputs: Sequence[Any]) -> str:
 
 
 def capture_intermediate_outputs(
-    etrecord: Any,
-    inputs: Sequence[Any] | None = None,
+    etrecord: object,
+    inputs: Sequence[object] | None = None,
     *,
     method: str = "forward",
     reference_graph: str | None = None,
@@ -270,7 +270,7 @@ def _run(program: Any, handles: dict[str, int], inputs: list[Any], origin: str) 
     return captured
 
 
-def _as_numpy(value: Any) -> Any:
+def _as_numpy(value: object) -> Any:
     import numpy as np
     import torch
 

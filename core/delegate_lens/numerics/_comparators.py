@@ -38,12 +38,12 @@ if TYPE_CHECKING:  # importing this module (a plugin does) stays free of numpy
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 
-def _check_name(instance: Any, attribute: Any, value: str) -> None:
+def _check_name(instance: object, attribute: object, value: str) -> None:
     if not isinstance(value, str) or not _NAME.match(value):
         raise ValueError(f"comparator name {value!r}: use letters, digits and '_.+-'")
 
 
-def _check_threshold(instance: Any, attribute: Any, value: float) -> None:
+def _check_threshold(instance: object, attribute: object, value: float) -> None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
         raise ValueError(f"default_threshold must be a number, not {value!r}")
 
@@ -115,7 +115,7 @@ def get_comparators(pm: pluggy.PluginManager | None = None) -> dict[str, Compara
     return found
 
 
-def resolve_comparator(distance: Any) -> Comparator:
+def resolve_comparator(distance: object) -> Comparator:
     """A :class:`Comparator` for ``distance``: a name, a Comparator, an object with the
     reference's ``element_compare(a, b)`` method, or a callable ``f(aot, runtime)``."""
     if isinstance(distance, Comparator):
@@ -154,7 +154,7 @@ def _name_of(obj: object) -> str:
 # --------------------------------------------------------------------------- the reference's classes
 
 
-def _as_float_input(value: Any) -> Any:
+def _as_float_input(value: object) -> Any:
     """``value`` as the reference hands it to ``element_compare``: a float64 torch tensor
     (NaN as 0) when torch is installed, else a float64 numpy array."""
     import numpy as np
@@ -183,7 +183,7 @@ class NumericalComparatorBase(abc.ABC):
     higher_is_better: bool = False
     default_threshold: float = 0.0
 
-    def __init__(self, inspector: Any = None) -> None:
+    def __init__(self, inspector: object = None) -> None:
         self._inspector = inspector
 
     @property
@@ -192,7 +192,7 @@ class NumericalComparatorBase(abc.ABC):
         return self._inspector
 
     @inspector.setter
-    def inspector(self, value: Any) -> None:
+    def inspector(self, value: object) -> None:
         self._inspector = value
 
     def preprocessing(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
@@ -201,7 +201,7 @@ class NumericalComparatorBase(abc.ABC):
         return mapping
 
     @abc.abstractmethod
-    def element_compare(self, a: Any, b: Any) -> float:
+    def element_compare(self, a: object, b: object) -> float:
         """The distance between one AOT value and one runtime value."""
 
     def _name(self) -> str:
@@ -232,7 +232,7 @@ class _BuiltinComparator(NumericalComparatorBase):
     def _found(self) -> Comparator:
         return next(c for c in BUILTIN_COMPARATORS if c.name == self._builtin)
 
-    def element_compare(self, a: Any, b: Any) -> float:
+    def element_compare(self, a: object, b: object) -> float:
         import numpy as np
 
         x = np.nan_to_num(np.asarray(a, dtype=np.float64))

@@ -50,7 +50,7 @@ class _Entry:
         rank: tuple[int, int],
         name: str,
         backend: str | None,
-        identifier: Any,
+        identifier: object,
     ) -> None:
         self.handles = handles
         self.value = value
@@ -206,7 +206,7 @@ def _merge(entries: list[_Entry]) -> list[_Entry]:
     return merged
 
 
-def _float(value: Any) -> np.ndarray[Any, Any] | None:
+def _float(value: object) -> np.ndarray[Any, Any] | None:
     if value is None:
         return None
     try:
@@ -218,7 +218,7 @@ def _float(value: Any) -> np.ndarray[Any, Any] | None:
     return array
 
 
-def _gap(comparator: Comparator, aot: Any, runtime: Any, ops: str) -> tuple[list[float], str]:
+def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tuple[list[float], str]:
     """Gaps of one pair (one per element of a list), and a note on what was off."""
     pairs: list[tuple[Any, Any]]
     if isinstance(aot, list):
@@ -294,13 +294,13 @@ def _resolve_aot(
 
 
 def calculate_numeric_gap(
-    inspector: Any,
-    distance: Any = "MSE",
+    inspector: object,
+    distance: object = "MSE",
     *,
-    inputs: Sequence[Any] | None = None,
-    aot_outputs: Any = None,
+    inputs: Sequence[object] | None = None,
+    aot_outputs: object = None,
     reference_graph: str | None = None,
-    cache: Any = False,
+    cache: object = False,
     threshold: float | None = None,
     method: str | None = None,
     disable_debug_handle_validation: bool = False,
@@ -421,7 +421,7 @@ def calculate_numeric_gap(
     )
 
 
-def _pick_runtime(entry: _Entry, i: int, aot_value: Any) -> Any:
+def _pick_runtime(entry: _Entry, i: int, aot_value: object) -> Any:
     """The runtime value compared with output ``i`` from the end.
 
     One output against several values of a multi-output operator (e.g. the reference's
@@ -445,7 +445,7 @@ def _pick_runtime(entry: _Entry, i: int, aot_value: Any) -> Any:
     return values[-(i + 1)]
 
 
-def _method_of(inspector: Any, method: str | None) -> str:
+def _method_of(inspector: object, method: str | None) -> str:
     _, chosen = _tables_of(inspector, method)
     return chosen or "forward"
 

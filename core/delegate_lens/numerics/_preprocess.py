@@ -18,7 +18,7 @@ from delegate_lens.numerics._comparators import Comparator
 GapFn = Callable[[Comparator, Any, Any, str], tuple[list[float], str]]
 
 
-def _tensor(value: Any) -> Any:
+def _tensor(value: object) -> Any:
     import numpy as np
     import torch
 
@@ -29,13 +29,13 @@ def _tensor(value: Any) -> Any:
     return value
 
 
-def _is_handles(value: Any) -> bool:
+def _is_handles(value: object) -> bool:
     return isinstance(value, tuple) and all(
         isinstance(h, int) and not isinstance(h, bool) for h in value
     )
 
 
-def _check(mapping: Any, name: str) -> list[tuple[Any, Any]]:
+def _check(mapping: object, name: str) -> list[tuple[Any, Any]]:
     if not isinstance(mapping, dict):
         raise UsageError(
             f"comparator {name!r}: preprocessing() must return a dict "

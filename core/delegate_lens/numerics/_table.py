@@ -264,7 +264,7 @@ def _json_float(value: float) -> float | str:
     return value if math.isfinite(value) else format_gap(value)
 
 
-def _shape(value: Any) -> Any:
+def _shape(value: object) -> Any:
     if isinstance(value, list):
         return [_shape(v) for v in value]
     shape = getattr(value, "shape", None)

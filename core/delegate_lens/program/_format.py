@@ -191,7 +191,7 @@ class _Reader:
     def __init__(self, data: memoryview) -> None:
         self.data = data
 
-    def get(self, obj: Any, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    def get(self, obj: object, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
         if not isinstance(obj, dict):
             raise _fail(where, f"expected an object, got {type(obj).__name__}")
         if key not in obj:
@@ -205,14 +205,14 @@ class _Reader:
             )
         return value
 
-    def ints(self, obj: Any, key: str, where: str) -> tuple[int, ...]:
+    def ints(self, obj: object, key: str, where: str) -> tuple[int, ...]:
         values = self.get(obj, key, where, list)
         for i, v in enumerate(values):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise _fail(f"{where}.{key}[{i}]", f"expected an integer, got {v!r}")
         return tuple(values)
 
-    def blob(self, ref: Any, where: str) -> bytes:
+    def blob(self, ref: object, where: str) -> bytes:
         offset = self.get(ref, "offset", where, int)
         length = self.get(ref, "length", where, int)
         if offset < 0 or length < 0 or offset + length > len(self.data):
@@ -270,7 +270,7 @@ def _value_from_json(r: _Reader, obj: Any, where: str) -> Value:
     raise _fail(f"{where}.kind", f"unknown value kind {kind!r}")
 
 
-def _instruction_from_json(r: _Reader, obj: Any, where: str) -> Instruction:
+def _instruction_from_json(r: _Reader, obj: object, where: str) -> Instruction:
     kind = r.get(obj, "kind", where, str)
     args = r.ints(obj, "args", where)
     outputs = r.ints(obj, "outputs", where)

@@ -63,11 +63,11 @@ def _opt_bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def _tuple(values: Iterable[Any]) -> tuple[Any, ...]:
+def _tuple(values: Iterable[object]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _check_dtype(_inst: Any, _attr: Any, value: str) -> None:
+def _check_dtype(_inst: object, _attr: object, value: str) -> None:
     if value not in DTYPE_ITEMSIZE:
         raise ProgramFormatError(f"unknown dtype {value!r} (known: {', '.join(DTYPE_ITEMSIZE)})")
 

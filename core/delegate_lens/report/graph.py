@@ -38,7 +38,7 @@ __all__ = ["delegation_summary", "method_graph", "tensor_names"]
 Measures = Mapping[str, Mapping[str, float]]
 
 
-def tensor_names(arg: Any) -> Iterable[str]:
+def tensor_names(arg: object) -> Iterable[str]:
     """Names of the tensors an argument of a serialized node refers to (``as_tensor``,
     ``as_tensors``, optional tensors, nested lists)."""
     if isinstance(arg, dict):

@@ -30,7 +30,7 @@ def _contiguous_strides(sizes: list[int]) -> list[int]:
     return strides
 
 
-def tensor_bytes(x: Any) -> tuple[int, list[int], Any] | None:
+def tensor_bytes(x: object) -> tuple[int, list[int], Any] | None:
     """(scalar type, sizes, C-contiguous uint8 array) of a torch tensor or numpy array.
 
     ``None`` for anything else, and for a dtype the ETDump's ``ScalarType`` has no code for

@@ -65,7 +65,7 @@ _U64_MAX = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _encode_deferred(backend_id: str | None, value: Any, cache: dict[Any, bytes]) -> bytes:
+def _encode_deferred(backend_id: str | None, value: object, cache: dict[Any, bytes]) -> bytes:
     """Encode a structured metadata value, once per distinct (hashable) value."""
     frozen: Any = tuple(value.items()) if isinstance(value, dict) else value
     try:
@@ -142,7 +142,7 @@ class ETDumpGen(EventTracer):
             (_PROFILE, name, chain_index, instruction_id, -1, None, start_time, end_time, None)
         )
 
-    def log_evalue(self, value: Any, output: bool = False) -> None:
+    def log_evalue(self, value: object, output: bool = False) -> None:
         if not self.log_intermediate_outputs:
             return
         entry = self._make_value(value, output)
@@ -153,7 +153,7 @@ class ETDumpGen(EventTracer):
 
     # ------------------------------------------------------------------ delegate side
 
-    def _metadata(self, metadata: Any) -> Any:
+    def _metadata(self, metadata: object) -> Any:
         """Bytes to store, or ``(backend_id, snapshot)`` of a structured value.
 
         Structured values are encoded when the ETDump is built (once per distinct value);
@@ -178,7 +178,7 @@ class ETDumpGen(EventTracer):
 
     # start_profiling_delegate is EventTracer's: it only stamps the start time
 
-    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: Any) -> None:
+    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: object) -> None:
         self._record_delegate(
             entry.chain_index,
             entry.instruction_id,
@@ -195,7 +195,7 @@ class ETDumpGen(EventTracer):
         delegate_debug_id: int,
         start_time: int,
         end_time: int,
-        metadata: Any,
+        metadata: object,
     ) -> None:
         self._record_delegate(
             self.chain_index,
@@ -215,7 +215,7 @@ class ETDumpGen(EventTracer):
         name: str | None,
         start_time: int,
         end_time: int,
-        metadata: Any,
+        metadata: object,
     ) -> None:
         """Append one delegate profile event (real-time and post-time logging end here)."""
         if type(metadata) is not bytes:
@@ -236,7 +236,7 @@ class ETDumpGen(EventTracer):
         )
 
     def log_intermediate_output_delegate(
-        self, name: str | None, delegate_debug_id: int, output: Any
+        self, name: str | None, delegate_debug_id: int, output: object
     ) -> None:
         if not self.log_intermediate_outputs:
             return
@@ -285,7 +285,7 @@ class ETDumpGen(EventTracer):
             return None
         return info[0], info[1], offset
 
-    def _make_value(self, value: Any, output: bool) -> tuple[Any, ...] | None:
+    def _make_value(self, value: object, output: bool) -> tuple[Any, ...] | None:
         """A debug record for a logged value (None: not loggable, or not stored).
 
         Not loggable (skipped, not counted): values other than tensors, arrays, lists of

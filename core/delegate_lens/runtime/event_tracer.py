@@ -111,7 +111,7 @@ class EventTracer:
     ) -> None:
         """Record a framework or operator profile event (already timed by the caller)."""
 
-    def log_evalue(self, value: Any, output: bool = False) -> None:
+    def log_evalue(self, value: object, output: bool = False) -> None:
         """Record a value (intermediate output, or a final output when ``output``)."""
 
     # -- delegate side (called through the module-level functions)
@@ -122,7 +122,7 @@ class EventTracer:
             name, delegate_debug_id, self.chain_index, self.instruction_id, self.clock()
         )
 
-    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: Any) -> None:
+    def end_profiling_delegate(self, entry: EventTracerEntry, metadata: object) -> None:
         self.log_profiling_delegate(
             entry.name, entry.delegate_debug_id, entry.start_time, self.clock(), metadata
         )
@@ -133,7 +133,7 @@ class EventTracer:
         delegate_debug_id: int,
         start_time: int,
         end_time: int,
-        metadata: Any,
+        metadata: object,
     ) -> None:
         """Record one delegate profile event.
 
@@ -142,16 +142,16 @@ class EventTracer:
         """
 
     def log_intermediate_output_delegate(
-        self, name: str | None, delegate_debug_id: int, output: Any
+        self, name: str | None, delegate_debug_id: int, output: object
     ) -> None:
         """Record one delegate intermediate output."""
 
-    def encode_metadata(self, metadata: Any) -> bytes:
+    def encode_metadata(self, metadata: object) -> bytes:
         """Bytes for ``metadata`` logged by the delegate running now (see :func:`encode_metadata`)."""
         return encode_metadata(self.delegate_backend_id, metadata)
 
 
-def encode_metadata(backend_id: str | None, metadata: Any) -> bytes:
+def encode_metadata(backend_id: str | None, metadata: object) -> bytes:
     """Bytes for ``metadata``: as is, empty for ``None``, else the backend's encoder.
 
     A structured value goes through the ``dl_encode_delegate_metadata`` hook for
@@ -242,7 +242,7 @@ def event_tracer_start_profiling_delegate(
 
 
 def event_tracer_end_profiling_delegate(
-    tracer: EventTracer | None, entry: EventTracerEntry | None, metadata: Any = None
+    tracer: EventTracer | None, entry: EventTracerEntry | None, metadata: object = None
 ) -> None:
     """End the operation started with ``entry`` now, attaching ``metadata``."""
     if tracer is None:
@@ -261,7 +261,7 @@ def event_tracer_log_profiling_delegate(
     delegate_debug_id: int | None,
     start_time: int,
     end_time: int,
-    metadata: Any = None,
+    metadata: object = None,
 ) -> None:
     """Log a delegate operation after the fact, with the backend's own timestamps."""
     if tracer is None:
@@ -285,7 +285,7 @@ def event_tracer_log_profiling_delegate(
 
 
 def event_tracer_log_output_delegate(
-    tracer: EventTracer | None, name: str | None, delegate_debug_id: int | None, output: Any
+    tracer: EventTracer | None, name: str | None, delegate_debug_id: int | None, output: object
 ) -> None:
     """Log an intermediate output of the delegate (a tensor, list of tensors, int, float, bool)."""
     if tracer is None:

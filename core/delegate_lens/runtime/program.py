@@ -115,7 +115,7 @@ def _runtime_backend(backend_id: str) -> Any:
     return backend
 
 
-def _to_runtime(value: Any) -> Any:
+def _to_runtime(value: object) -> Any:
     if isinstance(value, np.ndarray | np.generic):
         return torch.from_numpy(np.ascontiguousarray(value))
     return value
@@ -269,7 +269,7 @@ class Method:
 
     # ------------------------------------------------------------------ execution
 
-    def set_inputs(self, inputs: Sequence[Any], bundled_input_index: int = -1) -> None:
+    def set_inputs(self, inputs: Sequence[object], bundled_input_index: int = -1) -> None:
         """Keep ``inputs`` for the next :meth:`execute` called without inputs (as the C++
         ``Method::set_input``); ``bundled_input_index`` names the bundled test case they
         came from, which the event tracer records in each run's block (-1: none)."""
@@ -277,7 +277,7 @@ class Method:
         self._loaded_inputs = list(inputs)
         self._bundled_input_index = int(bundled_input_index)
 
-    def execute(self, inputs: Sequence[Any] | None = None) -> list[Any]:
+    def execute(self, inputs: Sequence[object] | None = None) -> list[Any]:
         """Run the method on ``inputs`` (tensors, arrays or scalars); returns the outputs.
 
         Without ``inputs``, runs on those given to :meth:`set_inputs` (or loaded from a
@@ -299,7 +299,7 @@ class Method:
         self.outputs = self._execute(inputs)
         return self.outputs
 
-    def _check_inputs(self, inputs: Sequence[Any]) -> None:
+    def _check_inputs(self, inputs: Sequence[object]) -> None:
         if not isinstance(inputs, Sequence) or isinstance(inputs, str | bytes):
             raise RuntimeBackendError(
                 f"method {self.name!r} takes a list or tuple of inputs, got "
@@ -310,7 +310,7 @@ class Method:
                 f"method {self.name!r} takes {len(self._input_ids)} inputs, got {len(inputs)}"
             )
 
-    def _execute(self, inputs: Sequence[Any]) -> list[Any]:
+    def _execute(self, inputs: Sequence[object]) -> list[Any]:
         vals = self._base.copy()
         for vid, value in zip(self._input_ids, inputs):
             vals[vid] = _to_runtime(value)

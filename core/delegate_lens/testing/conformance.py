@@ -37,14 +37,14 @@ class Recorder:
         self.encoded: list[tuple[Any, bytes]] = []  # (structured metadata, its bytes)
 
     @hookimpl(wrapper=True)
-    def dl_preprocess(self, backend_id: str, edge_program: Any) -> Any:
+    def dl_preprocess(self, backend_id: str, edge_program: object) -> Any:
         result = yield
         if backend_id == self.backend_id and result is not None:
             self.preprocessed.append((edge_program, result))
         return result
 
     @hookimpl(wrapper=True)
-    def dl_encode_delegate_metadata(self, backend_id: str, metadata: Any) -> Any:
+    def dl_encode_delegate_metadata(self, backend_id: str, metadata: object) -> Any:
         result = yield
         if backend_id == self.backend_id and isinstance(result, bytes):
             self.encoded.append((metadata, result))
@@ -54,7 +54,7 @@ class Recorder:
 class _Case:
     """One model's check: collects findings tagged with the model's description."""
 
-    def __init__(self, model: Any, seed: int | None, example: int | None) -> None:
+    def __init__(self, model: object, seed: int | None, example: int | None) -> None:
         self.model = model
         self.seed, self.example = seed, example
         self.findings: list[Finding] = []
@@ -138,7 +138,7 @@ def check_model(
 
 
 def _check_outputs(
-    case: _Case, got: Sequence[Any], expected: Sequence[Any], rtol: float, atol: float
+    case: _Case, got: Sequence[object], expected: Sequence[object], rtol: float, atol: float
 ) -> None:
     import torch
 
@@ -232,7 +232,7 @@ def _check_events(
     return orphans
 
 
-def _check_metadata(case: _Case, recorder: Recorder, etdump: Any, backend_id: str) -> None:
+def _check_metadata(case: _Case, recorder: Recorder, etdump: object, backend_id: str) -> None:
     from delegate_lens import hooks
 
     def parse(raw: bytes) -> tuple[Any, str | None]:

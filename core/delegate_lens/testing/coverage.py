@@ -27,7 +27,7 @@ def _op_nodes(program: Any) -> list[Any]:
     ]
 
 
-def _as_tuple(value: Any) -> tuple[Any, ...]:
+def _as_tuple(value: object) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 

@@ -58,8 +58,8 @@ class TracedRun:
 
 
 def run_traced(
-    program: Any,
-    inputs: Sequence[Any],
+    program: object,
+    inputs: Sequence[object],
     *,
     runs: int = 1,
     method: str = "forward",

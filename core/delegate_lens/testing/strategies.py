@@ -127,7 +127,7 @@ def _model_class() -> type:
             gen = torch.Generator().manual_seed(seed)
             self.example_inputs = (torch.randn(batch, width, generator=gen),)
 
-        def forward(self, x: Any) -> Any:
+        def forward(self, x: object) -> Any:
             return self._forward(self, x)
 
         def __repr__(self) -> str:
@@ -231,7 +231,7 @@ def _op_nodes(graph: Any) -> list[Any]:
 
 @st.composite
 def partitions(
-    draw: st.DrawFn, graph: Any, *, max_partitions: int = 4, tags: Sequence[str] | None = None
+    draw: st.DrawFn, graph: object, *, max_partitions: int = 4, tags: Sequence[str] | None = None
 ) -> dict[str, str]:
     """Disjoint runs of ``graph``'s operators, contiguous in execution order: ``{node name: tag}``.
 
