@@ -22,6 +22,7 @@ pytestmark = [
         importlib.util.find_spec("executorch") is None,
         reason="executorch is not installed: pip install 'delegate-lens[executorch]'",
     ),
+    pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning"),
 ]
 REFERENCE = Path(__file__).parent / "data" / "bundled_program" / "reference_add.bpte"
 
@@ -104,3 +105,25 @@ def test_a_bundled_program_whose_real_program_is_cut(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cut.bpte" in err and "cannot load" in err, err
     assert not etdump.exists()
+
+
+@pytest.mark.slow
+def test_a_runtime_error_inside_a_case_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    real_program: tuple[bytes, np.ndarray, np.ndarray],
+) -> None:
+    from delegate_lens.bundled_program import BundledProgram, MethodTestCase, MethodTestSuite
+
+    program, _x, expected = real_program
+    wrong = MethodTestCase([np.zeros((5, 7), np.float32)], [expected])
+    path = BundledProgram(program, [MethodTestSuite("forward", [wrong])]).save(tmp_path / "w.bpte")
+    etdump = tmp_path / "out.etdp"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify", str(path), "--etdump", str(etdump)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "failed in the ExecuTorch runtime" in captured.err
+    assert "it takes [2, 4], given [5, 7]" in captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.bpte"]
