@@ -8,6 +8,8 @@ Skips (with the reason) only where executorch is not installed.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -127,3 +129,22 @@ def test_a_runtime_error_inside_a_case_is_one_line(
     assert captured.err.count("\n") == 1 and "failed in the ExecuTorch runtime" in captured.err
     assert "it takes [2, 4], given [5, 7]" in captured.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.bpte"]
+
+
+DAMAGED = Path(__file__).parent / "data" / "hostile" / "damaged-scalar-type.bpte"
+
+
+def test_a_program_the_runtime_aborts_on_is_one_line_not_a_crash() -> None:
+    # a mutant of reference_add.bpte (benchmarks/hostile.py): an input tensor of scalar type
+    # 36, on which ExecuTorch's runtime asserts and aborts the process (SIGABRT, exit 134)
+    proc = subprocess.run(
+        [sys.executable, "-m", "delegate_lens", "verify", str(DAMAGED)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()[-1:]
+    assert (
+        "the ExecuTorch runtime crashes on it (SIGABRT" in line and "Traceback" not in proc.stderr
+    )

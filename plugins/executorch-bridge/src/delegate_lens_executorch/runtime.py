@@ -11,6 +11,7 @@ import contextlib
 import io
 import logging
 import os
+import signal
 import sys
 import tempfile
 import warnings
@@ -110,6 +111,7 @@ class LoadedModule:
 def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> LoadedModule:
     """The runtime's module for program ``data``, with ETDump on (``data`` kept with it)."""
     check_program_bytes(data, origin)
+    _probe(data, origin)
     pl = import_executorch("executorch.extension.pybindings.portable_lib")
     with native_quiet() as log:
         try:
@@ -124,6 +126,41 @@ def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> Load
         return LoadedModule(module, data)
     reason = log.last_line() or failure  # the log line says why; the exception only where
     raise ProgramFormatError(f"{origin}: the ExecuTorch runtime cannot load it: {reason}")
+
+
+def _probe(data: bytes, origin: str) -> None:
+    """Load ``data`` and read every method's tensor metadata in a forked child first: the
+    runtime aborts the whole process (an assertion, not an error) on some damaged programs,
+    e.g. a tensor of a scalar type it does not know. A child killed that way is a
+    ProgramFormatError here, and this process never loads the program."""
+    if not hasattr(os, "fork"):
+        return
+    pid = os.fork()
+    if pid == 0:  # the child: load, touch every tensor meta, report by exit status
+        code = 0
+        try:
+            with open(os.devnull, "w") as sink:
+                os.dup2(sink.fileno(), 2)
+            pl = import_executorch("executorch.extension.pybindings.portable_lib")
+            module = pl._load_for_executorch_from_buffer(data)
+            for method in module.method_names():
+                meta = module.method_meta(method)
+                for i in range(meta.num_inputs()):
+                    with contextlib.suppress(Exception):  # a scalar has no tensor meta
+                        repr(meta.input_tensor_meta(i))
+                for i in range(meta.num_outputs()):
+                    with contextlib.suppress(Exception):
+                        repr(meta.output_tensor_meta(i))
+        except BaseException:
+            code = 1  # an error the parent's own load reports in words
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise ProgramFormatError(
+            f"{origin}: the ExecuTorch runtime crashes on it ({name} while loading its "
+            "methods): a damaged program"
+        )
 
 
 @define
