@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from delegate_lens.errors import PluginError
 from delegate_lens.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 __all__ = [
     "BackendDetails",
@@ -120,7 +123,7 @@ class BackendPlugin:
 
     @hookimpl
     def dl_preprocess(
-        self, backend_id: str, edge_program: Any, compile_specs: Sequence[Any]
+        self, backend_id: str, edge_program: ExportedProgram, compile_specs: Sequence[Any]
     ) -> PreprocessResult | None:
         if backend_id != self.backend_id:
             return None

@@ -33,7 +33,7 @@ imports nothing above the plugin host); what a plugin returns by duck typing is 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
@@ -75,10 +75,11 @@ class RuntimeBackend(Protocol):
         ...
 
     def execute(
-        self, context: BackendExecutionContext, handle: object, args: list[object], /
+        self, context: BackendExecutionContext, handle: Any, args: list[object], /
     ) -> object:
-        """Run one delegate call: the handle ``init`` gave, the call's arguments; returns
-        its outputs (a sequence, or one value)."""
+        """Run one delegate call: the handle ``init`` gave (opaque to the runtime, of the
+        backend's own type), the call's arguments; returns its outputs (a sequence, or one
+        value)."""
         ...
 
 

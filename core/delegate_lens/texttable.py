@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["align_columns", "format_fancy_grid", "is_number"]
 
@@ -59,7 +62,7 @@ def _after_point(text: str, value: Any) -> int:
     return len(text) - pos - 1 if pos >= 0 else -1
 
 
-def _column(header: str, values: list[Any], numeric: bool) -> tuple[str, list[str]]:
+def _column(header: str, values: Sequence[object], numeric: bool) -> tuple[str, list[str]]:
     texts = [_cell(v) for v in values]
     if numeric:
         decimals = [_after_point(t, v) for t, v in zip(texts, values)]

@@ -20,6 +20,8 @@ from delegate_lens.errors import PluginError, UsageError
 from delegate_lens.partitioner import Partitioner, PartitionResult
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from delegate_lens.aot.program import ProgramManager
 
 __all__ = ["EdgeProgramManager", "to_edge", "to_edge_transform_and_lower"]
@@ -242,7 +244,9 @@ def _preserved_ops(partitioners: Iterable[object], program: ExportedProgram) -> 
 
 
 def _to_edge(
-    programs: object, generate_etrecord: bool, preserve: Mapping[str, list[Any]] | None = None
+    programs: object,
+    generate_etrecord: bool,
+    preserve: Mapping[str, Sequence[object]] | None = None,
 ) -> EdgeProgramManager:
     sources = _programs(programs)
     edge: dict[str, ExportedProgram] = {}

@@ -10,12 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
 from delegate_lens.backends_demo import BACKEND_ID
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["DEMO_FILES", "DemoResult", "run_demo"]
 
@@ -34,7 +37,7 @@ BUNDLED_TEST_CASES = 3
 """Test cases in the demo's ``program.bpte``: the example inputs and inputs of seeds 1, 2."""
 
 
-def check_slowdown_target(graph_module: Any, slowdown: str) -> None:
+def check_slowdown_target(graph_module: torch.fx.GraphModule, slowdown: str) -> None:
     """A :class:`UsageError` naming the valid names unless an op of a lowered DemoBackend
     partition answers to ``slowdown``'s op (see ``runtime.SLOWDOWN_SPEC``)."""
     from delegate_lens.aot.lowering import LoweredBackendModule
@@ -197,7 +200,9 @@ def run_demo(
     )
 
 
-def bundle_demo_program(manager: Any, model: str, module: Any, *, exact: bool = True) -> Any:
+def bundle_demo_program(
+    manager: Any, model: str, module: torch.nn.Module, *, exact: bool = True
+) -> Any:
     """A :class:`~delegate_lens.bundled_program.BundledProgram` of ``manager``'s program
     with :data:`BUNDLED_TEST_CASES` test cases of ``forward``.
 

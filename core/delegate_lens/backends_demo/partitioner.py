@@ -11,7 +11,7 @@ partition that would need a cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.export.graph_signature import InputKind
@@ -20,6 +20,9 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from delegate_lens import CompileSpec, DelegationSpec, Partitioner, PartitionResult
 from delegate_lens.backends_demo import BACKEND_ID
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 __all__ = ["BACKEND_ID", "DemoPartitioner"]
 
@@ -50,7 +53,7 @@ def _is_float32(value: object) -> bool:
 
 
 class _Support(OperatorSupportBase):
-    def __init__(self, exported_program: Any) -> None:
+    def __init__(self, exported_program: ExportedProgram) -> None:
         self.constant_inputs = {
             spec.arg.name
             for spec in exported_program.graph_signature.input_specs
@@ -102,7 +105,7 @@ class DemoPartitioner(Partitioner):
     def __init__(self, compile_specs: Sequence[CompileSpec] = ()) -> None:
         self.delegation_spec = DelegationSpec(BACKEND_ID, list(compile_specs))
 
-    def partition(self, exported_program: Any) -> PartitionResult:
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         graph_module = exported_program.graph_module
         partitioner = CapabilityBasedPartitioner(
             graph_module, _Support(exported_program), allows_single_node_partition=True

@@ -11,14 +11,23 @@ must stay torch-free).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delegate_lens import hookimpl
 from delegate_lens.backends_demo import BACKEND_ID
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from torch.export import ExportedProgram
+
+    from delegate_lens.backend import CompileSpec, PreprocessResult
+    from delegate_lens.hookspecs import RuntimeBackend
+    from delegate_lens.partitioner import Partitioner
+    from delegate_lens.testing import BackendProfile
+
 
 @hookimpl
-def dl_partitioner(backend_id: str, compile_specs: Sequence[object]) -> Any | None:
+def dl_partitioner(backend_id: str, compile_specs: Sequence[CompileSpec]) -> Partitioner | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.partitioner import DemoPartitioner
@@ -28,8 +37,8 @@ def dl_partitioner(backend_id: str, compile_specs: Sequence[object]) -> Any | No
 
 @hookimpl
 def dl_preprocess(
-    backend_id: str, edge_program: object, compile_specs: Sequence[object]
-) -> Any | None:
+    backend_id: str, edge_program: ExportedProgram, compile_specs: Sequence[CompileSpec]
+) -> PreprocessResult | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.preprocess import preprocess
@@ -38,7 +47,7 @@ def dl_preprocess(
 
 
 @hookimpl
-def dl_runtime_backend(backend_id: str) -> Any | None:
+def dl_runtime_backend(backend_id: str) -> RuntimeBackend | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.runtime import DemoRuntime
@@ -67,7 +76,9 @@ def dl_parse_delegate_metadata(
 
 
 @hookimpl
-def dl_intermediate_output(backend_id: str, identifier: int | str, value: object) -> Any | None:
+def dl_intermediate_output(
+    backend_id: str, identifier: int | str, value: object
+) -> npt.ArrayLike | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.numerics import dequantize
@@ -76,7 +87,7 @@ def dl_intermediate_output(backend_id: str, identifier: int | str, value: object
 
 
 @hookimpl
-def dl_testing_profile(backend_id: str) -> Any | None:
+def dl_testing_profile(backend_id: str) -> BackendProfile | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.testing import profile

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -32,6 +32,11 @@ from torch.export.graph_signature import InputKind
 from delegate_lens import CompileSpec, DelegateMappingBuilder, PreprocessResult
 
 from .blob import DemoBlob, DemoOp, to_bytes
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from torch.export import ExportedProgram
 
 __all__ = ["IDENTIFIERS_SPEC", "preprocess", "string_identifiers"]
 
@@ -73,7 +78,7 @@ def _numel(node: object) -> int:
 
 
 class _Compiler:
-    def __init__(self, edge_program: Any, use_str: bool) -> None:
+    def __init__(self, edge_program: ExportedProgram, use_str: bool) -> None:
         self.ep = edge_program
         self.use_str = use_str
         self.builder = DelegateMappingBuilder(generated_identifiers=not use_str)
@@ -111,7 +116,7 @@ class _Compiler:
         name: str,
         nodes: Sequence[torch.fx.Node],
         inputs: list[int],
-        attrs: dict[str, Any] | None = None,
+        attrs: Mapping[str, object] | None = None,
         flops: int = 0,
     ) -> int:
         identifier = self.builder.insert_delegate_mapping_entry(
@@ -257,7 +262,9 @@ def _aot_names(node: torch.fx.Node) -> set[str]:
     return {target, node.name, parts[1] if len(parts) == 3 and parts[0] == "aten" else target}
 
 
-def preprocess(edge_program: object, compile_specs: Sequence[CompileSpec]) -> PreprocessResult:
+def preprocess(
+    edge_program: ExportedProgram, compile_specs: Sequence[CompileSpec]
+) -> PreprocessResult:
     """Compile ``edge_program`` (one partition) into a demo blob and its Debug Handle Map."""
     from .numerics import debug_outputs, precision
     from .runtime import parse_slowdown

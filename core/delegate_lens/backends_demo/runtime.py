@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -28,6 +28,9 @@ from delegate_lens.runtime import (
 
 from .blob import DemoBlob, DemoOp, from_bytes
 from .numerics import Numerics, debug_outputs, precision, precision_kernels
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["DemoExecutable", "DemoRuntime"]
 
@@ -59,7 +62,7 @@ def _conv2d(x: Array, w: Array, bias: Array | None, attrs: dict[str, Any]) -> Ar
     return out
 
 
-def _run(op: DemoOp, slots: list[Any]) -> Array:
+def _run(op: DemoOp, slots: Sequence[object]) -> Array:
     kernel = op.kernel
     ins: list[Any] = [slots[i] if i >= 0 else None for i in op.inputs]
     if kernel in ("linear", "linear_relu"):

@@ -8,15 +8,18 @@ No torch.
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from delegate_lens.exporters import Exporter
 from delegate_lens.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from delegate_lens.inspector import Inspector
+
 __all__ = ["BUILTIN_EXPORTERS", "dl_exporters"]
 
 
-def _table(inspector: Any, stream: IO[str]) -> None:
+def _table(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.inspector.memory import write_memory_table
     from delegate_lens.inspector.tabular import terminal_width, write_table
 
@@ -28,31 +31,31 @@ def _table(inspector: Any, stream: IO[str]) -> None:
         write_memory_table(usage, stream)
 
 
-def _json(inspector: Any, stream: IO[str]) -> None:
+def _json(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.inspector.jsonout import write_json
 
     write_json(inspector, stream)
 
 
-def _tsv(inspector: Any, stream: IO[str]) -> None:
+def _tsv(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.inspector.tabular import write_tsv
 
     write_tsv(inspector, stream)
 
 
-def _csv(inspector: Any, stream: IO[str]) -> None:
+def _csv(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.inspector.tabular import write_csv
 
     write_csv(inspector, stream)
 
 
-def _chrome_trace(inspector: Any, stream: IO[str]) -> None:
+def _chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.inspector.trace import write_chrome_trace
 
     write_chrome_trace(inspector, stream)
 
 
-def _perfetto(inspector: Any, stream: IO[bytes]) -> None:
+def _perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
     from delegate_lens.inspector.perfetto import write_perfetto
 
     write_perfetto(inspector, stream)

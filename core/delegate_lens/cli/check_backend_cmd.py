@@ -26,7 +26,7 @@ def _examples(text: str) -> int:
     return _whole(text, 1, " (checking no model is not a pass)")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "check-backend",
         help="run the conformance suite on a backend (exit 1 on any finding)",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from delegate_lens.errors import UsageError
 
@@ -48,7 +47,7 @@ def parse_share(text: str, what: str) -> float:
     return value
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "compare",
         help="compare two ETDumps row by row: faster, slower or no significant change",

@@ -16,7 +16,7 @@ from delegate_lens.errors import UsageError
 _MODELS = ("mlp", "convnet", "gpt")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="run the whole pipeline on a small embedded model with the demo backend",

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from delegate_lens.errors import ETDumpFormatError
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "etdump",
         help="read, write and summarize ETDump files",

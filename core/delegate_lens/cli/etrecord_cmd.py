@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord, GraphInfo
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "etrecord",
         help="show what an ETRecord holds (methods, nodes, debug handles, delegate maps)",

@@ -13,12 +13,17 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.errors import DelegateLensError, PluginError, UsageError
 
+if TYPE_CHECKING:
+    from typing import IO
 
-def add_time_scale_arguments(parser: Any) -> None:
+    from delegate_lens.inspector import Inspector
+
+
+def add_time_scale_arguments(parser: argparse.ArgumentParser) -> None:
     """``--source-time-scale`` and ``--target-time-scale``, as every Inspector command takes."""
     parser.add_argument(
         "--source-time-scale",
@@ -34,7 +39,7 @@ def add_time_scale_arguments(parser: Any) -> None:
     )
 
 
-def add_inspector_inputs(parser: Any, *, debug_buffer: bool = True) -> None:
+def add_inspector_inputs(parser: argparse.ArgumentParser, *, debug_buffer: bool = True) -> None:
     """``ETDUMP``, ``--etrecord R`` and (unless told not to) ``--debug-buffer B``: the files
     every command that builds an Inspector reads."""
     parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
@@ -45,7 +50,7 @@ def add_inspector_inputs(parser: Any, *, debug_buffer: bool = True) -> None:
         )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "inspect",
         help="link an ETDump's events to operators (table, json, csv, tsv, chrome-trace)",
@@ -194,7 +199,7 @@ def _export(exporter: Any, inspector: Any, stream: IO[Any] | Path) -> None:
         ) from exc
 
 
-def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
+def _write_atomic(target: Path, exporter: Any, inspector: Inspector) -> None:
     from delegate_lens.fileio import write_atomic, write_folder_atomic
 
     if exporter.folder:
@@ -206,7 +211,7 @@ def _write_atomic(target: Path, exporter: Any, inspector: Any) -> None:
     )
 
 
-def _table_cells(inspector: Any) -> tuple[list[str], list[list[str]]]:
+def _table_cells(inspector: Inspector) -> tuple[list[str], list[list[str]]]:
     from delegate_lens.inspector.tabular import table_cells, terminal_width
 
     return table_cells(inspector, width=terminal_width(sys.stdout), view=True)

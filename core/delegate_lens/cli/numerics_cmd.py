@@ -24,7 +24,7 @@ _FORMATS = ("table", "json", "csv")
 EXIT_DIVERGENCE = 1
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "numerics",
         help="compare intermediate outputs with the reference graph; find the first divergence",

@@ -6,10 +6,9 @@ import argparse
 import json
 import shutil
 import textwrap
-from typing import Any
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "plugins",
         help="list the loaded plugins and the hooks they implement",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from delegate_lens.errors import UsageError
 
@@ -24,7 +23,7 @@ def _runs(text: str) -> int:
     return value
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "profile",
         help="run a real ExecuTorch program (.pte) with ETDump and inspect it (executorch extra)",

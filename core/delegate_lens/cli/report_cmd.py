@@ -6,12 +6,11 @@ The page (graph, timeline, tables) is written atomically to ``-o``; its path is 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from delegate_lens.cli.inspect_cmd import add_inspector_inputs, add_time_scale_arguments
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "report",
         help="write a self-contained HTML report: delegation graph, timeline, tables",

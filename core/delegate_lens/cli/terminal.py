@@ -17,9 +17,12 @@ import os
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from typing import IO
 
 __all__ = [
     "PROGRESS_DELAY",

@@ -7,12 +7,11 @@ Exit status: 0 all passed, 1 any failed, 2 bad input (one ``error:`` line).
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from delegate_lens.errors import BundledProgramError, UsageError
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "verify",
         help="run the test cases of a bundled program (.bpte) and check their outputs",

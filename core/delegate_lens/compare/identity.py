@@ -16,11 +16,14 @@ Two facts answer it, and ``compare`` reports both:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
+
+if TYPE_CHECKING:
+    from delegate_lens.etrecord import ETRecord
 
 __all__ = ["DEFAULT_MIN_MATCHED", "ProgramMatch", "etrecord_difference", "operator_rows"]
 
@@ -28,11 +31,11 @@ DEFAULT_MIN_MATCHED = 0.5
 """Below this share of matched operator rows ``compare`` gives no verdict unless asked."""
 
 
-def _graph_ops(record: Any, method: str) -> list[tuple[str, int | None]]:
+def _graph_ops(record: ETRecord, method: str) -> list[tuple[str, int | None]]:
     return [(node.target, node.debug_handle) for node in record.graph(method).nodes]
 
 
-def etrecord_difference(base: Any, new: Any) -> str | None:
+def etrecord_difference(base: ETRecord, new: ETRecord) -> str | None:
     """What differs between the programs two ETRecords describe (``None``: the same)."""
     if base is new:
         return None

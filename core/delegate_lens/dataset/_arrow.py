@@ -8,15 +8,18 @@ same arrays from numpy buffers (no copy where numpy's layout is Arrow's) and nev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
 __all__ = ["from_numpy", "int_lists", "string_lists", "strings", "to_numpy"]
 
 
-def _validity(pa: Any, mask: npt.NDArray[np.bool_] | None) -> tuple[Any, int]:
+def _validity(pa: ModuleType, mask: npt.NDArray[np.bool_] | None) -> tuple[Any, int]:
     """(Arrow validity bitmap or None, null count) of ``mask`` (True: null)."""
     if mask is None:
         return None, 0
@@ -57,7 +60,7 @@ def _utf8(value: str) -> bytes:
         return value.encode("utf-8", "backslashreplace")
 
 
-def strings(pa: Any, values: Sequence[str | None]) -> Any:
+def strings(pa: ModuleType, values: Sequence[str | None]) -> Any:
     """A ``string`` array of ``values`` (None: null). Text that is not valid Unicode
     (lone surrogates, as Python decodes a file name that is not UTF-8) is stored with
     those characters escaped (``\\udcff``), not refused."""
@@ -73,7 +76,7 @@ def strings(pa: Any, values: Sequence[str | None]) -> Any:
     )
 
 
-def _lists(pa: Any, type: Any, lists: Sequence[Sequence[Any] | None], child: Any) -> Any:
+def _lists(pa: ModuleType, type: Any, lists: Sequence[Sequence[Any] | None], child: Any) -> Any:
     lengths = np.fromiter((0 if x is None else len(x) for x in lists), np.int64, len(lists))
     mask = np.fromiter((x is None for x in lists), bool, count=len(lists))
     validity, nulls = _validity(pa, mask)
@@ -86,13 +89,13 @@ def _lists(pa: Any, type: Any, lists: Sequence[Sequence[Any] | None], child: Any
     )
 
 
-def string_lists(pa: Any, lists: Sequence[Sequence[str] | None]) -> Any:
+def string_lists(pa: ModuleType, lists: Sequence[Sequence[str] | None]) -> Any:
     """A ``list<string>`` array (None: a null list)."""
     child = strings(pa, [s for x in lists if x is not None for s in x])
     return _lists(pa, pa.list_(pa.string()), lists, child)
 
 
-def int_lists(pa: Any, lists: Sequence[Sequence[int] | None], dtype: Any = np.int32) -> Any:
+def int_lists(pa: ModuleType, lists: Sequence[Sequence[int] | None], dtype: Any = np.int32) -> Any:
     """A list array of ints of numpy ``dtype`` (None: a null list)."""
     flat = np.array([v for x in lists if x is not None for v in x], dtype=dtype)
     child = from_numpy(pa, flat)

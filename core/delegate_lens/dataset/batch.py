@@ -16,7 +16,7 @@ import mmap
 import os
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -27,6 +27,9 @@ from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.sources import Source, read_labels
 from delegate_lens.dataset.store import DatasetStore
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector import Inspector
 
 __all__ = ["FileResult", "collect_batch", "content_hash"]
 
@@ -274,7 +277,7 @@ def _linked_group(
     from delegate_lens.dataset.rows import events_table
     from delegate_lens.inspector import Inspector
 
-    def table(item: _Pending, inspector: Any) -> Any:
+    def table(item: _Pending, inspector: Inspector) -> Any:
         return events_table(
             inspector.file_columns,
             source=item.source.path,

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
 from delegate_lens.dataset.store import DatasetStore
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from typing import IO
 
 __all__ = ["FORMATS", "connect", "query", "write_result"]
 

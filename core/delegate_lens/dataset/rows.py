@@ -8,7 +8,7 @@ string table, links (op types, debug handles, backend, module path) are gathered
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -20,6 +20,9 @@ from delegate_lens.dataset.schema import schema
 from delegate_lens.etdump.columns import EventKind
 from delegate_lens.etdump.reader import decode_many
 from delegate_lens.inspector.build import FileColumns, decoded_file_columns
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = [
     "FileLabels",
@@ -45,12 +48,12 @@ def _text(
     return pa.DictionaryArray.from_arrays(indices, values)
 
 
-def _null_text(pa: Any, n: int) -> Any:
+def _null_text(pa: ModuleType, n: int) -> Any:
     return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), strings(pa, [""]))
 
 
 def _labels_column(
-    pa: Any,
+    pa: ModuleType,
     labels: Sequence[Mapping[str, str]],
     names: Sequence[str],
     file_of_run: npt.NDArray[np.integer[Any]],
@@ -236,10 +239,10 @@ def labelled_table(
     if is_profile.all():  # the usual case: views of the columns; per-run values repeated
         counts = np.diff(fc.run_start, append=len(fc))  # a run's events are contiguous
 
-        def pick(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        def pick(column: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
             return column
 
-        def per_event(per_run: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        def per_event(per_run: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
             return np.repeat(per_run, counts)
 
         n = len(fc)
@@ -248,10 +251,10 @@ def labelled_table(
         profile = np.flatnonzero(is_profile)
         run = fc.run[profile]
 
-        def pick(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        def pick(column: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
             return column[profile]
 
-        def per_event(per_run: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        def per_event(per_run: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
             return per_run[run]
 
         n = len(profile)

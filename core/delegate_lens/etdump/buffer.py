@@ -216,7 +216,7 @@ class Buffer:
 
 
 def factorize(
-    values: npt.NDArray[Any], limit: int = 1 << 16
+    values: npt.NDArray[np.generic], limit: int = 1 << 16
 ) -> tuple[npt.NDArray[Any], I64] | None:
     """(distinct values sorted, index of each value in them), fast when there are few.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -22,6 +22,9 @@ from delegate_lens.etdump.model import (
     ProfileEvent,
     Value,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "EventColumns",
@@ -173,7 +176,7 @@ class EventColumns:
     @classmethod
     def trusted(
         cls,
-        arrays: Mapping[str, npt.NDArray[Any]],
+        arrays: Mapping[str, npt.NDArray[np.generic]],
         strings: list[str],
         blob: bytes | bytearray | memoryview,
         debug_entries: Mapping[int, Value],

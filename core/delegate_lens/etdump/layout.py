@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -143,7 +142,7 @@ class TableGroup:
         vt_pos = np.asarray(vtables.positions, dtype=np.int64)[self._vt_ids[self.mask_id]]
         out.put(self.pos, (self.pos - vt_pos).astype(np.int32))
 
-    def write_scalar(self, out: Output, i: int, values: npt.NDArray[Any]) -> None:
+    def write_scalar(self, out: Output, i: int, values: npt.NDArray[np.generic]) -> None:
         present, pos = self.field_positions(i)
         out.put(pos, values[present] if values.ndim else np.broadcast_to(values, pos.shape))
 
@@ -159,7 +158,7 @@ class Output:
     def __init__(self, size: int) -> None:
         self.u8 = np.zeros(size, dtype=np.uint8)
 
-    def put(self, pos: I64, values: npt.NDArray[Any]) -> None:
+    def put(self, pos: I64, values: npt.NDArray[np.generic]) -> None:
         if len(pos) == 0:
             return
         dt = values.dtype.newbyteorder("<")

@@ -125,7 +125,7 @@ class StringTable:
 
     def _rows(
         self,
-        items: npt.NDArray[Any],
+        items: npt.NDArray[np.generic],
         word: np.dtype[Any],
         chunk: I64,
         pos: I64,

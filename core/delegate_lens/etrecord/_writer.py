@@ -94,7 +94,7 @@ def _drop_empty(obj: dict[str, Any], key: str) -> None:
 
 
 def reference_document(
-    document: dict[str, Any], *, edge_dialect: bool = False
+    document: Mapping[str, object], *, edge_dialect: bool = False
 ) -> dict[str, Any] | None:
     """``document`` (a torch.export JSON program) in the reference's schema 5.4 shape, or
     ``None`` when it uses something 5.4 cannot express. ``document`` is not modified.

@@ -115,7 +115,7 @@ def _handles(value: Any, where: str) -> Handles:
     )
 
 
-def _is_legacy_debug_handle_map(top: dict[str, Any]) -> bool:
+def _is_legacy_debug_handle_map(top: Mapping[str, object]) -> bool:
     """Old ETRecords wrote ``{instruction_id: handles}`` without the method level."""
     return bool(top) and all(_is_handles(v) for v in top.values())
 

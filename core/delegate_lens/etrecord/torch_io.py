@@ -115,7 +115,9 @@ def load_program(record: ETRecord, entry: str, method: str) -> ExportedProgram:
     return program
 
 
-def _restore_debug_handles(record: ETRecord, program: Any, entry: str, method: str) -> None:
+def _restore_debug_handles(
+    record: ETRecord, program: ExportedProgram, entry: str, method: str
+) -> None:
     """torch's deserializer drops ``debug_handle`` metadata: put it back on each node."""
     graph = record.exported_program_graph() if entry == EXPORTED_PROGRAM else record.graph(method)
     if graph is None:

@@ -18,7 +18,7 @@ Steps (spec: ``shared/spec/inspector-semantics.md``):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -27,6 +27,9 @@ import numpy.typing as npt
 from delegate_lens.etdump import DebugEntries, ETDump
 from delegate_lens.etdump.columns import EventColumns, EventKind, file_wide_columns
 from delegate_lens.etdump.decoded import DecodedColumns, RunColumns
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["Block", "FileColumns", "build_blocks", "concat_runs", "decoded_file_columns"]
 
@@ -77,7 +80,7 @@ def _cat(
     cols: Sequence[EventColumns],
     attr: str,
     dtype: Any,
-    wide: Mapping[str, npt.NDArray[Any]] | None,
+    wide: Mapping[str, npt.NDArray[np.generic]] | None,
 ) -> npt.NDArray[Any]:
     """Column ``attr`` of every run end to end: the decoder's file-wide column when the
     runs are its slices (no copy), else one concatenation."""
@@ -107,7 +110,7 @@ def _codes(
     cols: list[EventColumns],
     attr: str,
     tables: dict[int, IntArray],
-    wide: Mapping[str, npt.NDArray[Any]] | None,
+    wide: Mapping[str, npt.NDArray[np.generic]] | None,
 ) -> IntArray:
     """A string column of every run as codes into the merged table."""
     if len(tables) == 1:
@@ -347,7 +350,7 @@ def build_blocks(fc: FileColumns) -> Grouping:
     if len(row_event) == 0:
         return Grouping([], debug_sorted_group, debug_sorted_event)
 
-    def at_rows(column: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def at_rows(column: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
         # every event a row, in file order (profile events only): no gather needed
         return column if identity else column[row_event]
 

@@ -6,9 +6,12 @@ named graph (``get_exported_program``), the reference outputs of a bundled run
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from delegate_lens.etrecord import ETRecord
 
 __all__ = [
     "EDGE_DIALECT_GRAPH_KEY",
@@ -33,7 +36,7 @@ def check_reference_graph_name(name: str) -> None:
 
 
 def exported_program_of(
-    record: Any, graph: str | None, method: str | None, warn: Callable[[str], None]
+    record: ETRecord, graph: str | None, method: str | None, warn: Callable[[str], None]
 ) -> Any:
     """The program ``Inspector.get_exported_program(graph, method=...)`` gives (see there)."""
     if graph is None or graph in ("edge_dialect_exported_program", EDGE_DIALECT_GRAPH_KEY):
@@ -48,7 +51,7 @@ def exported_program_of(
     return record.graph_map[name]
 
 
-def reference_output_loader(record: Any, index: int | None) -> Callable[[], Any] | None:
+def reference_output_loader(record: ETRecord, index: int | None) -> Callable[[], Any] | None:
     """Loads the expected outputs of bundled test case ``index`` of ``forward`` (None when
     the record has no reference outputs or the run used no bundled input)."""
     if index is None or index < 0 or not getattr(record, "has_reference_outputs", False):

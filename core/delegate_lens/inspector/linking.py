@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from delegate_lens.errors import InspectorWarning
 from delegate_lens.etdump.model import FRAMEWORK_EVENTS
+
+if TYPE_CHECKING:
+    from delegate_lens.etrecord import ETRecord
 
 __all__ = ["FRAMEWORK_EVENTS", "Choice", "InspectorWarning", "Linker", "RowKey", "RowLink"]
 
@@ -151,7 +154,7 @@ def _warn(message: str) -> None:
 class Linker:
     """Links rows of blocks to an ETRecord (torch-free: maps and graph JSON only)."""
 
-    def __init__(self, etrecord: Any) -> None:
+    def __init__(self, etrecord: ETRecord) -> None:
         self.etrecord = etrecord
         # handles as written (an int stays an int), delegate entries with exact lookup
         self.debug_handle_map: Mapping[str, Mapping[int, Any]] = (

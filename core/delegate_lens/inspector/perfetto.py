@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def write_perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
 
 
 def _write_block(
-    pb: Any,
+    pb: ModuleType,
     stream: IO[bytes],
     sl: BlockSlices,
     origin: int,
@@ -189,7 +189,9 @@ def _write_block(
             stream.write(b"".join(pieces))
 
 
-def _sequence_start(pb: Any, sequence: int, track: int, names: dict[str, int], now: int) -> bytes:
+def _sequence_start(
+    pb: ModuleType, sequence: int, track: int, names: dict[str, int], now: int
+) -> bytes:
     """A run's first packets: incremental state cleared, interned names, defaults (its
     track, the sequence clock), then the clock snapshot that starts the clock at ``now``."""
     trace = pb.Trace()

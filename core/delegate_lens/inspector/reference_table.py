@@ -19,6 +19,8 @@ from typing import IO, TYPE_CHECKING, Any
 from delegate_lens.inspector.rows import table_rows
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from delegate_lens.inspector.api import Inspector
 
 __all__ = ["reference_rows", "write_reference_tsv"]
@@ -84,7 +86,9 @@ def _tsv_cell(value: object) -> str:
     return str(value)
 
 
-def write_reference_tsv(headers: list[str], rows: list[list[Any]], file: IO[str]) -> None:
+def write_reference_tsv(
+    headers: list[str], rows: Sequence[Sequence[object]], file: IO[str]
+) -> None:
     """``DataFrame.to_csv(file, sep="\\t")`` of the table: an index column, floats as
     ``repr``, missing values empty, cells quoted as the csv module quotes them."""
     writer = csv.writer(file, delimiter="\t", lineterminator="\n")

@@ -19,6 +19,8 @@ from delegate_lens.errors import MissingExtraError
 from delegate_lens.texttable import align_columns
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.model import EventBlock
 
@@ -153,7 +155,9 @@ def _first_sample(value: object) -> Any:
     return value
 
 
-def _metadata_cells(values: list[Any], taken: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+def _metadata_cells(
+    values: Sequence[object], taken: Sequence[str]
+) -> tuple[list[str], list[list[str]]]:
     """The metadata as columns: one per key when the (first sample's) values are dicts,
     else one ``metadata`` column; a key that is already a header is ``metadata.KEY``."""
     firsts = [_first_sample(v) for v in values]

@@ -20,13 +20,21 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import DelegateLensWarning, ETRecordFormatError, InspectorError
 from delegate_lens.etrecord.entries import REPRESENTATIVE_INPUTS
 from delegate_lens.etrecord.graph import GraphInfo, GraphNode
 from delegate_lens.etrecord.torch_io import to_torch
 from delegate_lens.numerics._aot_outputs import CACHE_SUFFIX, AotOutputs
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import torch
+    from torch.export import ExportedProgram
+
+    from delegate_lens.etrecord import ETRecord
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +53,7 @@ def _ancestor_ids(provenance: object) -> list[str]:
 
 
 def aten_debug_handles(
-    record: Any, method: str = "forward", *, validate: bool = True
+    record: ETRecord, method: str = "forward", *, validate: bool = True
 ) -> dict[str, int] | None:
     """``{ATen node name: handle}`` carried back from ``method``'s edge program, or None
     when the ETRecord has no ATen program or (with ``validate``) some edge handle has no
@@ -111,7 +119,7 @@ def _input_list(value: object, origin: str) -> list[Any]:
     return value
 
 
-def _default_cache(record: Any) -> Path:
+def _default_cache(record: ETRecord) -> Path:
     origin = str(record.origin)
     if origin.startswith("<"):
         raise InspectorError(
@@ -121,7 +129,7 @@ def _default_cache(record: Any) -> Path:
     return Path(origin + CACHE_SUFFIX)
 
 
-def _key(record: Any, graph: str, inputs: Sequence[Any]) -> str:
+def _key(record: ETRecord, graph: str, inputs: Sequence[Any]) -> str:
     digest = hashlib.sha256(graph.encode())
     for name in record.entry_names:
         digest.update(f"{name}:{record.entry_size(name)};".encode())
@@ -230,7 +238,7 @@ def capture_intermediate_outputs(
     return result
 
 
-def _stored_inputs(record: Any) -> list[Any] | None:
+def _stored_inputs(record: ETRecord) -> list[Any] | None:
     if not record.has_representative_inputs:
         return None
     value = record.representative_inputs()
@@ -239,7 +247,9 @@ def _stored_inputs(record: Any) -> list[Any] | None:
     return _input_list(value, record.origin)
 
 
-def _run(program: Any, handles: dict[str, int], inputs: list[Any], origin: str) -> dict[str, Any]:
+def _run(
+    program: ExportedProgram, handles: dict[str, int], inputs: Sequence[object], origin: str
+) -> dict[str, Any]:
     """``{node name: output}`` of every node named in ``handles``."""
     import torch
 
@@ -289,8 +299,8 @@ def _as_numpy(value: object) -> Any:
 def _describe(
     info: GraphInfo,
     handles: dict[str, int],
-    captured: dict[str, Any],
-    program: Any,
+    captured: Mapping[str, object],
+    program: ExportedProgram,
     graph: str,
     key: str,
 ) -> AotOutputs:
@@ -312,11 +322,11 @@ def _describe(
     return AotOutputs(graph, outputs, op_names, stack_traces, order, inputs_of, key)
 
 
-def _inputs_of(program: Any, handles: dict[str, int]) -> dict[int, tuple[int, ...]]:
+def _inputs_of(program: ExportedProgram, handles: dict[str, int]) -> dict[int, tuple[int, ...]]:
     """``{handle: handles feeding its nodes}``, looking through nodes without a handle."""
     memo: dict[Any, set[int]] = {}
 
-    def sources(node: Any) -> set[int]:
+    def sources(node: torch.fx.Node) -> set[int]:
         if node in memo:
             return memo[node]
         memo[node] = set()

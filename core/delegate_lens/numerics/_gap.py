@@ -45,7 +45,7 @@ class _Entry:
     def __init__(
         self,
         handles: Handles,
-        value: list[Any],
+        value: Sequence[object],
         num_outputs: int,
         rank: tuple[int, int],
         name: str,

@@ -13,13 +13,17 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import DelegateLensError, MappingError, PluginError, UsageError
 from delegate_lens.hookspecs import hookimpl
 from delegate_lens.testing.coverage import _as_tuple, _check_maps
 from delegate_lens.testing.profile import BackendProfile, backend_profile
 from delegate_lens.testing.report import RULES, ConformanceReport, Finding
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 
 __all__ = ["DEFAULT_MAX_EXAMPLES", "Recorder", "check_backend", "check_model"]
 

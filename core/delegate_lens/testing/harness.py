@@ -4,18 +4,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["TracedRun", "lower", "run_traced"]
 
 
 def lower(
     backend_id: str,
-    model: Any,
+    model: torch.nn.Module,
     inputs: Sequence[Any] | None = None,
     *,
     compile_specs: Sequence[Any] = (),

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from attrs.validators import deep_iterable, instance_of, is_callable, optional
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    import pluggy
 
 __all__ = ["DEFAULT_OPS", "BackendProfile", "SummaryRule", "backend_profile", "default_is_summary"]
 
@@ -21,7 +26,7 @@ def _names(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _spec_sets(value: Iterable[Iterable[Any]]) -> tuple[tuple[Any, ...], ...]:
+def _spec_sets(value: Iterable[Iterable[object]]) -> tuple[tuple[Any, ...], ...]:
     return tuple(tuple(specs) for specs in value) or ((),)
 
 
@@ -85,7 +90,7 @@ def default_is_summary(
     return any(not partition <= set(hs) for other, hs in mapping.items() if other != identifier)
 
 
-def backend_profile(backend_id: str, pm: Any = None) -> BackendProfile:
+def backend_profile(backend_id: str, pm: pluggy.PluginManager | None = None) -> BackendProfile:
     """The profile ``backend_id`` declares, or the defaults when no plugin answers."""
     from delegate_lens import hooks
     from delegate_lens.errors import PluginError

@@ -9,9 +9,16 @@ own tests. pytest loads this module in every run: importing it loads nothing hea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import torch
+
+    from delegate_lens.testing.report import Finding
 
 _OPTION = "--delegate-lens-backend"
 _REAL_OPTION = "--delegate-lens-executorch-partitioner"
@@ -112,7 +119,7 @@ class _RuleItem(pytest.Item):
 
 
 class _RuleFailed(Exception):
-    def __init__(self, findings: list[Any]) -> None:
+    def __init__(self, findings: Sequence[Finding]) -> None:
         super().__init__(f"{len(findings)} finding(s)")
         self.findings = findings
 
@@ -180,7 +187,11 @@ def dl_lower(request: pytest.FixtureRequest) -> Callable[..., Any]:
     from delegate_lens.testing.harness import lower
 
     def run(
-        model: Any, inputs: Any = None, *, backend: str | None = None, compile_specs: Any = ()
+        model: torch.nn.Module,
+        inputs: Any = None,
+        *,
+        backend: str | None = None,
+        compile_specs: Any = (),
     ) -> Any:
         name = backend or _backend_of(request)
         if name is None:
