@@ -20,6 +20,7 @@ from delegate_lens.errors import DelegateLensError, PluginError, UsageError
 if TYPE_CHECKING:
     from typing import IO
 
+    from delegate_lens.exporters import Exporter
     from delegate_lens.inspector import Inspector
 
 
@@ -199,7 +200,7 @@ def _export(exporter: Any, inspector: Any, stream: IO[Any] | Path) -> None:
         ) from exc
 
 
-def _write_atomic(target: Path, exporter: Any, inspector: Inspector) -> None:
+def _write_atomic(target: Path, exporter: Exporter, inspector: Inspector) -> None:
     from delegate_lens.fileio import write_atomic, write_folder_atomic
 
     if exporter.folder:

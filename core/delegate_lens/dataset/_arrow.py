@@ -76,7 +76,9 @@ def strings(pa: ModuleType, values: Sequence[str | None]) -> Any:
     )
 
 
-def _lists(pa: ModuleType, type: Any, lists: Sequence[Sequence[Any] | None], child: Any) -> Any:
+def _lists(
+    pa: ModuleType, type: object, lists: Sequence[Sequence[Any] | None], child: object
+) -> Any:
     lengths = np.fromiter((0 if x is None else len(x) for x in lists), np.int64, len(lists))
     mask = np.fromiter((x is None for x in lists), bool, count=len(lists))
     validity, nulls = _validity(pa, mask)

@@ -12,13 +12,16 @@ dropped are named, to collect again.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.store import MANIFEST, DatasetStore
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["DatasetCheck", "Problem", "check_dataset", "format_check"]
 
@@ -127,8 +130,8 @@ def _check(store: DatasetStore, repair: bool) -> DatasetCheck:
 
 def _rewrite(
     store: DatasetStore,
-    pq: Any,
-    pc: Any,
+    pq: ModuleType,
+    pc: ModuleType,
     path: str,
     name: str,
     files: list[dict[str, Any]],

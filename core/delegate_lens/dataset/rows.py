@@ -24,6 +24,7 @@ from delegate_lens.inspector.build import FileColumns, decoded_file_columns
 if TYPE_CHECKING:
     from types import ModuleType
 
+
 __all__ = [
     "FileLabels",
     "events_table",
@@ -34,7 +35,7 @@ __all__ = [
 
 
 def _text(
-    pa: Any, codes: npt.NDArray[Any], dictionary: Sequence[str | None], *, ours: bool = False
+    pa: ModuleType, codes: npt.NDArray[Any], dictionary: Sequence[str | None], *, ours: bool = False
 ) -> Any:
     """A dictionary array (null where ``codes`` < 0). ``ours``: codes this module made,
     known to be in range (Arrow's check of every index is skipped)."""

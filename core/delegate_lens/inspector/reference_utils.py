@@ -15,9 +15,13 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "compare_results",
@@ -26,7 +30,7 @@ __all__ = [
 ]
 
 
-def _array(value: object) -> Any:
+def _array(value: object) -> npt.NDArray[np.float32] | None:
     import numpy as np
 
     if isinstance(value, np.ndarray) or type(value).__module__.startswith("torch"):
@@ -37,7 +41,9 @@ def _array(value: object) -> Any:
 
 
 def _pairs(
-    reference: Sequence[object], run: Sequence[object], metric: Callable[[Any, Any], float]
+    reference: Sequence[object],
+    run: Sequence[object],
+    metric: Callable[[npt.NDArray[np.float32], npt.NDArray[np.float32]], float],
 ) -> list[float | None]:
     out: list[float | None] = []
     for ref_value, value in zip(reference, run):
@@ -46,20 +52,20 @@ def _pairs(
     return out
 
 
-def _mse(a: Any, b: Any) -> float:
+def _mse(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
     import numpy as np
 
     return float(np.mean(np.square(a - b)))
 
 
-def _snr(a: Any, b: Any) -> float:
+def _snr(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
     import numpy as np
 
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(10 * np.log10(np.mean(np.square(a)) / np.mean(np.square(a - b))))
 
 
-def _cosine(a: Any, b: Any) -> float:
+def _cosine(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
     import numpy as np
 
     if a.shape != b.shape:

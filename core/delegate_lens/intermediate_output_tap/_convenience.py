@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -14,6 +14,9 @@ from delegate_lens.errors import MissingExtraError, UsageError
 from delegate_lens.intermediate_output_tap._spec import TapSpec
 from delegate_lens.intermediate_output_tap._strip_pass import strip_taps_
 from delegate_lens.intermediate_output_tap._tap_pass import TapRule, tap_intermediate_outputs_
+
+if TYPE_CHECKING:
+    from delegate_lens.aot.program import ProgramManager
 
 __all__ = ["compare_aot_runtime_dataframe", "compare_rows", "tap_compare"]
 
@@ -104,7 +107,9 @@ def compare_aot_runtime_dataframe(
     return pd.DataFrame(compare_rows(specs, aot_flat, rt_flat))
 
 
-def run_program(program_manager: Any, inputs: Sequence[Any], method: str = "forward") -> list[Any]:
+def run_program(
+    program_manager: ProgramManager, inputs: Sequence[Any], method: str = "forward"
+) -> list[Any]:
     """Run a :class:`~delegate_lens.ProgramManager`'s method in the simulated runtime."""
     from delegate_lens.runtime import Program
 

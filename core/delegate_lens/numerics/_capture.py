@@ -129,7 +129,7 @@ def _default_cache(record: ETRecord) -> Path:
     return Path(origin + CACHE_SUFFIX)
 
 
-def _key(record: ETRecord, graph: str, inputs: Sequence[Any]) -> str:
+def _key(record: ETRecord, graph: str, inputs: Sequence[object]) -> str:
     digest = hashlib.sha256(graph.encode())
     for name in record.entry_names:
         digest.update(f"{name}:{record.entry_size(name)};".encode())

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from delegate_lens.runtime._records import (
     tensor_bytes,
 )
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
+
+if TYPE_CHECKING:
+    from delegate_lens.etdump.columns import EventColumns
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
 
@@ -375,7 +378,9 @@ class ETDumpGen(EventTracer):
             write_bytes_atomic(debug_buffer_path, self.debug_buffer)
 
 
-def _columns(events: list[tuple[Any, ...]], columns_cls: Any, failures: list[str]) -> Any:
+def _columns(
+    events: list[tuple[Any, ...]], columns_cls: type[EventColumns], failures: list[str]
+) -> Any:
     n = len(events)
     if n == 0:
         return columns_cls.empty()
