@@ -12,9 +12,9 @@ Measures, each into a fresh dataset (medians of ``--repeat`` runs):
 * query: p50 of duration per operator and device over a dataset of ``--events`` events
   (parts written from the big vector's table with three device labels, cached per schema
   and write options);
-* with the 1- and 2-worker runs, a reference pair: this process and a kept helper each
-  collect half of the inputs at once, without the engine (what two processes give on this
-  machine now), and the engine's speed relative to it;
+* with the 1- and 2-worker runs, a reference pair: this process and a helper (started
+  once, warm) each collect half of the inputs at once, without the engine (what two
+  processes give on this machine now, at best), and the engine's speed relative to it;
 * ``--only stages``: CPU time and page faults per file by stage (find, read, hash, decode,
   table, Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
 * ``--only parquet`` (not by default): Parquet write options compared, CPU time and size;
@@ -124,8 +124,8 @@ def small_dumps(count: int) -> Path:
 
 
 def time_collect(folder: Path, workers: int) -> tuple[float, float, int, int]:
-    """Wall seconds, CPU seconds of this process (meaningful for 1 worker only: the workers
-    of a pool are not our children), ETDump bytes and events of one collect."""
+    """Wall seconds, CPU seconds of this process (meaningful for 1 worker only: with more,
+    the workers' CPU time is theirs), ETDump bytes and events of one collect."""
     target = Path(tempfile.mkdtemp(prefix="bench-ds-"))
     try:
         start = time.perf_counter()
@@ -156,10 +156,11 @@ def _helper(connection: Any) -> None:
 
 class TwoHalves:
     """The most two processes give on this machine now, without the engine: this process
-    and a kept helper (warm, as kept workers are) each collect half of the inputs at
-    once, each as one worker. Measured between the 1- and 2-worker runs, it separates
-    what the machine gives two processes (its cores share caches, memory and, on a VM,
-    the host) from what the engine loses."""
+    and a helper started once (warm: no process start, no cold first batch; the engine
+    starts its workers with each run) each collect half of the inputs at once, each as
+    one worker. Measured between the 1- and 2-worker runs, it separates what the machine
+    gives two processes (its cores share caches, memory and, on a VM, the host) from
+    what the engine loses."""
 
     def __init__(self, folder: Path) -> None:
         import multiprocessing
