@@ -38,6 +38,16 @@ from delegate_lens.errors import CollectError, UsageError
 _FORK = "fork" in multiprocessing.get_all_start_methods()
 
 
+@pytest.fixture(autouse=True)
+def forked_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers forked from this process, whatever ran before in it: the engine picks a
+    fork server once another Python thread runs (one an earlier test left, e.g. tqdm's
+    monitor), and a fork server's workers do not see what these tests patch here. The test
+    of the fork server sets the method itself."""
+    if _FORK:
+        monkeypatch.setattr(engine, "_start_method", lambda: "fork")
+
+
 @pytest.fixture
 def fleet(tmp_path: Path, vectors_dir: Path) -> Path:
     """40 distinct small dumps in two folders."""

@@ -225,6 +225,10 @@ def _plugin_options() -> tuple[str, ...] | None:
     return options
 
 
+_GRACE_SECONDS = 2.0
+"""How long a broken pool's workers get to end before they are killed."""
+
+
 class _Pool:
     """One run's workers: the executor, the batches submitted and not yet done."""
 
@@ -283,11 +287,22 @@ class _Pool:
 
     def died(self) -> str:
         """Why the pool broke: which worker ended, and how (once all have ended)."""
+        self._name_processes()
+        # the pool ends the other workers itself; one still waiting on the pool's queue
+        # after a grace (Python 3.11 can leave one when a worker fails to start) is killed
+        # here, so that the shutdown below cannot wait for it forever
+        killed: set[int] = set()
+        for index, process in enumerate(self.processes, 1):
+            process.join(timeout=_GRACE_SECONDS)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=_GRACE_SECONDS)
+                killed.add(index)
         self.executor.shutdown(wait=True)
         ended = [
             (index, process.exitcode)
             for index, process in enumerate(self.processes, 1)
-            if process.exitcode not in (0, None)
+            if process.exitcode not in (0, None) and index not in killed
         ]
         # the pool stops the others (SIGTERM) once one is gone: the one gone first is
         # one that ended otherwise, when there is one
