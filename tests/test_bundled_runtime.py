@@ -120,7 +120,12 @@ def test_verify_command_fails_with_exit_1_on_a_perturbed_output(
     [
         (["missing.bpte"], "missing.bpte: cannot read the bundled program"),
         (["trunc.bpte"], "trunc.bpte: bundled program: "),
-        ([str(REFERENCE)], "reference_add.bpte: bundled program: program: starts with"),
+        # a real ExecuTorch program: the bridge runs it (test_executorch_bridge_verify.py);
+        # without the bridge, one line naming the extra
+        (
+            [str(REFERENCE), "-p", "no:executorch"],
+            "needs real ExecuTorch: pip install 'delegate-lens[executorch]'",
+        ),
         (["ok.bpte", "--debug-buffer", "d.bin"], "--debug-buffer needs --etdump"),
         (["ok.bpte", "--rtol", "-1"], "must be >= 0"),
     ],
