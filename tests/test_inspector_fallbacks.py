@@ -292,8 +292,13 @@ def test_an_array_plugin_with_the_wrong_length_is_named() -> None:
         def dl_delegate_time_scale_array(self, ticks: npt.NDArray[np.uint64]) -> Any:
             return ["fast"] * len(ticks)
 
+    # an answer of the wrong type is that plugin's failure, named; the next plugin answers
+    # (here the built-in fallback, once 'short' is gone)
+    get_plugin_manager().unregister(name="short")
     get_plugin_manager().register(Words(), name="words")
-    with pytest.raises(PluginError, match=r"plugin 'words' \(registered\) returned list \['fast'"):
+    with pytest.warns(
+        PluginWarning, match=r"plugin 'words' \(registered\) .*returned list \['fast'"
+    ):
         linked()
 
 

@@ -9,6 +9,7 @@ once.
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = ["forget_etrecords", "load_etrecord"]
 
 _KEPT = 4
 _kept: OrderedDict[tuple[object, ...], Any] = OrderedDict()
+_lock = threading.Lock()  # compare reads its two sides in two threads: parse once
 
 
 def forget_etrecords() -> None:
@@ -50,18 +52,19 @@ def load_etrecord(etrecord: object) -> Any:
             info.st_mtime_ns,
             read_limits(),
         )
-        record = _kept.get(key)
-        if record is None:
-            record = parse_etrecord(etrecord)
-            record.validate()  # a named file is read whole or refused: no silent gaps
-            _kept[key] = record
-            while len(_kept) > _KEPT:
-                _kept.popitem(last=False)
-        else:
+        with _lock:
+            record = _kept.get(key)
+            if record is None:
+                record = parse_etrecord(etrecord)
+                record.validate()  # a named file is read whole or refused: no silent gaps
+                _kept[key] = record
+                while len(_kept) > _KEPT:
+                    _kept.popitem(last=False)
+                return record
             _kept.move_to_end(key)
-            from delegate_lens.fileio import note_input
+        from delegate_lens.fileio import note_input
 
-            note_input(etrecord)
+        note_input(etrecord)
         return record
     if hasattr(etrecord, "debug_handle_map") and hasattr(etrecord, "graph"):
         return etrecord

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import define, field
+import attrs
 
 from delegate_lens.errors import ProgramFormatError, RuntimeBackendError, UsageError
 
@@ -38,7 +38,7 @@ DEFAULT_DEBUG_BUFFER_SIZE = 16 << 20
 _LOGGERS = ("torchao", "torch.utils._pytree", "executorch", "root")
 
 
-@define
+@attrs.define
 class _Captured:
     """What the runtime wrote on file descriptor 2 while it was quieted."""
 
@@ -163,13 +163,13 @@ def _probe(data: bytes, origin: str) -> None:
         )
 
 
-@define
+@attrs.define
 class RealRun:
     """One traced session of the real runtime: the last outputs, the ETDump, the buffer."""
 
     outputs: list[Any]
     etdump: bytes
-    debug_buffer: bytes | None = field(default=None)
+    debug_buffer: bytes | None = attrs.field(default=None)
 
 
 def run_program(
