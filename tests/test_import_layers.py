@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "delegate_lens"
 
 # bottom to top; a unit may import units of its own layer's lower layers only
 LAYERS: list[set[str]] = [
-    {"errors", "texttable"},
+    {"errors", "texttable", "_lazy"},
     {"config", "fileio"},
     {"hookspecs", "pluginmanager", "hookcalls", "hooks", "bridge"},
     {"program", "mapping", "backend", "partitioner"},

@@ -6,9 +6,7 @@ first use through module ``__getattr__``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from delegate_lens._lazy import lazy_names
 from delegate_lens.errors import (
     DelegateLensError,
     ETDumpFormatError,
@@ -64,14 +62,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'delegate_lens' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, [*__all__, *_LAZY])

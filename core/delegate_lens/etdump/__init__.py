@@ -7,8 +7,9 @@ columns back vectorized. See ``docs/etdump.md``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from delegate_lens._lazy import lazy_names
 
 if TYPE_CHECKING:
     from delegate_lens.etdump.builder import EventColumnsBuilder
@@ -133,14 +134,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(
+    __name__, {name: f"{__name__}.{home}" for name, home in _HOME.items()}, __all__
+)

@@ -38,8 +38,8 @@ block's runs; ``total_time`` the sum over them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 import numpy as np
@@ -57,6 +57,7 @@ __all__ = [
     "RowRole",
     "attribute",
     "attribute_table",
+    "denominator_lines",
     "kernel_op_name",
     "node_samples",
     "op_name",
@@ -392,6 +393,26 @@ def node_samples(table: BlockTable, attribution: BlockAttribution) -> dict[str, 
             previous = out.get(name)
             out[name] = times.copy() if previous is None else previous + times
     return out
+
+
+class _Shared(Protocol):
+    @property
+    def block(self) -> str: ...
+    @property
+    def runs(self) -> int: ...
+    @property
+    def denominator(self) -> str: ...
+
+
+def denominator_lines(rows: Iterable[_Shared]) -> list[str]:
+    """One line per block of a summary's rows: its runs and what its shares divide by."""
+    first: dict[str, _Shared] = {}
+    for row in rows:
+        first.setdefault(row.block, row)
+    return [
+        f"{block}: {r.runs} run(s); share = % of {r.denominator} (over all runs)"
+        for block, r in first.items()
+    ]
 
 
 def attribute(tables: Sequence[BlockTable]) -> list[BlockAttribution]:

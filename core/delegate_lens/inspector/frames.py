@@ -25,26 +25,11 @@ def inspector_dataframe(
     inspector: Inspector, *, include_units: bool = True, include_delegate_debug_data: bool = False
 ) -> Any:
     """One row per event row of every block, with the reference's columns (needs pandas)."""
-    from delegate_lens.inspector.tabular import require_pandas
+    from delegate_lens.inspector.tabular import dataframe_columns, require_pandas
 
     pd = require_pandas()
     unit = f" ({inspector.target_time_scale.value})" if include_units else ""
-    names = [
-        "event_block_name",
-        "event_name",
-        "raw",
-        *(s + unit for s in _STATS),
-        "op_types",
-        "delegate_debug_identifier",
-        "stack_traces",
-        "module_hierarchy",
-        "is_delegated_op",
-        "delegate_backend_name",
-        "debug_data",
-        "start_time",
-    ]
-    if include_delegate_debug_data:
-        names.append("delegate_debug_metadata")
+    names = dataframe_columns(unit, include_delegate_debug_data)
     columns: dict[str, list[Any]] = {name: [] for name in names}
     stats: list[list[Any]] = [[] for _ in _STATS]
     fc = inspector.file_columns

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import UsageError
+from delegate_lens.inspector.attribution import denominator_lines
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.attribution import BlockAttribution
@@ -236,8 +237,5 @@ def write_module_table(rows: Sequence[ModuleSummary], unit: str, file: IO[str]) 
     write = file.write
     for text in align_columns([header, *body], right=range(3, 9), rule=True):
         write(text + "\n")
-    seen: dict[str, ModuleSummary] = {}
-    for r in rows:
-        seen.setdefault(r.block, r)
-    for block, r in seen.items():
-        write(f"{block}: {r.runs} run(s); share = % of {r.denominator} (over all runs)\n")
+    for line in denominator_lines(rows):
+        write(line + "\n")

@@ -10,13 +10,12 @@ event explains is shown as ``... (unattributed)``. The shares of a block sum to 
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 import attrs
 
-from delegate_lens.inspector.attribution import BlockAttribution, attribute
+from delegate_lens.inspector.attribution import BlockAttribution, attribute, denominator_lines
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.tables import BlockTable
@@ -26,7 +25,6 @@ __all__ = [
     "OpTypeSummary",
     "op_type_rows",
     "op_type_summary",
-    "write_op_type_csv",
     "write_op_type_table",
 ]
 
@@ -122,16 +120,5 @@ def write_op_type_table(rows: Sequence[OpTypeSummary], unit: str, file: IO[str])
     ]
     for text in align_columns([header, *body], right=range(3, 8), rule=True):
         file.write(text + "\n")
-    seen: dict[str, OpTypeSummary] = {}
-    for r in rows:
-        seen.setdefault(r.block, r)
-    for block, r in seen.items():
-        file.write(f"{block}: {r.runs} run(s); share = % of {r.denominator} (over all runs)\n")
-
-
-def write_op_type_csv(rows: Sequence[OpTypeSummary], file: IO[str]) -> None:
-    """The summary as CSV, one column per field of :class:`OpTypeSummary`."""
-    writer = csv.writer(file, lineterminator="\n")
-    writer.writerow(OP_TYPE_COLUMNS)
-    for r in rows:
-        writer.writerow([repr(v) if isinstance(v, float) else v for v in attrs.astuple(r)])
+    for line in denominator_lines(rows):
+        file.write(line + "\n")

@@ -358,6 +358,27 @@ def to_dataframe(
     )
 
 
+def dataframe_columns(unit: str, include_delegate_debug_data: bool) -> list[str]:
+    """The reference's DataFrame columns, in its order (``unit`` e.g. ``" (ms)"`` or ``""``)."""
+    names = [
+        "event_block_name",
+        "event_name",
+        "raw",
+        *(s + unit for s in _STATS),
+        "op_types",
+        "delegate_debug_identifier",
+        "stack_traces",
+        "module_hierarchy",
+        "is_delegated_op",
+        "delegate_backend_name",
+        "debug_data",
+        "start_time",
+    ]
+    if include_delegate_debug_data:
+        names.append("delegate_debug_metadata")
+    return names
+
+
 def blocks_to_dataframe(
     blocks: Sequence[EventBlock],
     *,
@@ -365,34 +386,12 @@ def blocks_to_dataframe(
     include_delegate_debug_data: bool = False,
 ) -> Any:
     """One DataFrame row per event of ``blocks`` (needs pandas)."""
-    try:
-        import pandas as pd
-    except ImportError as exc:
-        raise MissingExtraError(
-            "to_dataframe needs pandas: install the 'pandas' extra "
-            "(pip install 'delegate-lens[pandas]')"
-        ) from exc
+    pd = require_pandas()
     scale = blocks[0].target_time_scale.value if blocks else "ms"
     unit = f" ({scale})" if include_units else ""
     columns: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "event_block_name",
-            "event_name",
-            "raw",
-            *(s + unit for s in _STATS),
-            "op_types",
-            "delegate_debug_identifier",
-            "stack_traces",
-            "module_hierarchy",
-            "is_delegated_op",
-            "delegate_backend_name",
-            "debug_data",
-            "start_time",
-        )
+        name: [] for name in dataframe_columns(unit, include_delegate_debug_data)
     }
-    if include_delegate_debug_data:
-        columns["delegate_debug_metadata"] = []
     for block in blocks:
         for event in block.events:
             perf = event.perf_data
