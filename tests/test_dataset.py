@@ -239,3 +239,41 @@ def test_dask_local_cluster(fleet: Path, tmp_path: Path) -> None:
     assert len(report.collected) == 2 and len(report.skipped) == 2
     sql = "select source, event_name, sum(duration) t from events group by all order by all"
     assert query(ds, sql).equals(query(str(tmp_path / "serial"), sql))
+
+
+def test_the_etrecord_is_part_of_the_key(tmp_path: Path, vectors_dir: Path) -> None:
+    """Collected again with another ETRecord, an ETDump replaces its old rows (a dataset
+    first filled with an ETRecord that linked nothing, or none, is mended by collecting
+    again with the right one); given again without one, it is skipped."""
+    import zipfile
+
+    from delegate_lens.dataset.batch import etrecord_identity
+
+    mlp = vectors_dir / "mlp_xnnpack"
+    etdump = tmp_path / "run.etdp"
+    shutil.copy(mlp / "etdump.etdp", etdump)
+    first = tmp_path / "first.etrecord"
+    shutil.copy(mlp / "etrecord.bin", first)
+    other = tmp_path / "other.etrecord"  # the same record, other bytes (deflated entries)
+    with zipfile.ZipFile(first) as src, zipfile.ZipFile(other, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    ds = str(tmp_path / "ds")
+
+    def linked_rows() -> tuple[int, int]:
+        table = query(ds, "SELECT count(*) n, count(op_types) linked FROM events")
+        return table["n"][0].as_py(), table["linked"][0].as_py()
+
+    plain = collect([str(etdump)], ds)
+    rows = plain.rows
+    assert linked_rows() == (rows, 0)
+    assert len(collect([str(etdump)], ds, etrecord=str(first)).collected) == 1
+    total, linked = linked_rows()
+    assert total == rows and linked > 0  # replaced, not stored twice
+    assert len(collect([str(etdump)], ds, etrecord=str(first)).skipped) == 1
+    assert len(collect([str(etdump)], ds).skipped) == 1  # no ETRecord: keeps the links
+    assert len(collect([str(etdump)], ds, etrecord=str(other)).collected) == 1
+    assert linked_rows() == (total, linked)
+    assert len(DatasetStore(ds).parts()) == 1
+    stored = DatasetStore(ds).manifest()
+    assert [item.get("etrecord") for item in stored.values()] == [etrecord_identity(str(other))]

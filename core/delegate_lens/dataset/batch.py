@@ -31,7 +31,13 @@ from delegate_lens.dataset.store import DatasetStore
 if TYPE_CHECKING:
     from delegate_lens.inspector import Inspector
 
-__all__ = ["FileResult", "collect_batch", "content_hash"]
+__all__ = [
+    "FileResult",
+    "collect_batch",
+    "content_hash",
+    "dataset_key",
+    "etrecord_identity",
+]
 
 _ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
 _GROUP_BYTES = 32 << 20  # smaller files are decoded together, this many bytes at a time
@@ -86,6 +92,31 @@ def _read(path: str, size: int = -1) -> bytes | memoryview:
 def content_hash(data: bytes | memoryview) -> str:
     """The hash incremental collection skips by (SHA-256, 128 bits in hex)."""
     return hashlib.sha256(data).hexdigest()[:32]
+
+
+_identities: dict[tuple[str, int, int], str] = {}
+
+
+def etrecord_identity(path: str) -> str:
+    """The content hash of the ETRecord at ``path`` (kept per file, size and mtime)."""
+    info = os.stat(path)
+    key = (os.path.abspath(path), info.st_size, info.st_mtime_ns)
+    found = _identities.get(key)
+    if found is None:
+        digest = hashlib.sha256()
+        with open(path, "rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(chunk)
+        found = _identities[key] = digest.hexdigest()[:32]
+    return found
+
+
+def dataset_key(file_hash: str, etrecord: str | None) -> str:
+    """What incremental collection skips by: the ETDump's hash, with the identity of the
+    ETRecord that links it (``hash+identity``) when there is one; a file given again with
+    another ETRecord is collected again and replaces its old rows (see
+    :func:`delegate_lens.dataset.collector.known_keys`)."""
+    return file_hash if etrecord is None else f"{file_hash}+{etrecord}"
 
 
 @attrs.define(eq=False)
@@ -177,6 +208,7 @@ class _Pending:
     file_hash: str
     labels: Mapping[str, str]
     block: _Block | None  # the buffer it was read into, if any
+    etrecord: str | None = None  # the identity of the ETRecord that links it
 
 
 def _message(path: str, exc: BaseException) -> str:
@@ -359,7 +391,8 @@ def _collect_batch(
             if isinstance(data, Exception):
                 raise data
             file_hash = content_hash(data)
-            if file_hash in known:
+            identity = None if source.etrecord is None else etrecord_identity(source.etrecord)
+            if dataset_key(file_hash, identity) in known:
                 results[i] = FileResult(source.path, "skipped", len(data), 0, file_hash)
                 continue
             if file_hash in first_of:
@@ -372,7 +405,7 @@ def _collect_batch(
             )
             continue
         first_of[file_hash] = i
-        item = _Pending(i, source, data, file_hash, labels, block)
+        item = _Pending(i, source, data, file_hash, labels, block, identity)
         (plain if source.etrecord is None else linked).append(item)
 
     distinct = {
@@ -417,6 +450,7 @@ def _collect_batch(
         collected.sort(key=lambda item: item.index)
         files = [
             {"hash": item.file_hash, "source": item.source.path, "rows": rows[item.index]}
+            | ({} if item.etrecord is None else {"etrecord": item.etrecord})
             for item in collected
         ]
         store = DatasetStore(location)

@@ -21,7 +21,7 @@ from delegate_lens.dataset.store import MANIFEST, DatasetStore
 from delegate_lens.errors import UsageError
 
 if TYPE_CHECKING:
-    from types import ModuleType
+    pass
 
 __all__ = ["DatasetCheck", "Problem", "check_dataset", "format_check"]
 
@@ -68,7 +68,6 @@ def check_dataset(location: str, *, repair: bool = False) -> DatasetCheck:
 
 def _check(store: DatasetStore, repair: bool) -> DatasetCheck:
     pq = require("pyarrow.parquet", "collect --check")
-    pc = require("pyarrow.compute", "collect --check")
     problems: list[Problem] = []
     lost: list[str] = []
     actions: list[tuple[str, Any]] = []  # what repairing does, in order
@@ -92,7 +91,7 @@ def _check(store: DatasetStore, repair: bool) -> DatasetCheck:
         if not isinstance(listing, Exception):
             try:
                 with store.fs.open_input_file(path) as stream:
-                    hashes = pq.read_table(stream, columns=["file_hash"]).column("file_hash")
+                    pq.read_table(stream, columns=["file_hash"])  # readable, or damaged
             except Exception as exc:
                 listing = exc
         if isinstance(listing, Exception):
@@ -115,7 +114,7 @@ def _check(store: DatasetStore, repair: bool) -> DatasetCheck:
                     path, f"{len(again)} file(s) also in an earlier part", "write it without them"
                 )
             )
-            actions.append(("rewrite", (path, name, files, again, hashes)))
+            actions.append(("rewrite", (path, name, files, again)))
         for item in files:
             seen.setdefault(item["hash"], name)
     if repair:
@@ -124,27 +123,26 @@ def _check(store: DatasetStore, repair: bool) -> DatasetCheck:
                 with contextlib.suppress(FileNotFoundError):
                     store.fs.delete_file(what)
             else:
-                _rewrite(store, pq, pc, *what)
+                drop_files(store, *what)
     return DatasetCheck(store.location, len(parts), problems, sorted(set(lost)), repair)
 
 
-def _rewrite(
-    store: DatasetStore,
-    pq: ModuleType,
-    pc: ModuleType,
-    path: str,
-    name: str,
-    files: list[dict[str, Any]],
-    again: set[str],
-    hashes: Any,
+def drop_files(
+    store: DatasetStore, path: str, name: str, files: list[dict[str, Any]], drop: set[str]
 ) -> None:
-    """Write the part at ``path`` again without the files in ``again``, then drop it."""
-    pa = require("pyarrow", "collect --repair")
-    with store.fs.open_input_file(path) as stream:
-        table = pq.read_table(stream)
-    keep = pc.invert(pc.is_in(table.column("file_hash"), value_set=pa.array(sorted(again))))
-    table = table.filter(keep).replace_schema_metadata(None)
-    store.write_part(table, [item for item in files if item["hash"] not in again])
+    """Write the part ``name`` (at ``path``, listing ``files``) again without the files
+    whose hash is in ``drop``, then remove the old part and its manifest entry; a part left
+    with no file is removed."""
+    pa = require("pyarrow", "collect")
+    pq = require("pyarrow.parquet", "collect")
+    pc = require("pyarrow.compute", "collect")
+    kept = [item for item in files if item["hash"] not in drop]
+    if kept:
+        with store.fs.open_input_file(path) as stream:
+            table = pq.read_table(stream)
+        keep = pc.invert(pc.is_in(table.column("file_hash"), value_set=pa.array(sorted(drop))))
+        table = table.filter(keep).replace_schema_metadata(None)
+        store.write_part(table, kept)
     store.fs.delete_file(path)
     with contextlib.suppress(FileNotFoundError):
         store.fs.delete_file(_entry_path(store, name))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from delegate_lens.dataset._cycles import no_cycle_collection
-from delegate_lens.dataset.batch import FileResult, collect_batch
+from delegate_lens.dataset.batch import FileResult, collect_batch, dataset_key
 from delegate_lens.dataset.batching import (
     MAX_BATCH_FILES,
     MIN_BATCH_BYTES,
@@ -157,8 +157,9 @@ def collect(
     store.create()
     try:
         with store.writing(on_wait):
-            known = frozenset(store.manifest())
+            known = known_keys(store.manifest())
             results = _run(store, runner, found, known, engine, workers, batch_bytes, progress)
+            supersede(store, results)
     except BaseException:
         if not existed:
             store.remove_if_empty()  # failed before writing: leave no empty dataset
@@ -226,3 +227,37 @@ def _run(
         # found: the chunks in the order of their first files are every file in order
         chunks.sort(key=lambda chunk: place.get(chunk[0].source, 0))
         return list(itertools.chain.from_iterable(chunks))
+
+
+def known_keys(manifest: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+    """What a run skips: every stored ETDump's hash (a file given without an ETRecord is
+    not collected again, whatever linked it before), and ``hash+identity`` of the ETRecord
+    each was linked with (the same file with that ETRecord is not collected again; with
+    another one it is, and replaces its rows)."""
+    keys = set(manifest)
+    keys.update(
+        dataset_key(file_hash, item["etrecord"])
+        for file_hash, item in manifest.items()
+        if item.get("etrecord")
+    )
+    return frozenset(keys)
+
+
+def supersede(store: DatasetStore, results: Sequence[FileResult]) -> None:
+    """Drop the older rows of every ETDump this run collected again (with another ETRecord,
+    or none where it had one): each part holding it from an earlier run is written again
+    without it, or removed when that leaves it empty. The dataset keeps one copy per ETDump,
+    linked by the ETRecord it was last collected with."""
+    new_parts = {r.part for r in results if r.status == "collected" and r.part}
+    again = {r.file_hash for r in results if r.status == "collected" and r.file_hash}
+    if not again:
+        return
+    from delegate_lens.dataset.check import drop_files
+
+    paths = {path.rsplit("/", 1)[-1]: path for path in store.parts()}
+    for _, entry in store.manifest_entries():
+        if isinstance(entry, Exception) or entry["part"] in new_parts:
+            continue
+        stale = {item["hash"] for item in entry["files"]} & again
+        if stale and entry["part"] in paths:
+            drop_files(store, paths[entry["part"]], entry["part"], entry["files"], stale)
