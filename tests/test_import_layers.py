@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"errors", "texttable", "_lazy"},
     {"config", "fileio"},
     {"hookspecs", "pluginmanager", "hookcalls", "hooks", "bridge"},
-    {"program", "mapping", "backend", "partitioner"},
+    {"program", "backend"},
     {"etdump", "etrecord"},
     {"numerics"},
     {"exporters", "inspector", "runtime", "aot", "bundled_program"},

@@ -98,7 +98,7 @@ def test_backend_plugin_registers_with_pluggy() -> None:
 
 def test_validator_accepts_partition_handles() -> None:
     program = _Program([1, 2, 2, None, 5])
-    assert dl.mapping.partition_handles(program) == {1, 2, 5}
+    assert dl.backend.partition_handles(program) == {1, 2, 5}
     mapping_validator.dl_delegate_mapping("B", program, {0: (1, 2), "x": (5,), 3: 2})
     mapping_validator.dl_delegate_mapping("B", program, None)
     mapping_validator.dl_delegate_mapping("B", program, {})

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from delegate_lens.mapping import INT_IDENTIFIER_MAX
+from delegate_lens.backend import INT_IDENTIFIER_MAX
 from delegate_lens.testing import strategies as dls
 
 TESTS = Path(__file__).parent

@@ -23,13 +23,13 @@ _LAZY: dict[str, str] = {
     # plugin host
     "get_plugin_manager": "delegate_lens.pluginmanager",
     # ahead of time: the backend-author API, lowering, the ETRecord
-    "DelegateMappingBuilder": "delegate_lens.mapping",
+    "DelegateMappingBuilder": "delegate_lens.backend",
     "CompileSpec": "delegate_lens.backend",
     "PreprocessResult": "delegate_lens.backend",
     "BackendDetails": "delegate_lens.backend",
-    "Partitioner": "delegate_lens.partitioner",
-    "PartitionResult": "delegate_lens.partitioner",
-    "DelegationSpec": "delegate_lens.partitioner",
+    "Partitioner": "delegate_lens.backend",
+    "PartitionResult": "delegate_lens.backend",
+    "DelegationSpec": "delegate_lens.backend",
     "to_edge": "delegate_lens.aot.edge",
     "to_edge_transform_and_lower": "delegate_lens.aot.edge",
     "EdgeProgramManager": "delegate_lens.aot.edge",

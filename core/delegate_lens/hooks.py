@@ -37,9 +37,8 @@ if TYPE_CHECKING:
     import pluggy
     from torch.export import ExportedProgram
 
-    from delegate_lens.backend import CompileSpec, PreprocessResult
+    from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
     from delegate_lens.hookspecs import DebugHandleMap, RuntimeBackend
-    from delegate_lens.partitioner import Partitioner
     from delegate_lens.testing import BackendProfile
 
 __all__ = [

@@ -42,10 +42,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from torch.export import ExportedProgram
 
-    from delegate_lens.backend import CompileSpec, PreprocessResult
+    from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
     from delegate_lens.exporters import Exporter
     from delegate_lens.numerics import Comparator
-    from delegate_lens.partitioner import Partitioner
     from delegate_lens.runtime.program import BackendExecutionContext
     from delegate_lens.testing import BackendProfile
 

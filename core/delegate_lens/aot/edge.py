@@ -16,8 +16,8 @@ from torch.export import ExportedProgram
 
 from delegate_lens.aot.handles import decompose_with_handles, quiet_torch
 from delegate_lens.aot.lowering import LoweredBackendModule, lower_partitions
+from delegate_lens.backend import Partitioner, PartitionResult
 from delegate_lens.errors import PluginError, UsageError
-from delegate_lens.partitioner import Partitioner, PartitionResult
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -34,10 +34,17 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
-from delegate_lens.backend import CompileSpec, PreprocessResult
+from delegate_lens.backend import (
+    DELEGATION_TAG,
+    CompileSpec,
+    DelegateMap,
+    DelegationSpec,
+    PreprocessResult,
+    as_int,
+    is_iterable,
+    partition_handles,
+)
 from delegate_lens.errors import MappingError, PluginError, UsageError
-from delegate_lens.mapping import DelegateMap, as_int, is_iterable, partition_handles
-from delegate_lens.partitioner import DELEGATION_TAG, DelegationSpec
 
 __all__ = [
     "LoweredBackendModule",

@@ -20,9 +20,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from torch.export import ExportedProgram
 
-    from delegate_lens.backend import CompileSpec, PreprocessResult
+    from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
     from delegate_lens.hookspecs import RuntimeBackend
-    from delegate_lens.partitioner import Partitioner
     from delegate_lens.testing import BackendProfile
 
 

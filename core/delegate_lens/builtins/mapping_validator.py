@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from delegate_lens.backend import INT_IDENTIFIER_MAX, partition_handles
 from delegate_lens.errors import MappingError
 from delegate_lens.hookspecs import hookimpl
-from delegate_lens.mapping import INT_IDENTIFIER_MAX, partition_handles
 
 __all__ = ["dl_delegate_mapping"]
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import attrs
 
+from delegate_lens.backend import INT_IDENTIFIER_MAX
 from delegate_lens.errors import EventTracerError
-from delegate_lens.mapping import INT_IDENTIFIER_MAX
 
 __all__ = [
     "UNSET_DELEGATE_DEBUG_ID",

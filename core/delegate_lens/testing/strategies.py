@@ -25,7 +25,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from delegate_lens.mapping import INT_IDENTIFIER_MAX
+from delegate_lens.backend import INT_IDENTIFIER_MAX
 
 __all__ = [
     "BINARY_OPS",

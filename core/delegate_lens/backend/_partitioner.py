@@ -13,9 +13,7 @@ from typing import Any
 
 import attrs
 
-from delegate_lens.backend import CompileSpec
-
-__all__ = ["DelegationSpec", "PartitionResult", "Partitioner"]
+from delegate_lens.backend._details import CompileSpec
 
 DELEGATION_TAG = "delegation_tag"
 """The ``node.meta`` key a partitioner sets on the nodes of a partition."""

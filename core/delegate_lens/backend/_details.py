@@ -29,14 +29,6 @@ from delegate_lens.hookspecs import hookimpl
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
-__all__ = [
-    "BackendDetails",
-    "BackendPlugin",
-    "CompileSpec",
-    "PreprocessResult",
-    "backend_plugin",
-]
-
 
 def _as_bytes(value: Any, field: str) -> bytes:
     """Bytes-like values only: ``bytes(5)`` would silently make five zero bytes of an int,

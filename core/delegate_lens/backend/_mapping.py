@@ -33,14 +33,6 @@ from typing import Any
 
 from delegate_lens.errors import MappingError
 
-__all__ = [
-    "INT_IDENTIFIER_MAX",
-    "DelegateMap",
-    "DelegateMappingBuilder",
-    "Identifier",
-    "partition_handles",
-]
-
 Identifier = int | str
 """A delegate debug identifier: an ``int >= 0`` or a ``str``."""
 

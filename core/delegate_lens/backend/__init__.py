@@ -1,0 +1,56 @@
+"""The backend-author API: what a delegate backend is written with, torch-free.
+
+* :class:`CompileSpec`, :class:`PreprocessResult`, :class:`BackendDetails` — a backend's
+  ahead-of-time side (``preprocess`` compiles a partition into a blob);
+* :class:`Partitioner`, :class:`PartitionResult`, :class:`DelegationSpec` — choosing the
+  nodes a backend takes;
+* :class:`DelegateMappingBuilder` — the Debug Handle Map (delegate debug identifier ->
+  debug handles) returned in ``PreprocessResult``; :func:`partition_handles`.
+
+Every name is also on the root face (``delegate_lens.CompileSpec``, ...). See
+``docs/backend-authors.md``.
+"""
+
+from __future__ import annotations
+
+from delegate_lens.backend._details import (
+    BackendDetails,
+    BackendPlugin,
+    CompileSpec,
+    PreprocessResult,
+    backend_plugin,
+)
+from delegate_lens.backend._mapping import (
+    INT_IDENTIFIER_MAX,
+    DelegateMap,
+    DelegateMappingBuilder,
+    Identifier,
+    as_int,
+    is_iterable,
+    partition_handles,
+)
+from delegate_lens.backend._partitioner import (
+    DELEGATION_TAG,
+    DelegationSpec,
+    Partitioner,
+    PartitionResult,
+)
+
+__all__ = [
+    "DELEGATION_TAG",
+    "INT_IDENTIFIER_MAX",
+    "BackendDetails",
+    "BackendPlugin",
+    "CompileSpec",
+    "DelegateMap",
+    "DelegateMappingBuilder",
+    "DelegationSpec",
+    "Identifier",
+    "PartitionResult",
+    "Partitioner",
+    "PreprocessResult",
+    "as_int",
+    "backend_plugin",
+    "is_iterable",
+    "partition_handles",
+]
