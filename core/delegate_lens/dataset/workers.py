@@ -291,12 +291,14 @@ class _Pool:
         # the pool ends the other workers itself; one still waiting on the pool's queue
         # after a grace (Python 3.11 can leave one when a worker fails to start) is killed
         # here, so that the shutdown below cannot wait for it forever
+        from multiprocessing.connection import wait as ended_within
+
         killed: set[int] = set()
         for index, process in enumerate(self.processes, 1):
-            process.join(timeout=_GRACE_SECONDS)
-            if process.is_alive():
+            # a worker's sentinel says it ended, whichever thread reaps it (asking the
+            # process itself races with the pool's own thread joining it)
+            if not ended_within([process.sentinel], _GRACE_SECONDS):
                 process.kill()
-                process.join(timeout=_GRACE_SECONDS)
                 killed.add(index)
         self.executor.shutdown(wait=True)
         ended = [
