@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections import defaultdict
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -32,12 +33,28 @@ from delegate_lens.compare.model import (
 from delegate_lens.compare.stats import TESTS, compare_samples
 from delegate_lens.errors import UsageError
 from delegate_lens.inspector.api import Inspector
-from delegate_lens.inspector.attribution import attribute_table
+from delegate_lens.inspector.attribution import BlockAttribution
 from delegate_lens.inspector.tables import BlockTable
 
 __all__ = ["compare"]
 
 PathLike = str | os.PathLike[str]
+Attributions = Callable[[BlockTable | None], BlockAttribution | None]
+"""A block table's attribution of time (None for no table)."""
+
+
+def _attributions(*inspectors: Inspector) -> Attributions:
+    """The attribution of each table of ``inspectors``, as each Inspector keeps it."""
+    found = {
+        id(table): attribution
+        for inspector in inspectors
+        for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True)
+    }
+
+    def of(table: BlockTable | None) -> BlockAttribution | None:
+        return None if table is None else found[id(table)]
+
+    return of
 
 
 def _inspector(value: object, etrecord: object, what: str) -> tuple[Inspector, str]:
@@ -123,6 +140,7 @@ def compare(
     only_base: list[OneSidedRow] = []
     only_new: list[OneSidedRow] = []
     pairs = match_blocks(base_inspector.tables, new_inspector.tables)
+    of = _attributions(base_inspector, new_inspector)
     for pair in pairs:
         matches, base_left, new_left = match_rows(pair)
         if matches:
@@ -148,8 +166,8 @@ def compare(
         rows=rows,
         only_base=only_base,
         only_new=only_new,
-        blocks=[_block_summary(pair) for pair in pairs],
-        backends=_backend_summaries(pairs),
+        blocks=[_block_summary(pair, of) for pair in pairs],
+        backends=_backend_summaries(pairs, of),
         programs=programs,
     )
 
@@ -245,28 +263,25 @@ def _one_sided(table: BlockTable | None, rows: list[int], side: str) -> list[One
     ]
 
 
-def _totals(table: BlockTable | None) -> tuple[float | None, float | None]:
+def _totals(attribution: BlockAttribution | None) -> tuple[float | None, float | None]:
     """(total, delegated) of one block, medians over its runs, from the one attribution of
     time: the total is the block's denominator (``Method::execute`` when logged, else the
     attributed time), delegated the time in delegate calls; see :class:`BlockSummary`."""
-    if table is None:
+    if attribution is None or (not attribution.charges and not attribution.backend_samples):
         return None, None
-    attribution = attribute_table(table)
-    if not attribution.charges and not attribution.backend_samples:
-        return None, None
-    delegated = np.zeros(table.n_runs)
+    delegated = np.zeros(attribution.n_runs)
     for times in attribution.backend_samples.values():
         delegated = delegated + times
     return float(np.median(attribution.run_samples)), float(np.median(delegated))
 
 
-def _block_summary(pair: BlockPair) -> BlockSummary:
-    base_total, base_delegated = _totals(pair.base)
-    new_total, new_delegated = _totals(pair.new)
+def _block_summary(pair: BlockPair, of: Attributions) -> BlockSummary:
+    base_total, base_delegated = _totals(of(pair.base))
+    new_total, new_delegated = _totals(of(pair.new))
     return BlockSummary(pair.name, base_total, new_total, base_delegated, new_delegated)
 
 
-def _backend_summaries(pairs: list[BlockPair]) -> list[BackendSummary]:
+def _backend_summaries(pairs: list[BlockPair], of: Attributions) -> list[BackendSummary]:
     """Per backend, on each side: its delegate calls per run and the median over runs of
     their time, summed over blocks, and its share of all blocks' totals."""
     calls: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -274,10 +289,10 @@ def _backend_summaries(pairs: list[BlockPair]) -> list[BackendSummary]:
     grand = [0.0, 0.0]
     for pair in pairs:
         for side, table in enumerate((pair.base, pair.new)):
-            if table is None:
+            attribution = of(table)
+            if attribution is None:
                 continue
-            grand[side] += _totals(table)[0] or 0.0
-            attribution = attribute_table(table)
+            grand[side] += _totals(attribution)[0] or 0.0
             for backend, samples in attribution.backend_samples.items():
                 calls[backend][side] += attribution.backend_calls[backend]
                 times[backend][side] += float(np.median(samples))
