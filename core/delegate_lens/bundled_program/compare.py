@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 
 from delegate_lens.bundled_program.config import value_kind
 
@@ -53,14 +53,14 @@ class OutputComparison:
         return f"{self.method_name}[{self.test_index}]  {errors}  {status}{tail}"
 
 
-def _as_array(value: object) -> np.ndarray[Any, Any]:
+def _as_array(value: object) -> npt.NDArray[np.generic]:
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu().contiguous().numpy()
     return np.asarray(value)
 
 
 def _errors(
-    actual: np.ndarray[Any, Any], expected: np.ndarray[Any, Any], rtol: float, atol: float
+    actual: npt.NDArray[np.generic], expected: npt.NDArray[np.generic], rtol: float, atol: float
 ) -> tuple[float, float, bool]:
     if expected.size == 0:
         return 0.0, 0.0, True

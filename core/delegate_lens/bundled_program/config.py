@@ -9,13 +9,16 @@ Nested lists and tuples are flattened in order, as the program's inputs and outp
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import BundledProgramError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "BundledValue",
@@ -29,7 +32,7 @@ __all__ = [
     "value_kind",
 ]
 
-BundledValue: TypeAlias = "npt.NDArray[Any] | bool | int | float"
+BundledValue: TypeAlias = "npt.NDArray[np.generic] | bool | int | float"
 """A value of a test case: a numpy array (a tensor) or an ``int``, ``bool`` or ``float``."""
 
 ConfigValue: TypeAlias = Any
@@ -43,11 +46,11 @@ DataContainer: TypeAlias = list[Any] | tuple[Any, ...] | dict[str, Any]
 """Containers the reference flattens (nested lists and tuples are flattened here too)."""
 
 
-def _is_torch_tensor(value: Any) -> bool:
+def _is_torch_tensor(value: object) -> TypeGuard[torch.Tensor]:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
-def normalize_value(value: Any, where: str) -> Any:
+def normalize_value(value: object, where: str) -> BundledValue:
     """``value`` as a test case stores it: a C-contiguous numpy array or a Python scalar."""
     if isinstance(value, bool | np.bool_):
         return bool(value)
@@ -82,14 +85,14 @@ def normalize_value(value: Any, where: str) -> Any:
     )
 
 
-def value_kind(value: Any) -> str:
+def value_kind(value: object) -> str:
     """``"tensor"``, ``"int"``, ``"bool"`` or ``"float"``."""
     if isinstance(value, np.ndarray):
         return "tensor"
     return type(value).__name__
 
 
-def _flatten(values: Any, out: list[Any]) -> list[Any]:
+def _flatten(values: object, out: list[object]) -> list[object]:
     if isinstance(values, list | tuple):
         for v in values:
             _flatten(v, out)
@@ -98,18 +101,18 @@ def _flatten(values: Any, out: list[Any]) -> list[Any]:
     return out
 
 
-def _convert(values: Any, where: str) -> tuple[Any, ...]:
+def _convert(values: object, where: str) -> tuple[BundledValue, ...]:
     if values is None:
         return ()
     flat = _flatten(values if isinstance(values, list | tuple) else [values], [])
     return tuple(normalize_value(v, f"{where}[{i}]") for i, v in enumerate(flat))
 
 
-def _inputs(values: Any) -> tuple[Any, ...]:
+def _inputs(values: object) -> tuple[BundledValue, ...]:
     return _convert(values, "inputs")
 
 
-def _expected_outputs(values: Any) -> tuple[Any, ...]:
+def _expected_outputs(values: object) -> tuple[BundledValue, ...]:
     return _convert(values, "expected_outputs")
 
 
@@ -123,8 +126,10 @@ class MethodTestCase:
         them, flattened); ``None`` bundles inputs only.
     """
 
-    inputs: tuple[Any, ...] = attrs.field(converter=_inputs)
-    expected_outputs: tuple[Any, ...] = attrs.field(default=None, converter=_expected_outputs)
+    inputs: tuple[BundledValue, ...] = attrs.field(converter=_inputs)
+    expected_outputs: tuple[BundledValue, ...] = attrs.field(
+        default=None, converter=_expected_outputs
+    )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MethodTestCase):
@@ -140,36 +145,42 @@ class MethodTestCase:
         )
 
 
-def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+def _same(a: Sequence[BundledValue], b: Sequence[BundledValue]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if value_kind(x) != value_kind(y):
             return False
         if isinstance(x, np.ndarray):
-            if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            if (
+                not isinstance(y, np.ndarray)
+                or x.dtype != y.dtype
+                or x.shape != y.shape
+                or x.tobytes() != y.tobytes()
+            ):
                 return False
         elif x != y and not (x != x and y != y):  # nan equals nan here
             return False
     return True
 
 
-def _describe(values: Sequence[Any]) -> str:
+def _describe(values: Sequence[BundledValue]) -> str:
     parts = [f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in values]
     return "[" + ", ".join(parts) + "]"
 
 
-def _cases(values: Iterable[Any]) -> tuple[MethodTestCase, ...]:
-    cases = tuple(values)
-    for i, case in enumerate(cases):
+def _cases(values: Iterable[object]) -> tuple[MethodTestCase, ...]:
+    cases = []
+    for i, case in enumerate(values):
         if not isinstance(case, MethodTestCase):
             raise BundledProgramError(
                 f"test_cases[{i}] is a {type(case).__name__}, expected a MethodTestCase"
             )
-    return cases
+        cases.append(case)
+    return tuple(cases)
 
 
-def _check_name(_inst: Any, _attr: Any, value: Any) -> None:
+def _check_name(_inst: MethodTestSuite, _attr: attrs.Attribute[str], value: object) -> None:
     if not isinstance(value, str) or not value:
         raise BundledProgramError(f"method_name must be a non-empty str, got {value!r}")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,11 @@ from delegate_lens.program import (
     TensorValue,
     deserialize,
 )
+
+if TYPE_CHECKING:
+    from delegate_lens.bundled_program.config import BundledValue
+    from delegate_lens.bundled_program.schema import bundled_program_schema as bp
+    from delegate_lens.program import Value
 
 __all__ = ["BundledProgram"]
 
@@ -86,7 +91,7 @@ class BundledProgram:
             executorch_program = read_input(pte_file_path, "program")
         self.executorch_program: Any = executorch_program
         """The program as given (the manager from ``to_program()``, when that was given)."""
-        self._schema: Any = None
+        self._schema: bp.BundledProgram | None = None
         self.program_buffer, data = _program_parts(executorch_program)
         suites = list(method_test_suites)
         for i, suite in enumerate(suites):
@@ -159,7 +164,7 @@ class BundledProgram:
 
     # ------------------------------------------------------------------ files
 
-    def serialize_to_schema(self) -> Any:
+    def serialize_to_schema(self) -> bp.BundledProgram:
         """This bundled program as the reference's schema objects
         (:mod:`delegate_lens.bundled_program.schema`), made once."""
         if self._schema is None:
@@ -203,10 +208,10 @@ class BundledProgram:
 # --------------------------------------------------------------------------- validation
 
 
-def _check_value(spec: Any, value: Any, where: str) -> None:
+def _check_value(spec: Value, value: BundledValue, where: str) -> None:
     kind = value_kind(value)
     if isinstance(spec, TensorValue):
-        if kind != "tensor":
+        if not isinstance(value, np.ndarray):
             raise BundledProgramError(
                 f"{where}: expected a tensor {spec.dtype}{list(spec.shape)}, got {kind}"
             )
@@ -225,7 +230,11 @@ def _check_value(spec: Any, value: Any, where: str) -> None:
 
 
 def _check_values(
-    method: MethodData, ids: Sequence[int], values: Sequence[object], what: str, where: str
+    method: MethodData,
+    ids: Sequence[int],
+    values: Sequence[BundledValue],
+    what: str,
+    where: str,
 ) -> None:
     if len(values) != len(ids):
         raise BundledProgramError(

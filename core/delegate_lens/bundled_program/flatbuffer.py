@@ -28,6 +28,7 @@ from delegate_lens.bundled_program.schema import (
 from delegate_lens.errors import BundledProgramError
 
 if TYPE_CHECKING:
+    from delegate_lens.bundled_program.config import BundledValue
     from delegate_lens.bundled_program.core import BundledProgram
 
 __all__ = [
@@ -54,7 +55,7 @@ def _offset_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
     return int(b.EndVector())
 
 
-def _write_value(b: flatbuffers.Builder, value: Any) -> int:
+def _write_value(b: flatbuffers.Builder, value: BundledValue) -> int:
     if isinstance(value, np.ndarray):
         sizes_list = [int(s) for s in value.shape]
         b.StartVector(4, len(sizes_list), 4)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,10 @@ from delegate_lens.bundled_program.schema import (
 from delegate_lens.bundled_program.schema import bundled_program_schema as bp
 from delegate_lens.errors import BundledProgramError
 from delegate_lens.etdump.model import ScalarType
+
+if TYPE_CHECKING:
+    from delegate_lens.bundled_program.config import BundledValue
+    from delegate_lens.bundled_program.core import BundledProgram
 
 __all__ = ["from_json", "from_schema", "read_schema", "to_json", "to_schema"]
 
@@ -117,7 +121,7 @@ def read_schema(flatbuffer: bytes | bytearray | memoryview) -> bp.BundledProgram
 # --------------------------------------------------------------------------- conversions
 
 
-def _schema_value(value: Any) -> bp.Value:
+def _schema_value(value: BundledValue) -> bp.Value:
     if isinstance(value, np.ndarray):
         code = SCALAR_TYPES[value.dtype.name]
         array = np.ascontiguousarray(value)
@@ -136,7 +140,7 @@ def _schema_value(value: Any) -> bp.Value:
     return bp.Value(bp.Double(float(value)))
 
 
-def to_schema(bundled: Any) -> bp.BundledProgram:
+def to_schema(bundled: BundledProgram) -> bp.BundledProgram:
     """Our :class:`~delegate_lens.bundled_program.BundledProgram` as schema objects."""
     suites = [
         bp.BundledMethodTestSuite(
@@ -154,7 +158,7 @@ def to_schema(bundled: Any) -> bp.BundledProgram:
     return bp.BundledProgram(bundled.version, suites, bytes(bundled.program_buffer))
 
 
-def _plain_value(value: bp.Value, where: str) -> Any:
+def _plain_value(value: bp.Value, where: str) -> BundledValue:
     val = value.val
     if isinstance(val, bp.Tensor):
         from delegate_lens.bundled_program.flatbuffer import _DTYPES
@@ -176,7 +180,7 @@ def _plain_value(value: bp.Value, where: str) -> Any:
     return float(val.double_val)
 
 
-def from_schema(schema: bp.BundledProgram) -> Any:
+def from_schema(schema: bp.BundledProgram) -> BundledProgram:
     """Schema objects as our :class:`~delegate_lens.bundled_program.BundledProgram`."""
     from delegate_lens.bundled_program.config import MethodTestCase, MethodTestSuite
     from delegate_lens.bundled_program.core import BundledProgram
@@ -230,7 +234,9 @@ def from_json(text: str | bytes) -> bp.BundledProgram:
     try:
         doc = json.loads(text)
 
-        def value(v: dict[str, Any]) -> bp.Value:
+        def value(v: object) -> bp.Value:
+            if not isinstance(v, dict):
+                raise TypeError(f"a value is a {type(v).__name__}, not an object")
             kind = _MEMBERS[v["val_type"]]
             fields = dict(v["val"])
             if kind is bp.Tensor:

@@ -15,11 +15,14 @@ flatc's JSON dialect there; ours needs no compiler).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from delegate_lens.bundled_program import flatbuffer as _fb
 from delegate_lens.bundled_program.schema import bundled_program_schema as _bp
 from delegate_lens.bundled_program.schema_io import from_json, from_schema, read_schema, to_json
+
+if TYPE_CHECKING:
+    from delegate_lens.bundled_program.core import BundledProgram
 
 __all__ = [
     "BUNDLED_PROGRAM_SCHEMA_NAME",
@@ -36,7 +39,9 @@ BUNDLED_PROGRAM_SCHEMA_NAME = "bundled_program_schema"
 SCALAR_TYPE_SCHEMA_NAME = "scalar_type"
 
 
-def serialize_from_bundled_program_to_flatbuffer(bundled_program: Any) -> bytes:
+def serialize_from_bundled_program_to_flatbuffer(
+    bundled_program: BundledProgram | _bp.BundledProgram,
+) -> bytes:
     """The ``.bpte`` bytes of a BundledProgram (ours) or of schema objects."""
     if isinstance(bundled_program, _bp.BundledProgram):
         bundled_program = from_schema(bundled_program)
@@ -48,7 +53,9 @@ def deserialize_from_flatbuffer_to_bundled_program(flatbuffer: bytes) -> _bp.Bun
     return read_schema(flatbuffer)
 
 
-def serialize_from_bundled_program_to_json(bundled_program: Any) -> str:
+def serialize_from_bundled_program_to_json(
+    bundled_program: BundledProgram | _bp.BundledProgram,
+) -> str:
     """The reference's JSON of schema objects (or of our BundledProgram)."""
     if not isinstance(bundled_program, _bp.BundledProgram):
         bundled_program = bundled_program.serialize_to_schema()
