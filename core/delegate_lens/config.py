@@ -28,12 +28,13 @@ directory, environment variables) and cached; :func:`reset_config` forgets it.
 from __future__ import annotations
 
 import difflib
+import enum
 import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar, overload
 
 import attrs
 
@@ -75,7 +76,13 @@ CONFIG_FILE = "delegate-lens.toml"
 PYPROJECT_TABLE = "tool.delegate-lens"
 
 
-_MISSING: Any = object()
+class _Missing(enum.Enum):
+    """The type of :data:`_MISSING`: no default given (the setting is required)."""
+
+    MISSING = enum.auto()
+
+
+_MISSING: Final = _Missing.MISSING
 
 
 @attrs.frozen
@@ -88,7 +95,7 @@ class Section:
     """
 
     name: str
-    values: Mapping[str, Any] = attrs.field(factory=dict)
+    values: Mapping[str, object] = attrs.field(factory=dict)
     origin: str = "(no configuration file)"
 
     def key(self, key: str) -> str:
@@ -102,23 +109,35 @@ class Section:
     def __contains__(self, key: object) -> bool:
         return key in self.values
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> object:
         return self.values.get(key, default)
 
-    def get_str(self, key: str, default: Any = _MISSING) -> Any:
+    @overload
+    def get_str(self, key: str) -> str: ...
+    @overload
+    def get_str(self, key: str, default: T) -> str | T: ...
+    def get_str(self, key: str, default: object = _MISSING) -> object:
         value = self._get(key, default)
         if value is not default and not isinstance(value, str):
             raise self.error(key, f"expected a string, got {_show(value)}")
         return value
 
-    def get_choice(self, key: str, choices: Iterable[str], default: Any = _MISSING) -> Any:
+    @overload
+    def get_choice(self, key: str, choices: Iterable[str]) -> str: ...
+    @overload
+    def get_choice(self, key: str, choices: Iterable[str], default: T) -> str | T: ...
+    def get_choice(self, key: str, choices: Iterable[str], default: object = _MISSING) -> object:
         allowed = list(choices)
         value = self.get_str(key, default)
         if value is not default and value not in allowed:
             raise self.error(key, f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
         return value
 
-    def get_number(self, key: str, default: Any = _MISSING, *, positive: bool = False) -> Any:
+    @overload
+    def get_number(self, key: str, *, positive: bool = False) -> int | float: ...
+    @overload
+    def get_number(self, key: str, default: T, *, positive: bool = False) -> int | float | T: ...
+    def get_number(self, key: str, default: object = _MISSING, *, positive: bool = False) -> object:
         value = self._get(key, default)
         if value is default:
             return value
@@ -128,7 +147,11 @@ class Section:
             raise self.error(key, f"expected a positive number, got {value!r}")
         return value
 
-    def get_str_list(self, key: str, default: Any = _MISSING) -> Any:
+    @overload
+    def get_str_list(self, key: str) -> list[str]: ...
+    @overload
+    def get_str_list(self, key: str, default: T) -> list[str] | T: ...
+    def get_str_list(self, key: str, default: object = _MISSING) -> object:
         value = self._get(key, default)
         if value is default:
             return value
@@ -152,7 +175,7 @@ class Section:
                 hint = f" (did you mean {guess[0]!r}?)" if guess else ""
                 raise self.error(key, f"unknown setting{hint}; known: {', '.join(known)}")
 
-    def _get(self, key: str, default: Any) -> Any:
+    def _get(self, key: str, default: object) -> object:
         if key in self.values:
             return self.values[key]
         if default is _MISSING:
@@ -164,7 +187,7 @@ class Section:
 class Config:
     """The whole configuration: ``data`` maps section names to tables."""
 
-    data: Mapping[str, Any] = attrs.field(factory=dict)
+    data: Mapping[str, object] = attrs.field(factory=dict)
     origin: str = "(no configuration file)"
 
     def section(self, name: str) -> Section:
@@ -190,7 +213,7 @@ def load_config(
     safety limit (see :func:`chosen_config`)."""
     env = os.environ if environ is None else environ
     base = Path.cwd() if cwd is None else Path(cwd)
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     origin = "(no configuration file)"
     explicit = env.get(CONFIG_ENV, "").strip()
     if explicit:
@@ -294,7 +317,7 @@ def derived_per_config(derive: Callable[[Config], T]) -> Derived[T]:
     return get
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict[str, object]:
     try:
         with path.open("rb") as stream:
             return tomllib.load(stream)
@@ -304,7 +327,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
-def _pyproject_table(data: Mapping[str, Any], origin: str) -> dict[str, Any]:
+def _pyproject_table(data: Mapping[str, object], origin: str) -> dict[str, object]:
     tool = data.get("tool", {})
     table = tool.get("delegate-lens", {}) if isinstance(tool, Mapping) else {}
     if not isinstance(table, Mapping):
@@ -312,8 +335,8 @@ def _pyproject_table(data: Mapping[str, Any], origin: str) -> dict[str, Any]:
     return dict(table)
 
 
-def _parse_options(text: str) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
+def _parse_options(text: str) -> dict[str, object]:
+    merged: dict[str, object] = {}
     for assignment in _split_assignments(text):
         try:
             parsed = tomllib.loads(assignment)
@@ -351,11 +374,12 @@ def _split_assignments(text: str) -> list[str]:
     return [part for part in parts if part.strip()]
 
 
-def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(base: Mapping[str, object], extra: Mapping[str, object]) -> dict[str, object]:
     merged = dict(base)
     for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
+        prior = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(prior, Mapping):
+            merged[key] = _merge(prior, value)
         else:
             merged[key] = value
     return merged
@@ -366,5 +390,5 @@ def _quote(key: str) -> str:
     return key if key and bare.isascii() and bare.isalnum() else f'"{key}"'
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     return f"{type(value).__name__} {value!r}"
