@@ -208,6 +208,18 @@ def test_given_models_alone_are_checked() -> None:
     assert report.ok and report.models_checked == 2  # both identifier modes
 
 
+@pytest.mark.torch
+def test_a_given_model_without_inputs_is_a_usage_error() -> None:
+    """A module given without ``example_inputs`` (nor as a pair): our error naming it."""
+    import torch
+
+    from delegate_lens.errors import UsageError
+    from delegate_lens.testing import check_backend
+
+    with pytest.raises(UsageError, match="ReLU has no example_inputs"):
+        check_backend("DemoBackend", models=[torch.nn.ReLU()], max_examples=0)
+
+
 class _Node:
     """Enough of an fx node for the coverage rule."""
 

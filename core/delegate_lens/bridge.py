@@ -37,7 +37,7 @@ def profile(
     program: str | os.PathLike[str],
     *,
     etrecord: str | os.PathLike[str] | None = None,
-    inputs: Sequence[Any] | str | os.PathLike[str] | None = None,
+    inputs: Sequence[object] | str | os.PathLike[str] | None = None,
     bundled: str | os.PathLike[str] | None = None,
     runs: int = 1,
     debug: bool = False,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,12 @@ from delegate_lens.testing.profile import BackendProfile, backend_profile
 from delegate_lens.testing.report import RULES, ConformanceReport, Finding
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    import torch
+    from torch.export import ExportedProgram
+
+    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.backend import CompileSpec
+    from delegate_lens.etdump.model import ETDump, ProfileEvent
 
 
 __all__ = ["DEFAULT_MAX_EXAMPLES", "Recorder", "check_backend", "check_model"]
@@ -37,18 +42,23 @@ class Recorder:
 
     def __init__(self, backend_id: str) -> None:
         self.backend_id = backend_id
-        self.preprocessed: list[tuple[Any, Any]] = []  # (partition program, PreprocessResult)
-        self.encoded: list[tuple[Any, bytes]] = []  # (structured metadata, its bytes)
+        # (partition program, PreprocessResult)
+        self.preprocessed: list[tuple[ExportedProgram, object]] = []
+        self.encoded: list[tuple[object, bytes]] = []  # (structured metadata, its bytes)
 
     @hookimpl(wrapper=True)
-    def dl_preprocess(self, backend_id: str, edge_program: object) -> Any:
+    def dl_preprocess(
+        self, backend_id: str, edge_program: ExportedProgram
+    ) -> Generator[None, object, object]:
         result = yield
         if backend_id == self.backend_id and result is not None:
             self.preprocessed.append((edge_program, result))
         return result
 
     @hookimpl(wrapper=True)
-    def dl_encode_delegate_metadata(self, backend_id: str, metadata: object) -> Any:
+    def dl_encode_delegate_metadata(
+        self, backend_id: str, metadata: object
+    ) -> Generator[None, object, object]:
         result = yield
         if backend_id == self.backend_id and isinstance(result, bytes):
             self.encoded.append((metadata, result))
@@ -72,10 +82,10 @@ class _Case:
 
 def check_model(
     backend_id: str,
-    model: Any,
-    inputs: Sequence[Any],
+    model: torch.nn.Module,
+    inputs: Sequence[object],
     *,
-    compile_specs: Sequence[Any] = (),
+    compile_specs: Sequence[CompileSpec] = (),
     profile: BackendProfile | None = None,
     runs: int = 2,
     rtol: float = 1e-5,
@@ -119,7 +129,7 @@ def check_model(
             method = Program.load(manager.buffer).load_method("forward", event_tracer=tracer)
             with torch.no_grad():
                 expected = _as_tuple(model(*inputs))
-                got: Sequence[Any] = []
+                got: Sequence[object] = []
                 for _ in range(runs):
                     got = method.execute(list(inputs))
         except Exception as exc:
@@ -128,7 +138,7 @@ def check_model(
     finally:
         pm.unregister(recorder)
     _check_outputs(case, got, expected, rtol, atol)
-    dmap: Mapping[int, Any] = manager.delegate_map.get("forward", {})
+    dmap: Mapping[int, Mapping[str, object]] = manager.delegate_map.get("forward", {})
     etdump_bytes = tracer.get_etdump_data()
     etdump = loads(etdump_bytes)
     orphans = _check_events(case, etdump, dmap, backend_id)
@@ -162,7 +172,7 @@ def _check_outputs(
             )
 
 
-def _delegate_events(etdump: Any) -> Iterable[tuple[int, int, Any, int | str]]:
+def _delegate_events(etdump: ETDump) -> Iterable[tuple[int, int, ProfileEvent, int | str]]:
     """``(run, position, profile event, identifier)`` of every delegate-logged event."""
     for r, run in enumerate(etdump.run_data):
         for k, event in enumerate(run.events or ()):
@@ -195,14 +205,15 @@ def _nested(start: int, end: int, call_start: int, call_end: int) -> bool:
 
 
 def _check_events(
-    case: _Case, etdump: Any, dmap: Mapping[int, Any], backend_id: str
+    case: _Case, etdump: ETDump, dmap: Mapping[int, Mapping[str, object]], backend_id: str
 ) -> set[tuple[int, int | str]]:
     orphans: set[tuple[int, int | str]] = set()
     for r, k, pe, ident in _delegate_events(etdump):
         iid = pe.instruction_id
         entry = dmap.get(iid)
         where = f"event {k} of run {r}, instruction {iid}, identifier {ident!r}"
-        if entry is None or ident not in (entry.get("delegate_map") or {}):
+        known = entry.get("delegate_map") if entry is not None else None
+        if not isinstance(known, Mapping) or ident not in known:
             orphans.add((iid, ident))
             case.add(
                 "no-orphan-events",
@@ -236,10 +247,10 @@ def _check_events(
     return orphans
 
 
-def _check_metadata(case: _Case, recorder: Recorder, etdump: object, backend_id: str) -> None:
+def _check_metadata(case: _Case, recorder: Recorder, etdump: ETDump, backend_id: str) -> None:
     from delegate_lens import hooks
 
-    def parse(raw: bytes) -> tuple[Any, str | None]:
+    def parse(raw: bytes) -> tuple[object, str | None]:
         given = [raw]
         try:
             parsed = hooks.parse_delegate_metadata(backend_id, given, strict=True)
@@ -270,19 +281,29 @@ def _check_metadata(case: _Case, recorder: Recorder, etdump: object, backend_id:
                         subject,
                     )
     for _r, _k, pe, ident in _delegate_events(etdump):
-        raw = pe.delegate_debug_metadata
-        if raw and bytes(raw) not in seen:
-            seen.add(bytes(raw))
-            _parsed, error = parse(bytes(raw))
+        logged = pe.delegate_debug_metadata
+        if logged and bytes(logged) not in seen:
+            seen.add(bytes(logged))
+            _parsed, error = parse(bytes(logged))
             if error is not None:
                 case.add(
                     "metadata-round-trip",
-                    f"its parser cannot read {bytes(raw)!r}: {error}",
+                    f"its parser cannot read {bytes(logged)!r}: {error}",
                     f"identifier {ident!r}",
                 )
 
 
-def _check_etrecord(case: _Case, path: Path, manager: Any) -> None:
+def _example_inputs(model: torch.nn.Module) -> Sequence[object]:
+    inputs = getattr(model, "example_inputs", None)
+    if not isinstance(inputs, Sequence):
+        raise UsageError(
+            f"model {type(model).__name__} has no example_inputs (a tuple): give it as a "
+            "(module, inputs) pair"
+        )
+    return inputs
+
+
+def _check_etrecord(case: _Case, path: Path, manager: ProgramManager) -> None:
     import delegate_lens as dl
 
     try:
@@ -339,7 +360,7 @@ def _check_links(
 def check_backend(
     backend_id: str,
     *,
-    models: Iterable[Any] | None = None,
+    models: Iterable[torch.nn.Module | tuple[torch.nn.Module, Sequence[object]]] | None = None,
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     runs: int = 2,
     rtol: float = 1e-5,
@@ -423,11 +444,10 @@ def check_backend(
 
     kwargs: dict[str, Any] = {"profile": profile, "runs": runs, "rtol": rtol, "atol": atol}
     for given_model in given_models:
-        module, inputs = (
-            given_model
-            if isinstance(given_model, tuple)
-            else (given_model, given_model.example_inputs)
-        )
+        if isinstance(given_model, tuple):
+            module, inputs = given_model
+        else:
+            module, inputs = given_model, _example_inputs(given_model)
         for specs in profile.compile_specs:
             keep(check_model(backend_id, module, inputs, compile_specs=specs, **kwargs))
             checked += 1
@@ -444,7 +464,7 @@ def check_backend(
             suppress_health_check=list(HealthCheck),
         )
         @given(strategy, st.sampled_from(profile.compile_specs))
-        def explore(model: Any, specs: tuple[Any, ...]) -> None:
+        def explore(model: torch.nn.Module, specs: tuple[CompileSpec, ...]) -> None:
             nonlocal checked
             if fail_fast and findings:
                 return  # found: let hypothesis run out cheaply (raising would replay it)
@@ -453,7 +473,7 @@ def check_backend(
             new = check_model(
                 backend_id,
                 model,
-                model.example_inputs,
+                _example_inputs(model),
                 compile_specs=specs,
                 seed=seed,
                 example=example[0],

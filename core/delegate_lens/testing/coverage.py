@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from delegate_lens.testing.profile import BackendProfile
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
 
 __all__: list[str] = []
 
@@ -16,10 +20,10 @@ class _Adds(Protocol):
 
 
 class _Preprocessed(Protocol):
-    preprocessed: list[tuple[Any, Any]]
+    preprocessed: list[tuple[ExportedProgram, object]]
 
 
-def _op_nodes(program: Any) -> list[Any]:
+def _op_nodes(program: ExportedProgram) -> list[torch.fx.Node]:
     return [
         n
         for n in program.graph.nodes
@@ -36,7 +40,9 @@ def _check_maps(case: _Adds, recorder: _Preprocessed, profile: BackendProfile) -
     backend preprocessed (a per-call summary covers no node by itself)."""
     for program, result in recorder.preprocessed:
         nodes = _op_nodes(program)
-        partition = {n.meta.get("debug_handle") for n in nodes} - {None}
+        partition = {
+            n.meta["debug_handle"] for n in nodes if n.meta.get("debug_handle") is not None
+        }
         mapping = getattr(result, "debug_handle_map", None) or {}
         covered: set[int] = set()
         for ident, handles in mapping.items():

@@ -13,16 +13,20 @@ from delegate_lens.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
+    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.backend import CompileSpec
+    from delegate_lens.etdump.model import ETDump
+
 __all__ = ["TracedRun", "lower", "run_traced"]
 
 
 def lower(
     backend_id: str,
     model: torch.nn.Module,
-    inputs: Sequence[Any] | None = None,
+    inputs: Sequence[object] | None = None,
     *,
-    compile_specs: Sequence[Any] = (),
-) -> Any:
+    compile_specs: Sequence[CompileSpec] = (),
+) -> ProgramManager:
     """Export ``model``, lower it with ``backend_id``'s partitioner (from ``dl_partitioner``)
     and return the :class:`~delegate_lens.ProgramManager` (``.buffer``, ``.delegate_map``,
     ``.get_etrecord()``). ``inputs`` default to ``model.example_inputs``."""
@@ -54,7 +58,7 @@ class TracedRun:
     debug_buffer: bytes
 
     @property
-    def etdump(self) -> Any:
+    def etdump(self) -> ETDump:
         from delegate_lens.etdump import loads
 
         return loads(self.etdump_data)

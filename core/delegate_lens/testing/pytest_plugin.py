@@ -16,13 +16,18 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import pluggy
     import torch
+    from _pytest._code.code import TracebackStyle
 
-    from delegate_lens.testing.report import Finding
+    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.backend import CompileSpec
+    from delegate_lens.testing.harness import TracedRun
+    from delegate_lens.testing.report import ConformanceReport, Finding
 
 _OPTION = "--delegate-lens-backend"
 _REAL_OPTION = "--delegate-lens-executorch-partitioner"
-_REPORT_KEY = pytest.StashKey[Any]()
+_REPORT_KEY = pytest.StashKey["dict[str, ConformanceReport]"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,13 +93,13 @@ def pytest_collection_modifyitems(
 
 
 class _Conformance(pytest.Collector):
-    def collect(self) -> list[Any]:  # items are made by pytest_collection_modifyitems
+    def collect(self) -> list[pytest.Item]:  # items are made by pytest_collection_modifyitems
         return []
 
 
 class _RuleItem(pytest.Item):
-    def __init__(self, *, backend: str, rule: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, backend: str, rule: str, name: str, parent: pytest.Collector) -> None:
+        super().__init__(name=name, parent=parent)
         self.backend, self.rule = backend, rule
 
     def runtest(self) -> None:
@@ -105,7 +110,9 @@ class _RuleItem(pytest.Item):
         if found:
             raise _RuleFailed(found)
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str:
         if isinstance(excinfo.value, _RuleFailed):
             lines = [f"{self.backend} breaks {self.rule}:"]
             for f in excinfo.value.findings:
@@ -124,8 +131,8 @@ class _RuleFailed(Exception):
         self.findings = findings
 
 
-def _report(config: pytest.Config, backend: str) -> Any:
-    reports: dict[str, Any] = config.stash.setdefault(_REPORT_KEY, {})
+def _report(config: pytest.Config, backend: str) -> ConformanceReport:
+    reports = config.stash.setdefault(_REPORT_KEY, {})
     if backend not in reports:
         from delegate_lens.testing import check_backend
 
@@ -142,7 +149,9 @@ def _report(config: pytest.Config, backend: str) -> Any:
     return reports[backend]
 
 
-def _add_real_items(session: pytest.Session, config: pytest.Config, items: list[Any]) -> None:
+def _add_real_items(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     """``--delegate-lens-executorch-partitioner MODULE:NAME``: one test per rule of the
     bridge's suite, fed by one run on real ExecuTorch (the report is kept under the spec)."""
     specs: list[str] = config.getoption(_REAL_OPTION)
@@ -170,7 +179,7 @@ def _backend_of(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
-def dl_plugin_manager() -> Iterator[Any]:
+def dl_plugin_manager() -> Iterator[pluggy.PluginManager]:
     """A fresh delegate-lens plugin manager (installed plugins loaded); register test
     plugins on it with ``.register(plugin)``. Reset again after the test."""
     from delegate_lens.pluginmanager import get_plugin_manager, reset_plugin_manager
@@ -181,18 +190,18 @@ def dl_plugin_manager() -> Iterator[Any]:
 
 
 @pytest.fixture
-def dl_lower(request: pytest.FixtureRequest) -> Callable[..., Any]:
+def dl_lower(request: pytest.FixtureRequest) -> Callable[..., ProgramManager]:
     """``dl_lower(model, inputs=None, *, backend=None, compile_specs=())`` -> ProgramManager;
     ``backend`` defaults to the ``--delegate-lens-backend`` given."""
     from delegate_lens.testing.harness import lower
 
     def run(
         model: torch.nn.Module,
-        inputs: Any = None,
+        inputs: Sequence[object] | None = None,
         *,
         backend: str | None = None,
-        compile_specs: Any = (),
-    ) -> Any:
+        compile_specs: Sequence[CompileSpec] = (),
+    ) -> ProgramManager:
         name = backend or _backend_of(request)
         if name is None:
             raise pytest.UsageError("dl_lower: pass backend= or run with --delegate-lens-backend")
@@ -202,7 +211,7 @@ def dl_lower(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def dl_run_traced() -> Callable[..., Any]:
+def dl_run_traced() -> Callable[..., TracedRun]:
     """``dl_run_traced(program, inputs, *, runs=1)`` -> TracedRun (outputs, etdump_data,
     etdump, debug_buffer)."""
     from delegate_lens.testing.harness import run_traced

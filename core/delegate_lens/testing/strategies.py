@@ -21,11 +21,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
 from delegate_lens.backend import INT_IDENTIFIER_MAX
+
+if TYPE_CHECKING:
+    import torch
+    from torch.export import ExportedProgram
+
+    from delegate_lens.etdump import ETDump
 
 __all__ = [
     "BINARY_OPS",
@@ -90,7 +96,7 @@ def _source(
     return "\n".join(init), "\n".join(lines)
 
 
-def _model_class() -> type:
+def _model_class() -> type[torch.nn.Module]:
     import torch
 
     class _GeneratedModel(torch.nn.Module):
@@ -127,7 +133,7 @@ def _model_class() -> type:
             gen = torch.Generator().manual_seed(seed)
             self.example_inputs = (torch.randn(batch, width, generator=gen),)
 
-        def forward(self, x: object) -> Any:
+        def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
             return self._forward(self, x)
 
         def __repr__(self) -> str:
@@ -154,10 +160,10 @@ def _model_class() -> type:
     return _GeneratedModel
 
 
-_CLASS: list[type] = []
+_CLASS: list[type[torch.nn.Module]] = []
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> type[torch.nn.Module]:
     if name == "GeneratedModel":  # a torch.nn.Module subclass: made on first use
         if not _CLASS:
             _CLASS.append(_model_class())
@@ -188,7 +194,7 @@ def models(
     max_ops: int = 6,
     width: int = 6,
     batch: int = 2,
-) -> st.SearchStrategy[Any]:
+) -> st.SearchStrategy[torch.nn.Module]:
     """Random :class:`GeneratedModel` modules (in eval mode) over ``ops`` (default :data:`OPS`).
 
     Each has ``example_inputs`` (one ``[batch, width]`` float tensor), a ``repr`` that
@@ -201,7 +207,9 @@ def models(
     if width % 2:
         raise ValueError("models(width=...) must be even (swap_halves splits it)")
 
-    def build(case: tuple[tuple[list[tuple[str, tuple[int, ...]]], list[int]], int]) -> Any:
+    def build(
+        case: tuple[tuple[list[tuple[str, tuple[int, ...]]], list[int]], int],
+    ) -> torch.nn.Module:
         (chosen, outputs), seed = case
         cls = __getattr__("GeneratedModel")
         return cls(chosen, outputs, width, batch, seed).eval()
@@ -209,22 +217,23 @@ def models(
     return st.tuples(_op_lists(names, min_ops, max_ops), st.integers(0, 1000)).map(build)
 
 
-def graphs(ops: Iterable[str] | None = None, **kwargs: Any) -> st.SearchStrategy[Any]:
-    """:func:`models` exported with ``torch.export.export`` (an ``ExportedProgram``)."""
+def graphs(ops: Iterable[str] | None = None, **kwargs: int) -> st.SearchStrategy[ExportedProgram]:
+    """:func:`models` exported with ``torch.export.export`` (an ``ExportedProgram``);
+    ``kwargs`` are those of :func:`models` (``min_ops``, ``max_ops``, ``width``, ``batch``)."""
 
-    def export(model: Any) -> Any:
+    def export(model: torch.nn.Module) -> ExportedProgram:
         import torch
 
-        return torch.export.export(model, model.example_inputs)
+        return torch.export.export(model, tuple(getattr(model, "example_inputs", ())))
 
     return models(ops, **kwargs).map(export)
 
 
-def _op_nodes(graph: Any) -> list[Any]:
-    graph = getattr(graph, "graph", graph)  # ExportedProgram, GraphModule or Graph
+def _op_nodes(graph: object) -> list[torch.fx.Node]:
+    fx_graph: Any = getattr(graph, "graph", graph)  # ExportedProgram, GraphModule or Graph
     return [
         n
-        for n in graph.nodes
+        for n in fx_graph.nodes
         if n.op == "call_function" and getattr(n.target, "__name__", "") != "getitem"
     ]
 
@@ -299,7 +308,7 @@ def delegate_mappings(
     return st.lists(entry, min_size=min_size, max_size=max_size, unique_by=lambda e: e[0]).map(dict)
 
 
-def metadata(backend_id: str) -> st.SearchStrategy[Any]:
+def metadata(backend_id: str) -> st.SearchStrategy[object]:
     """Structured delegate metadata values ``backend_id`` logs.
 
     Taken from the backend's :class:`~delegate_lens.testing.BackendProfile` (its
@@ -310,7 +319,7 @@ def metadata(backend_id: str) -> st.SearchStrategy[Any]:
 
     profile = backend_profile(backend_id)
     if profile.metadata is not None:
-        strategy: st.SearchStrategy[Any] = profile.metadata()
+        strategy: st.SearchStrategy[object] = profile.metadata()
         return strategy
     return st.binary(max_size=64)
 
@@ -318,11 +327,11 @@ def metadata(backend_id: str) -> st.SearchStrategy[Any]:
 @st.composite
 def etdump_runs(
     draw: st.DrawFn,
-    delegate_map: Mapping[int | str, Any] | None = None,
+    delegate_map: Mapping[int | str, object] | None = None,
     *,
     max_runs: int = 3,
     max_instructions: int = 5,
-) -> Any:
+) -> ETDump:
     """An :class:`~delegate_lens.etdump.ETDump` of ``Execute`` runs (one shape, repeated).
 
     Each instruction is an ``OPERATOR_CALL`` or a ``DELEGATE_CALL`` preceded by the
