@@ -1,5 +1,6 @@
 """Types of the compiled walk (``_walk.pyx``)."""
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,4 +11,6 @@ def walk(
     roots: npt.NDArray[np.int64],
     lo: npt.NDArray[np.int64],
     hi: npt.NDArray[np.int64],
+    release: Callable[[], object] | None = None,
+    batch: int = 262144,
 ) -> dict[str, Any] | None: ...

@@ -27,21 +27,6 @@ cdef enum:
     ALLOCATION = 2
     DEBUG = 3
 
-_EVENT_COLUMNS = (  # (name, dtype) of the walk's event columns, widest first
-    ("chain_index", np.int64),
-    ("start_time", np.uint64),
-    ("end_time", np.uint64),
-    ("metadata_offset", np.int64),
-    ("metadata_length", np.int64),
-    ("allocation_size", np.uint64),
-    ("debug_entry", np.int64),
-    ("name", np.int32),
-    ("instruction_id", np.int32),
-    ("delegate_debug_id_int", np.int32),
-    ("delegate_debug_id_str", np.int32),
-    ("allocator_id", np.int32),
-    ("kind", np.uint8),
-)
 cdef bint _BIG_ENDIAN = sys.byteorder != "little"  # the loads below assume little-endian
 
 cdef struct Tab:
@@ -459,21 +444,62 @@ cdef int _allocators(Interner* it, const uint8_t* b, int64_t n, const int64_t[::
     return 0
 
 
+# Columns that most files leave at their default (no delegate ids, metadata, allocations or
+# debug entries) are allocated only when an event first needs them: the walk stops there,
+# the column is made (default-filled up to that event) and the walk resumes at that event.
+cdef enum:
+    DDI_INT = 1
+    DDI_STR = 2
+    META = 4
+    ALLOCATOR = 8
+    ALLOC_SIZE = 16
+    ENTRY = 32
+
+_LAZY = (  # bit -> (column name, dtype, default) of each column made on first need
+    (DDI_INT, (("delegate_debug_id_int", np.int32, -1),)),
+    (DDI_STR, (("delegate_debug_id_str", np.int32, -1),)),
+    (META, (("metadata_offset", np.int64, 0), ("metadata_length", np.int64, -1))),
+    (ALLOCATOR, (("allocator_id", np.int32, 0),)),
+    (ALLOC_SIZE, (("allocation_size", np.uint64, 0),)),
+    (ENTRY, (("debug_entry", np.int64, -1),)),
+)
+
+cdef struct Cursor:
+    int64_t r          # the run to go on with
+    int64_t j          # its event to go on with
+    int64_t e          # that event's position in the columns
+    int64_t stop       # return (2) when e reaches this
+    int have           # the lazy columns made (bits)
+    int need           # the lazy columns the event at e needs (when returning 1)
+
+
 cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
                  const int64_t[::1] hi, const int64_t[::1] run_file, const int64_t[::1] ev_vec,
-                 const int64_t[::1] ev_count, uint8_t[::1] kind, int32_t[::1] name,
+                 const int64_t[::1] ev_count, Cursor* cur, uint8_t[::1] kind, int32_t[::1] name,
                  int64_t[::1] chain, int32_t[::1] instruction, int32_t[::1] ddi_int,
                  int32_t[::1] ddi_str, uint64_t[::1] start, uint64_t[::1] end,
                  int64_t[::1] meta_off, int64_t[::1] meta_len, int32_t[::1] allocator,
                  uint64_t[::1] alloc_size, int64_t[::1] entry) noexcept nogil:
-    """Every event: which member is set, and that member's fields (defaults elsewhere)."""
+    """Every event from ``cur``: which member is set, and that member's fields (defaults
+    elsewhere). Returns 0 when done, -1 for a malformed buffer, 1 when the event at ``cur``
+    needs lazy columns not made yet (``cur.need``), 2 at ``cur.stop``."""
     cdef Tab t, m
-    cdef int64_t r, j, k, at, member, prof, alloc, debug, count, e = 0, h
-    cdef int bad = 0
-    for r in range(run_file.shape[0]):
+    cdef int64_t r, j, k, at, member, prof, alloc, debug, count, e = cur.e, h
+    cdef int bad = 0, need, have = cur.have
+    cdef uint8_t v_kind
+    cdef int32_t v_name, v_instruction, v_ddi_int, v_ddi_str, v_allocator
+    cdef int64_t v_chain, v_meta_off, v_meta_len, v_entry
+    cdef uint64_t v_start, v_end, v_alloc_size
+    j = cur.j
+    for r in range(cur.r, run_file.shape[0]):
         k = run_file[r]
         h = hi[k]
-        for j in range(ev_count[r]):
+        while j < ev_count[r]:
+            if e >= cur.stop:
+                cur.r = r
+                cur.j = j
+                cur.e = e
+                return 2
             at = _entry(b, ev_vec[r] + 4 * j, h)
             if at < 0 or _table(b, at, lo[k], h, &t) < 0:
                 return -1
@@ -484,70 +510,116 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 return -1
             if (prof >= 0) + (alloc >= 0) + (debug >= 0) > 1:
                 return -1
-            kind[e] = 0
-            name[e] = -1
-            chain[e] = 0
-            instruction[e] = -1
-            ddi_int[e] = -1
-            ddi_str[e] = -1
-            start[e] = 0
-            end[e] = 0
-            meta_off[e] = 0
-            meta_len[e] = -1
-            allocator[e] = 0
-            alloc_size[e] = 0
-            entry[e] = -1
+            v_kind = 0
+            v_name = -1
+            v_chain = 0
+            v_instruction = -1
+            v_ddi_int = -1
+            v_ddi_str = -1
+            v_start = 0
+            v_end = 0
+            v_meta_off = 0
+            v_meta_len = -1
+            v_allocator = 0
+            v_alloc_size = 0
+            v_entry = -1
             if prof >= 0:
                 if _table(b, prof, lo[k], h, &m) < 0:
                     return -1
-                kind[e] = PROFILE
-                name[e] = _string(it, b, n, &m, 0, k, lo[k], h)
-                chain[e] = _i32(b, &m, 1, 0, &bad)
-                instruction[e] = _i32(b, &m, 2, -1, &bad)
-                ddi_int[e] = _i32(b, &m, 3, -1, &bad)
-                ddi_str[e] = _string(it, b, n, &m, 4, k, lo[k], h)
+                v_kind = PROFILE
+                v_name = _string(it, b, n, &m, 0, k, lo[k], h)
+                v_chain = _i32(b, &m, 1, 0, &bad)
+                v_instruction = _i32(b, &m, 2, -1, &bad)
+                v_ddi_int = _i32(b, &m, 3, -1, &bad)
+                v_ddi_str = _string(it, b, n, &m, 4, k, lo[k], h)
                 member = _offset(b, &m, 5, h)
-                if name[e] == -2 or ddi_str[e] == -2 or member == -2:
+                if v_name == -2 or v_ddi_str == -2 or member == -2:
                     return -1
                 if member >= 0:
                     count = 0
-                    meta_off[e] = _vector(b, member, 1, h, &count)
-                    if meta_off[e] < 0:
+                    v_meta_off = _vector(b, member, 1, h, &count)
+                    if v_meta_off < 0:
                         return -1
-                    meta_len[e] = count
-                start[e] = _x64(b, &m, 6, &bad)
-                end[e] = _x64(b, &m, 7, &bad)
+                    v_meta_len = count
+                v_start = _x64(b, &m, 6, &bad)
+                v_end = _x64(b, &m, 7, &bad)
             elif alloc >= 0:
                 if _table(b, alloc, lo[k], h, &m) < 0:
                     return -1
-                kind[e] = ALLOCATION
-                allocator[e] = _i32(b, &m, 0, 0, &bad)
-                alloc_size[e] = _x64(b, &m, 1, &bad)
+                v_kind = ALLOCATION
+                v_allocator = _i32(b, &m, 0, 0, &bad)
+                v_alloc_size = _x64(b, &m, 1, &bad)
             elif debug >= 0:
                 if _table(b, debug, lo[k], h, &m) < 0:
                     return -1
-                kind[e] = DEBUG
-                chain[e] = <int64_t>_x64(b, &m, 0, &bad)
-                instruction[e] = _i32(b, &m, 1, -1, &bad)
-                entry[e] = _offset(b, &m, 2, h)
-                ddi_int[e] = _i32(b, &m, 3, -1, &bad)
-                ddi_str[e] = _string(it, b, n, &m, 4, k, lo[k], h)
-                name[e] = _string(it, b, n, &m, 5, k, lo[k], h)
-                if entry[e] == -2 or ddi_str[e] == -2 or name[e] == -2:
+                v_kind = DEBUG
+                v_chain = <int64_t>_x64(b, &m, 0, &bad)
+                v_instruction = _i32(b, &m, 1, -1, &bad)
+                v_entry = _offset(b, &m, 2, h)
+                v_ddi_int = _i32(b, &m, 3, -1, &bad)
+                v_ddi_str = _string(it, b, n, &m, 4, k, lo[k], h)
+                v_name = _string(it, b, n, &m, 5, k, lo[k], h)
+                if v_entry == -2 or v_ddi_str == -2 or v_name == -2:
                     return -1
             if bad:
                 return -1
+            need = 0
+            if v_ddi_int != -1:
+                need |= DDI_INT
+            if v_ddi_str != -1:
+                need |= DDI_STR
+            if v_meta_len != -1 or v_meta_off != 0:
+                need |= META
+            if v_allocator != 0:
+                need |= ALLOCATOR
+            if v_alloc_size != 0:
+                need |= ALLOC_SIZE
+            if v_entry != -1:
+                need |= ENTRY
+            if need & ~have:
+                cur.r = r
+                cur.j = j
+                cur.e = e
+                cur.need = need & ~have
+                return 1
+            kind[e] = v_kind
+            name[e] = v_name
+            chain[e] = v_chain
+            instruction[e] = v_instruction
+            start[e] = v_start
+            end[e] = v_end
+            if have & DDI_INT:
+                ddi_int[e] = v_ddi_int
+            if have & DDI_STR:
+                ddi_str[e] = v_ddi_str
+            if have & META:
+                meta_off[e] = v_meta_off
+                meta_len[e] = v_meta_len
+            if have & ALLOCATOR:
+                allocator[e] = v_allocator
+            if have & ALLOC_SIZE:
+                alloc_size[e] = v_alloc_size
+            if have & ENTRY:
+                entry[e] = v_entry
             e += 1
+            j += 1
+        j = 0
+    cur.r = run_file.shape[0]
+    cur.j = 0
+    cur.e = e
     return 0
 
 
 def walk(const uint8_t[::1] data, const int64_t[::1] roots, const int64_t[::1] lo,
-         const int64_t[::1] hi):
+         const int64_t[::1] hi, release=None, int64_t batch=1 << 18):
     """Walk the ETDumps whose root tables are at ``roots`` (file ``k`` spans
     ``lo[k] .. hi[k]`` of ``data``). Returns a dict of numpy arrays, or None when any
     file is malformed (decode with numpy to learn why). String fields are codes into
     ``strings`` (-1 absent; codes in order of first use), debug entries the positions of
-    their ``Value`` tables (-1 absent)."""
+    their ``Value`` tables (-1 absent). Columns no event sets are left out of the dict.
+
+    ``release``, when given, is called after every ``batch`` events (a mapped file's
+    reader drops the pages read so far: the walk holds only a batch's pages at once)."""
     cdef int64_t files = roots.shape[0]
     cdef int status
     if _BIG_ENDIAN or data.shape[0] == 0 or files == 0 or lo.shape[0] != files or hi.shape[0] != files:
@@ -573,7 +645,7 @@ def walk(const uint8_t[::1] data, const int64_t[::1] roots, const int64_t[::1] l
         _intern_free(&it)
         raise MemoryError()
     try:
-        found = _walk_runs(&it, b, nbuf, roots, lo, hi, run_vec, run_count)
+        found = _walk_runs(&it, b, nbuf, roots, lo, hi, run_vec, run_count, release, batch)
         if found is None:
             return None
         found.update(versions=versions)
@@ -589,7 +661,8 @@ def walk(const uint8_t[::1] data, const int64_t[::1] roots, const int64_t[::1] l
 
 
 cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64_t[::1] roots,
-                       const int64_t[::1] lo, const int64_t[::1] hi, run_vec, run_count):
+                       const int64_t[::1] lo, const int64_t[::1] hi, run_vec, run_count,
+                       release, int64_t batch):
     cdef int status
     cdef int64_t[::1] run_vec_v = run_vec
     cdef int64_t[::1] run_count_v = run_count
@@ -621,34 +694,71 @@ cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64
     if status < 0:
         return None
     n = int(ev_count.sum())
-    # every event column in one allocation (one page-fault burst, huge pages when large),
-    # widest first so that each column's view is aligned
-    block = np.empty(max(n, 1) * 77, np.uint8)
-    out = {}
-    at = 0
-    for column, dtype in _EVENT_COLUMNS:
-        size = n * np.dtype(dtype).itemsize
-        out[column] = block[at : at + size].view(dtype)
-        at += size
+    # the columns every file uses; the others (_LAZY) when an event first needs them
+    out = {
+        column: np.empty(n, dtype)
+        for column, dtype in (
+            ("chain_index", np.int64),
+            ("start_time", np.uint64),
+            ("end_time", np.uint64),
+            ("name", np.int32),
+            ("instruction_id", np.int32),
+            ("kind", np.uint8),
+        )
+    }
+    none64 = np.empty(0, np.int64)
+    none32 = np.empty(0, np.int32)
     cdef uint8_t[::1] kind = out["kind"]
     cdef int32_t[::1] name = out["name"]
     cdef int64_t[::1] chain = out["chain_index"]
     cdef int32_t[::1] instruction = out["instruction_id"]
-    cdef int32_t[::1] ddi_int = out["delegate_debug_id_int"]
-    cdef int32_t[::1] ddi_str = out["delegate_debug_id_str"]
+    cdef int32_t[::1] ddi_int = none32
+    cdef int32_t[::1] ddi_str = none32
     cdef uint64_t[::1] start = out["start_time"]
     cdef uint64_t[::1] end = out["end_time"]
-    cdef int64_t[::1] meta_off = out["metadata_offset"]
-    cdef int64_t[::1] meta_len = out["metadata_length"]
-    cdef int32_t[::1] allocator = out["allocator_id"]
-    cdef uint64_t[::1] alloc_size = out["allocation_size"]
-    cdef int64_t[::1] entry = out["debug_entry"]
-    with nogil:
-        status = _events(it, b, nbuf, lo, hi, run_file_v, ev_vec_v, ev_count_v, kind, name, chain,
-                         instruction, ddi_int, ddi_str, start, end, meta_off, meta_len,
-                         allocator, alloc_size, entry)
-    if status < 0:
-        return None
+    cdef int64_t[::1] meta_off = none64
+    cdef int64_t[::1] meta_len = none64
+    cdef int32_t[::1] allocator = none32
+    cdef uint64_t[::1] alloc_size = np.empty(0, np.uint64)
+    cdef int64_t[::1] entry = none64
+    cdef Cursor cur
+    cur.r = 0
+    cur.j = 0
+    cur.e = 0
+    cur.have = 0
+    cur.need = 0
+    cur.stop = batch if release is not None and batch > 0 else n + 1
+    while True:
+        with nogil:
+            status = _events(it, b, nbuf, lo, hi, run_file_v, ev_vec_v, ev_count_v, &cur, kind,
+                             name, chain, instruction, ddi_int, ddi_str, start, end, meta_off,
+                             meta_len, allocator, alloc_size, entry)
+        if status == 0:
+            break
+        if status < 0:
+            return None
+        if status == 2:
+            release()
+            cur.stop += batch
+            continue
+        for bit, columns in _LAZY:  # status 1: make what the event at cur.e needs
+            if cur.need & bit:
+                for column, dtype, default in columns:
+                    out[column] = np.full(n, default, dtype)
+                cur.have |= bit
+        if cur.have & DDI_INT:
+            ddi_int = out["delegate_debug_id_int"]
+        if cur.have & DDI_STR:
+            ddi_str = out["delegate_debug_id_str"]
+        if cur.have & META:
+            meta_off = out["metadata_offset"]
+            meta_len = out["metadata_length"]
+        if cur.have & ALLOCATOR:
+            allocator = out["allocator_id"]
+        if cur.have & ALLOC_SIZE:
+            alloc_size = out["allocation_size"]
+        if cur.have & ENTRY:
+            entry = out["debug_entry"]
     out.update(
         run_file=run_file,
         run_name=run_name,

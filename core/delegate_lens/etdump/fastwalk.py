@@ -43,10 +43,13 @@ def available() -> bool:
     return _walk is not None and os.environ.get("DELEGATE_LENS_NO_COMPILED", "0") in ("", "0")
 
 
-def columns(buf: Buffer, roots: I64) -> DecodedColumns | None:
+def columns(
+    buf: Buffer, roots: I64, release: Callable[[], object] | None = None
+) -> DecodedColumns | None:
     """The ETDumps at ``roots`` of ``buf`` (root ``k`` in file ``k``) as the numpy decoder
     makes them, or None when the walk is unavailable or any file is malformed (the numpy
-    decoder then says why)."""
+    decoder then says why). ``release`` is called every so many events during the walk
+    (a mapped file's reader drops the pages read so far)."""
     if not available() or _walk is None:
         return None
     lo, hi = buf.files()  # root k lies in file k
@@ -57,6 +60,7 @@ def columns(buf: Buffer, roots: I64) -> DecodedColumns | None:
         np.ascontiguousarray(roots, dtype=np.int64),
         np.ascontiguousarray(lo, dtype=np.int64),
         np.ascontiguousarray(hi, dtype=np.int64),
+        release,
     )
     if found is None:
         return None
@@ -65,19 +69,20 @@ def columns(buf: Buffer, roots: I64) -> DecodedColumns | None:
 
 def _decoded(buf: Buffer, found: dict[str, Any]) -> DecodedColumns:
     cols: dict[str, npt.NDArray[Any]] = {}
+    n = len(found["kind"])
     for column, (dtype, default) in COLUMN_SPECS.items():
-        arr = found[column]
-        if not len(arr) or not (arr != default).any():
-            arr = np.broadcast_to(np.array(default, dtype=dtype), (len(arr),))
+        arr = found.get(column)  # the walk leaves out columns no event sets
+        if arr is None or not n or not (arr != default).any():
+            arr = np.broadcast_to(np.array(default, dtype=dtype), (n,))
         else:
             arr = arr.astype(dtype, copy=False)
             arr.flags.writeable = False
         cols[column] = arr
 
-    entry = found["debug_entry"]
-    with_entry = np.flatnonzero(entry >= 0)
+    entry = found.get("debug_entry")
+    with_entry = np.zeros(0, np.int64) if entry is None else np.flatnonzero(entry >= 0)
     entry_events = values = None
-    if len(with_entry):
+    if entry is not None and len(with_entry):
         entry_events = with_entry
         values = decode_values(buf, entry[with_entry])
     return DecodedColumns(

@@ -76,12 +76,15 @@ def loads(data: bytes | bytearray | memoryview) -> ETDump:
     return decode_columns(data).etdump(0)
 
 
-def decode_columns(data: bytes | bytearray | memoryview) -> DecodedColumns:
+def decode_columns(
+    data: bytes | bytearray | memoryview, *, release: Callable[[], object] | None = None
+) -> DecodedColumns:
     """Decode an ETDump buffer into file-wide columns, without making run objects
-    (:meth:`DecodedColumns.etdump` makes them); checks as :func:`loads`."""
+    (:meth:`DecodedColumns.etdump` makes them); checks as :func:`loads`. ``release`` is
+    called every so many events of the compiled walk (see :mod:`.mapped`)."""
     buf = Buffer(_as_bytes(data))
     root = _root_position(buf)
-    return _guarded(lambda: _Decoder(buf).columns(np.array([root], dtype=np.int64)))
+    return _guarded(lambda: _Decoder(buf, release).columns(np.array([root], dtype=np.int64)))
 
 
 _GAP = 16  # at least this many bytes between files decoded together; files start 16-aligned
@@ -210,9 +213,10 @@ def _describe_foreign(head: bytes) -> str | None:
 
 
 class _Decoder:
-    def __init__(self, buf: Buffer) -> None:
+    def __init__(self, buf: Buffer, release: Callable[[], object] | None = None) -> None:
         self.buf = buf
         self.strings = StringTable(buf)
+        self.release = release  # the compiled walk calls it every so many events
 
     def columns(self, roots: I64) -> DecodedColumns:
         """Every run of the ETDumps whose root tables are at ``roots``, as one set of columns.
@@ -220,7 +224,7 @@ class _Decoder:
         The compiled walk (:mod:`.fastwalk`) makes them when it is built and every file is
         well formed; otherwise numpy does, and names the first problem."""
         try:
-            fast = fastwalk.columns(self.buf, roots)
+            fast = fastwalk.columns(self.buf, roots, self.release)
         except Exception:  # a bad string or debug value: the numpy decoder names it
             fast = None
         if fast is not None:

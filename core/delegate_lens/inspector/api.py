@@ -43,19 +43,14 @@ PathLike = str | os.PathLike[str]
 
 def _decode(path: PathLike | None, data: bytes | bytearray | memoryview | None) -> DecodedColumns:
     """The file-wide columns of an ETDump file or buffer; errors name the file."""
-    from delegate_lens.errors import ETDumpFormatError
     from delegate_lens.etdump.reader import decode_columns
 
     if path is None:
         assert data is not None
         return decode_columns(bytes(data))
-    from delegate_lens.fileio import read_input
+    from delegate_lens.etdump.mapped import decode_file
 
-    raw = read_input(path, "ETDump")
-    try:
-        return decode_columns(raw)
-    except ETDumpFormatError as exc:
-        raise ETDumpFormatError(f"{os.fspath(path)}: {exc}") from None
+    return decode_file(path)  # mapped, never held whole
 
 
 def _warn(message: str) -> None:
