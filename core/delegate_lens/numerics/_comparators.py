@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # importing this module (a plugin does) stays free of numpy
     import numpy.typing as npt
 
     FloatArray = npt.NDArray[np.float64]
+    # {(aot handles, aot value): (runtime handles, runtime value)}, as the reference's
+    # ``preprocessing(mapping)`` takes it (values are torch tensors, or lists of them)
+    GapMapping = dict[tuple[tuple[int, ...], object], tuple[tuple[int, ...], object]]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
@@ -70,7 +73,7 @@ class Comparator:
         default=False, validator=attrs.validators.instance_of(bool)
     )
     default_threshold: float = attrs.field(default=0.0, validator=_check_threshold)
-    preprocess: Callable[[Any], Any] | None = attrs.field(default=None, repr=False)
+    preprocess: Callable[[GapMapping], object] | None = attrs.field(default=None, repr=False)
     """The reference's ``preprocessing(mapping)`` of a :class:`NumericalComparatorBase`
     subclass that overrides it: ``{(aot handles, aot value): (runtime handles, runtime
     value)}`` in, the same shape out, before the gaps are computed."""
@@ -195,7 +198,7 @@ class NumericalComparatorBase(abc.ABC):
     def inspector(self, value: object) -> None:
         self._inspector = value
 
-    def preprocessing(self, mapping: dict[Any, Any]) -> dict[Any, Any]:
+    def preprocessing(self, mapping: GapMapping) -> GapMapping:
         """Transform ``{(aot handles, aot value): (runtime handles, runtime value)}`` before
         comparing (dequantize, change layout, ...); by default unchanged."""
         return mapping

@@ -22,17 +22,23 @@ numpy only: importing this module never imports torch.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from delegate_lens.errors import InspectorError, InspectorWarning, UsageError
 from delegate_lens.etdump.model import FRAMEWORK_EVENTS
 from delegate_lens.numerics._aot_outputs import AotOutputs
 from delegate_lens.numerics._comparators import Comparator, resolve_comparator
 from delegate_lens.numerics._table import NumericGapTable, Unmatched
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector import Inspector
+    from delegate_lens.inspector.tables import BlockTable
 
 Handles = tuple[int, ...]
 
@@ -65,7 +71,7 @@ def _warn(message: str) -> None:
     warnings.warn(message, InspectorWarning, stacklevel=4)
 
 
-def _tables_of(inspector: Any, method: str | None) -> tuple[list[Any], str | None]:
+def _tables_of(inspector: Inspector, method: str | None) -> tuple[list[BlockTable], str | None]:
     tables = [t for t in inspector.tables if t.debug_data]
     if not tables:
         raise InspectorError(
@@ -82,7 +88,7 @@ def _tables_of(inspector: Any, method: str | None) -> tuple[list[Any], str | Non
     return chosen[:1], method
 
 
-def _convert(backend: str | None, identifier: Any, value: Any, row: str) -> Any:
+def _convert(backend: str | None, identifier: int | str | None, value: object, row: str) -> object:
     if backend is None or identifier is None:
         return value
     from delegate_lens import hooks
@@ -95,7 +101,7 @@ def _convert(backend: str | None, identifier: Any, value: Any, row: str) -> Any:
 
 
 def runtime_intermediate_outputs(
-    inspector: Any, method: str | None = None
+    inspector: Inspector, method: str | None = None
 ) -> tuple[list[_Entry], list[Unmatched]]:
     """The runtime entries of :func:`calculate_numeric_gap` (merged) and the rows that
     could not take part (no handles)."""
@@ -206,7 +212,7 @@ def _merge(entries: list[_Entry]) -> list[_Entry]:
     return merged
 
 
-def _float(value: object) -> np.ndarray[Any, Any] | None:
+def _float(value: object) -> npt.NDArray[np.float64] | None:
     if value is None:
         return None
     try:
@@ -264,11 +270,11 @@ def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tupl
 
 
 def _resolve_aot(
-    inspector: Any,
-    aot_outputs: Any,
-    inputs: Sequence[Any] | None,
+    inspector: Inspector,
+    aot_outputs: AotOutputs | str | os.PathLike[str] | None,
+    inputs: Sequence[object] | None,
     reference_graph: str | None,
-    cache: Any,
+    cache: bool | str | os.PathLike[str],
     method: str,
     disable_validation: bool,
 ) -> AotOutputs:
@@ -294,13 +300,13 @@ def _resolve_aot(
 
 
 def calculate_numeric_gap(
-    inspector: object,
+    inspector: Inspector,
     distance: object = "MSE",
     *,
     inputs: Sequence[object] | None = None,
-    aot_outputs: object = None,
+    aot_outputs: AotOutputs | str | os.PathLike[str] | None = None,
     reference_graph: str | None = None,
-    cache: object = False,
+    cache: bool | str | os.PathLike[str] = False,
     threshold: float | None = None,
     method: str | None = None,
     disable_debug_handle_validation: bool = False,
@@ -421,7 +427,7 @@ def calculate_numeric_gap(
     )
 
 
-def _pick_runtime(entry: _Entry, i: int, aot_value: object) -> Any:
+def _pick_runtime(entry: _Entry, i: int, aot_value: object) -> object:
     """The runtime value compared with output ``i`` from the end.
 
     One output against several values of a multi-output operator (e.g. the reference's
@@ -445,7 +451,7 @@ def _pick_runtime(entry: _Entry, i: int, aot_value: object) -> Any:
     return values[-(i + 1)]
 
 
-def _method_of(inspector: object, method: str | None) -> str:
+def _method_of(inspector: Inspector, method: str | None) -> str:
     _, chosen = _tables_of(inspector, method)
     return chosen or "forward"
 
