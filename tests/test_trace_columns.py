@@ -178,3 +178,30 @@ def test_numpy_nesting_equals_the_stack_walk(tracks: tuple[np.ndarray, np.ndarra
         slices._VECTOR_RUNS = old
     for a, b in zip(got, expected, strict=True):
         assert np.array_equal(a, b)
+
+
+class _FullDisk(io.RawIOBase):
+    """A file that takes ``room`` bytes, then fails as a full disk does."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if len(data) > self.room:
+            raise OSError(28, "No space left on device")
+        self.room -= len(data)
+        return len(data)
+
+
+@pytest.mark.parametrize("room", [0, 5000, 60_000])
+def test_an_error_of_the_file_reaches_the_caller(room: int) -> None:
+    """The batches are written by a thread while the next is made: its error is raised
+    in the caller, whichever batch failed."""
+    runs = [_run(1000 * i, jitter=i) for i in range(300)]
+    inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
+    stream = io.TextIOWrapper(io.BufferedWriter(_FullDisk(room)), encoding="utf-8")
+    with pytest.raises(OSError, match="No space left"):
+        write_chrome_trace(inspector, stream)

@@ -126,36 +126,43 @@ def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArr
     k, r = start.shape
     if k < _VECTOR_RUNS:
         return _nest_loop(start, end)
-    out = end.copy()
-    clipped = np.zeros((k, r), dtype=bool)
-    depth = np.zeros((k, r), dtype=np.int32)
-    # the ends of the open slices, bottom up; they never increase upwards (a slice is
-    # clipped to its parent), so the slices a new one closes are always the top ones
-    stack = np.zeros((k, 1), dtype=np.int64)
-    level = np.zeros((1, 1), dtype=np.intp)
+    # one numpy step per slice position serves every run: the columns are made rows
+    # (contiguous), the stack holds the ends of the open slices, bottom up, one row per
+    # level; they never increase upwards (a slice is clipped to its parent), so the
+    # slices a new one closes are always the top ones
+    starts = np.ascontiguousarray(start.T)
+    ends_out = np.array(end.T)  # clipped in place
+    clipped = np.zeros((r, k), dtype=bool)
+    depth = np.zeros((r, k), dtype=np.int32)
+    stack = np.zeros((4, k), dtype=np.int64)
+    levels = np.arange(stack.shape[0])[:, None]
     d = np.zeros(k, dtype=np.intp)
     runs = np.arange(k)
+    size = 0  # levels in use on some run's stack
     for i in range(r):
-        s = start[:, i]
-        e = end[:, i]
-        if d.any():
-            size = int(d.max())
-            ends = stack[:, :size]
-            open_ = (ends > s[:, None]) | ((ends == s[:, None]) & (s == e)[:, None])
-            d = np.count_nonzero(open_ & (level[:, :size] < d[:, None]), axis=1)
-            top = ends[runs, d - 1]
+        s = starts[i]
+        e = ends_out[i]
+        if size:
+            ends = stack[:size]
+            open_ = ends > s
+            zero = s == e
+            if zero.any():  # a zero-length slice at an open slice's end stays inside it
+                open_ |= (ends == s) & zero
+            open_ &= levels[:size] < d
+            d = np.count_nonzero(open_, axis=0)
+            top = ends[d - 1, runs]
             cut = (d > 0) & (e > top)
             if cut.any():
-                e = np.where(cut, top, e)
-                out[:, i] = e
-                clipped[:, i] = cut
-            depth[:, i] = d
-        if stack.shape[1] <= d.max():
-            stack = np.concatenate([stack, np.zeros_like(stack)], axis=1)
-            level = np.arange(stack.shape[1])[None, :]
-        stack[runs, d] = e
+                np.copyto(e, top, where=cut)
+                clipped[i] = cut
+            depth[i] = d
+        size = int(d.max()) + 1
+        if stack.shape[0] < size:
+            stack = np.concatenate([stack, np.zeros_like(stack)], axis=0)
+            levels = np.arange(stack.shape[0])[:, None]
+        stack[d, runs] = e
         d = d + 1
-    return out, clipped, depth
+    return ends_out.T, clipped.T, depth.T
 
 
 def _nest_loop(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArray[np.int32]]:

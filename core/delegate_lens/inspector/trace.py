@@ -25,9 +25,11 @@ go into them with one ``%`` per run.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -51,6 +53,12 @@ _NEST_EVENTS = 1 << 18  # slices nested at a time
 _EXACT = 10**15  # below this, the decimal text below is exactly Python's repr of the float
 
 _BlockSlices = BlockSlices  # the name the report's timeline imports
+_THREAD = (  # a run's track: its name and place
+    f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": %d, '
+    '"args": {"name": "run %d%s}}'
+    f',\n{{"name": "thread_sort_index", "ph": "M", "pid": {_PID}, "tid": %d, '
+    '"args": {"sort_index": %d}}'
+).encode()
 
 
 def _jsonable(value: object) -> Any:
@@ -180,17 +188,22 @@ class _ChromeBlock:
         take = positions - first
         return Nested(*(getattr(nested, f.name)[take] for f in attrs.fields(Nested)))
 
-    def extras(self, nested: Nested, positions: npt.NDArray[np.intp]) -> npt.NDArray[Any]:
-        """The args after ``"run"`` of each slice: its metadata and ``"clipped"``."""
+    def extras(self, nested: Nested, positions: npt.NDArray[np.intp]) -> list[bytes]:
+        """The args after ``"run"`` of each slice (flat, run by run): its metadata and
+        ``"clipped"``."""
+        clipped = nested.clipped.any()
+        if not self.metadata and not clipped:
+            return [b""] * nested.cols.size
         extra = np.full(nested.cols.shape, b"", dtype=object)
         for c, texts in self.metadata.items():
             for i, s in zip(*np.nonzero(nested.cols == c), strict=True):
                 text = texts[positions[i]]
                 if text is not None:
                     extra[i, s] = f', "metadata": {text}'.encode("ascii")
-        if nested.clipped.any():
+        if clipped:
             extra[nested.clipped] += b', "clipped": true'
-        return extra
+        out: list[bytes] = extra.ravel().tolist()
+        return out
 
     def text(
         self, runs: list[int], positions: list[int], origin: int, us: _Microseconds
@@ -203,8 +216,8 @@ class _ChromeBlock:
         nested = self.nested(where)
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
-        extra = self.extras(nested, where).ravel().tolist()
-        names = np.repeat(np.array([b"%d" % run for run in runs], dtype=object), r).tolist()
+        extra = self.extras(nested, where)
+        names = np.repeat(_objects([b"%d" % run for run in runs]), r).tolist()
         values: list[Any] = [None] * (7 * len(extra))
         values[0::7] = names
         values[1::7] = ts_int
@@ -225,18 +238,20 @@ class _ChromeBlock:
             d = int(nested.end.flat[i]) - int(nested.start.flat[i])
             values[7 * i + 3 : 7 * i + 5] = [us.one(d).encode(), b""]
         n = 7 * r
-        same = bool((nested.cols == nested.cols[0]).all())
-        form = b"".join(self.templates[nested.cols[0]].tolist()) if same else b""
+        cols = nested.cols
+        same = bool((cols == cols[0]).all())
+        form = b"".join(self.templates[cols[0]].tolist()) if same else b""
+        every = tuple(values)  # one tuple, sliced run by run
         parts = []
         for i in range(len(runs)):
-            chunk = values[n * i : n * (i + 1)]
+            chunk = every[n * i : n * (i + 1)]
             if i in slow:
-                chunk = [v if isinstance(v, bytes) else b"%d" % v for v in chunk]
-                parts.append(b"".join(self.exact[nested.cols[i]].tolist()) % tuple(chunk))
+                chunk = tuple(v if isinstance(v, bytes) else b"%d" % v for v in chunk)
+                parts.append(b"".join(self.exact[cols[i]].tolist()) % chunk)
             elif same:
-                parts.append(form % tuple(chunk))
+                parts.append(form % chunk)
             else:
-                parts.append(b"".join(self.templates[nested.cols[i]].tolist()) % tuple(chunk))
+                parts.append(b"".join(self.templates[cols[i]].tolist()) % chunk)
         return parts
 
 
@@ -253,34 +268,66 @@ def _chunks(runs: list[int], sizes: dict[int, int]) -> Iterator[list[int]]:
         yield chunk
 
 
-def _sink(stream: IO[str]) -> Callable[[list[bytes]], object]:
+class _Sink:
     """Where pieces of ASCII text go: straight into the binary buffer of a UTF-8 text
-    file (no newline translation on this OS), else decoded into the text stream."""
-    buffer = getattr(stream, "buffer", None)
-    if (
-        isinstance(stream, io.TextIOWrapper)
-        and buffer is not None
-        and codecs.lookup(stream.encoding).name in ("utf-8", "ascii")
-        and os.linesep == "\n"
-    ):
-        stream.flush()
-        return cast("Callable[[list[bytes]], object]", buffer.writelines)
-    return lambda pieces: stream.write(b"".join(pieces).decode("ascii"))
+    file (no newline translation on this OS), else decoded into the text stream. Into a
+    buffer each batch is written by a thread of its own while the next one is made (the
+    write gives up the GIL: the kernel copies one batch while Python formats the next); one
+    batch at a time, in order; :meth:`close` waits for the last and raises its error."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._write: Callable[[list[bytes]], object] | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        buffer = getattr(stream, "buffer", None)
+        if (
+            isinstance(stream, io.TextIOWrapper)
+            and buffer is not None
+            and codecs.lookup(stream.encoding).name in ("utf-8", "ascii")
+            and os.linesep == "\n"
+        ):
+            stream.flush()
+            self._write = cast("Callable[[list[bytes]], object]", buffer.writelines)
+
+    def __call__(self, pieces: list[bytes]) -> None:
+        if self._write is None:
+            self._stream.write(b"".join(pieces).decode("ascii"))
+            return
+        self.close()
+        self._thread = threading.Thread(target=self._run, args=(pieces,), daemon=True)
+        self._thread.start()
+
+    def _run(self, pieces: list[bytes]) -> None:
+        try:
+            assert self._write is not None
+            self._write(pieces)
+        except BaseException as exc:  # raised in the caller's thread by close()
+            self._error = exc
+
+    def abandon(self) -> None:
+        """Wait for the batch being written, dropping its error (another is on its way)."""
+        with contextlib.suppress(BaseException):
+            self.close()
+
+    def close(self) -> None:
+        """Wait for the batch being written; raise its error, if any."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
 
 def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     """Write the Trace Event JSON (see the module docstring)."""
-    fc = inspector.file_columns
     source = inspector.source_time_scale
     target = inspector.target_time_scale
     us = _Microseconds(source)
     ticks_per_target = inspector.time_factor  # source ticks per target unit
 
     blocks = [_ChromeBlock(inspector, t, ticks_per_target) for t in inspector.tables]
-    where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
-    for b, table in enumerate(inspector.tables):
-        for pos, run in enumerate(table.block.runs.tolist()):
-            where[run] = (b, pos)
     starts = [int(cb.slices.start.min()) for cb in blocks if cb.slices.start.size]
     origin = min(starts, default=0)
     memory: dict[int, dict[str, int]] = {}  # run -> {allocator: bytes}, from allocations
@@ -294,7 +341,29 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
             "target_time_scale": target.value,
         }
     )
-    write = _sink(stream)
+    write = _Sink(stream)
+    try:
+        _write_events(inspector, blocks, origin, us, memory, other, write)
+    except BaseException:
+        write.abandon()
+        raise
+    write.close()
+
+
+def _write_events(
+    inspector: Inspector,
+    blocks: list[_ChromeBlock],
+    origin: int,
+    us: _Microseconds,
+    memory: dict[int, dict[str, int]],
+    other: str,
+    write: _Sink,
+) -> None:
+    fc = inspector.file_columns
+    where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
+    for b, table in enumerate(inspector.tables):
+        for pos, run in enumerate(table.block.runs.tolist()):
+            where[run] = (b, pos)
     write(
         [
             f'{{"displayTimeUnit": "ns", "otherData": {other}, "traceEvents": [\n'
@@ -303,6 +372,7 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
         ]
     )
     sizes = {run: len(blocks[b].slices.rows) for run, (b, _pos) in where.items()}
+    labels: dict[str, bytes] = {}
     for chunk in _chunks(sorted(where), sizes):
         texts: dict[int, bytes] = {}
         by_block: dict[int, list[int]] = {}
@@ -316,15 +386,11 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
             b, pos = where[run]
             sl = blocks[b].slices
             method = blocks[b].method  # which method ran, when the ETRecord tells
-            label = f"run {run}: {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
-            parts.append(
-                (
-                    f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": {run}, '
-                    f'"args": {{"name": {json.dumps(label)}}}}}'
-                    f',\n{{"name": "thread_sort_index", "ph": "M", "pid": {_PID}, "tid": {run}, '
-                    f'"args": {{"sort_index": {run}}}}}'
-                ).encode()
-            )
+            rest = f": {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
+            label = labels.get(rest)
+            if label is None:  # the JSON string '"run N' + rest + '"', less '"run N'
+                label = labels[rest] = json.dumps(rest)[1:].encode()
+            parts.append(_THREAD % (run, run, label, run, run))
             parts.append(texts.pop(run))
             if run in memory and sl.rows:
                 # counters: what the run allocated, per allocator, held from its start to its end
