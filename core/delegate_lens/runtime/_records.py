@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from delegate_lens.etdump.model import NUMPY_SCALAR_TYPES, ScalarType
 
@@ -30,7 +31,7 @@ def _contiguous_strides(sizes: list[int]) -> list[int]:
     return strides
 
 
-def tensor_bytes(x: object) -> tuple[int, list[int], Any] | None:
+def tensor_bytes(x: object) -> tuple[int, list[int], npt.NDArray[np.uint8]] | None:
     """(scalar type, sizes, C-contiguous uint8 array) of a torch tensor or numpy array.
 
     ``None`` for anything else, and for a dtype the ETDump's ``ScalarType`` has no code for

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,6 +55,8 @@ from delegate_lens.runtime._records import (
 from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, encode_metadata
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from delegate_lens.etdump.columns import EventColumns
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
@@ -68,11 +70,11 @@ _U64_MAX = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _encode_deferred(backend_id: str | None, value: object, cache: dict[Any, bytes]) -> bytes:
+def _encode_deferred(backend_id: str | None, value: object, cache: dict[Hashable, bytes]) -> bytes:
     """Encode a structured metadata value, once per distinct (hashable) value."""
-    frozen: Any = tuple(value.items()) if isinstance(value, dict) else value
+    frozen = tuple(value.items()) if isinstance(value, dict) else value
     try:
-        key: Any = (backend_id, type(value), frozen)
+        key: Hashable | None = (backend_id, type(value), frozen)
         hash(key)
     except TypeError:
         key = None
@@ -261,7 +263,7 @@ class ETDumpGen(EventTracer):
 
     # ------------------------------------------------------------------ debug values
 
-    def _store(self, data: Any) -> int | None:
+    def _store(self, data: npt.NDArray[np.uint8]) -> int | None:
         if self.debug_buffer_full:
             return None
         offset = self._debug_used + (-self._debug_used % DEBUG_BUFFER_ALIGNMENT)
@@ -278,11 +280,13 @@ class ETDumpGen(EventTracer):
         buffer = self._debug_buffer
         if offset > len(buffer):
             buffer.extend(bytes(offset - len(buffer)))  # alignment padding
-        buffer += memoryview(data)
+        buffer += data.data  # the array's memoryview
         self._debug_used = offset + len(data)
         return offset
 
-    def _stored(self, info: tuple[int, list[int], Any]) -> tuple[int, list[int], int] | None:
+    def _stored(
+        self, info: tuple[int, list[int], npt.NDArray[np.uint8]]
+    ) -> tuple[int, list[int], int] | None:
         offset = self._store(info[2])
         if offset is None:
             return None
@@ -387,7 +391,7 @@ def _columns(
     kind, names, chain, iid, dint, dstr, start, end, extra = zip(*events, strict=True)
     strings: dict[str, int] = {}
 
-    def codes(values: tuple[Any, ...]) -> np.ndarray[Any, Any]:
+    def codes(values: tuple[str | None, ...]) -> npt.NDArray[np.int32]:
         out = np.full(n, -1, dtype=np.int32)
         for i, s in enumerate(values):
             if s is not None:
@@ -405,7 +409,7 @@ def _columns(
     lengths = np.full(n, -1, dtype=np.int64)
     chunks: list[bytes] = []
     debug_entries: dict[int, Any] = {}
-    cache: dict[Any, bytes] = {}
+    cache: dict[Hashable, bytes] = {}
     for i in range(n):
         value = extra[i]
         if value is None:

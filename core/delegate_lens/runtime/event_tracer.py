@@ -26,7 +26,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import SupportsIndex
 
 import attrs
 
@@ -62,10 +62,10 @@ class EventTracerEntry:
     start_time: int
 
 
-def check_clock_value(value: Any) -> None:
+def check_clock_value(value: object) -> None:
     """Raise :class:`EventTracerError` unless ``value`` (what a clock returned) is uint64 ticks."""
     try:
-        ticks = operator.index(value)
+        ticks = operator.index(value) if isinstance(value, SupportsIndex) else -1
     except TypeError:
         ticks = -1
     if not 0 <= ticks <= _U64_MAX:
@@ -178,7 +178,7 @@ def encode_metadata(backend_id: str | None, metadata: object) -> bytes:
     return bytes(encoded)
 
 
-def _check_ids(name: Any, delegate_debug_id: Any) -> int:
+def _check_ids(name: object, delegate_debug_id: object) -> int:
     """Exactly one identifier; returns the int id (``-1`` when ``name`` is used)."""
     if (
         (delegate_debug_id is None or delegate_debug_id == UNSET_DELEGATE_DEBUG_ID)
@@ -209,7 +209,7 @@ def _check_ids(name: Any, delegate_debug_id: Any) -> int:
             "delegate event without an identifier: give name (str) or delegate_debug_id (int)"
         )
     try:  # ints and numpy integers, not bools
-        if isinstance(delegate_debug_id, bool):
+        if isinstance(delegate_debug_id, bool) or not isinstance(delegate_debug_id, SupportsIndex):
             raise TypeError
         delegate_debug_id = operator.index(delegate_debug_id)
     except TypeError:

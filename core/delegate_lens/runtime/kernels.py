@@ -53,7 +53,7 @@ def resolve_op(name: str) -> Callable[..., Any]:
         raise RuntimeBackendError(f"operator {name!r} has no torch kernel") from None
 
 
-def _signature(schema: Any) -> list[tuple[str, str]]:
+def _signature(schema: torch.FunctionSchema) -> list[tuple[str, str]]:
     return [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]
 
 

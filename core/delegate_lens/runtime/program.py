@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -36,6 +36,10 @@ from delegate_lens.program import (
 )
 from delegate_lens.runtime.event_tracer import EventTracer, check_clock_value
 from delegate_lens.runtime.kernels import constant_value, kernel_event_name, resolve_op
+
+if TYPE_CHECKING:
+    from delegate_lens.hookspecs import RuntimeBackend
+    from delegate_lens.program import Instruction, Value
 
 __all__ = ["BackendExecutionContext", "Method", "Program"]
 
@@ -96,7 +100,7 @@ class Program:
         return method
 
 
-def _runtime_backend(backend_id: str) -> Any:
+def _runtime_backend(backend_id: str) -> RuntimeBackend:
     from delegate_lens import hooks
 
     backend = hooks.runtime_backend(backend_id)
@@ -115,7 +119,7 @@ def _runtime_backend(backend_id: str) -> Any:
     return backend
 
 
-def _to_runtime(value: object) -> Any:
+def _to_runtime(value: object) -> object:
     if isinstance(value, np.ndarray | np.generic):
         return torch.from_numpy(np.ascontiguousarray(value))
     return value
@@ -187,7 +191,7 @@ class Method:
         # ``lists``: ((list value id, item ids), ...), rebuilt before the step because
         # they hold values produced at run time.
         self._steps: list[tuple[Any, ...]] = []
-        self._delegate_handles: dict[int, tuple[Any, Any]] = {}
+        self._delegate_handles: dict[int, tuple[RuntimeBackend, object]] = {}
         for iid, inst in enumerate(data.instructions):
             lists = self._lists_needed(inst, values, dynamic_lists)
             outs = self._flat_outputs(inst.outputs)
@@ -234,22 +238,26 @@ class Method:
 
     @staticmethod
     def _lists_needed(
-        inst: Any, values: Sequence[Any], dynamic: set[int]
+        inst: Instruction, values: Sequence[Value], dynamic: set[int]
     ) -> tuple[tuple[int, tuple[int, ...]], ...]:
         order: list[int] = []
 
+        def items(vid: int) -> tuple[int, ...]:
+            value = values[vid]
+            return value.items if isinstance(value, ListValue) else ()
+
         def visit(vid: int) -> None:
             if vid in dynamic and vid not in order:
-                for i in values[vid].items:
+                for i in items(vid):
                     visit(i)
                 order.append(vid)
 
         ids = list(inst.args) + [v for _, v in getattr(inst, "kwargs", ())]
         for vid in ids:
             visit(vid)
-        return tuple((vid, values[vid].items) for vid in order)
+        return tuple((vid, items(vid)) for vid in order)
 
-    def _init_delegate(self, index: int) -> tuple[Any, Any]:
+    def _init_delegate(self, index: int) -> tuple[RuntimeBackend, object]:
         if index in self._delegate_handles:
             return self._delegate_handles[index]
         delegate = self.program.data.delegates[index]
@@ -321,7 +329,7 @@ class Method:
             return [vals[i] for i in self._output_ids]
         return self._execute_traced(tracer, vals)
 
-    def _execute_traced(self, tracer: EventTracer, vals: list[Any]) -> list[Any]:
+    def _execute_traced(self, tracer: EventTracer, vals: list[object]) -> list[object]:
         tracer.create_event_block("Execute")
         clock = tracer.clock
         add = tracer.add_profile_event
@@ -369,7 +377,7 @@ class Method:
                 tracer.log_evalue(value, output=True)
         return outputs
 
-    def _run_step(self, step: tuple[Any, ...], vals: list[Any]) -> Any:
+    def _run_step(self, step: tuple[Any, ...], vals: list[object]) -> object:
         """Run one step, storing its outputs in ``vals``; returns an operator's raw result."""
         for vid, items in step[6]:
             vals[vid] = [vals[i] for i in items]
@@ -416,3 +424,4 @@ class Method:
         for vid, value in zip(outs, result):
             if vid >= 0:
                 vals[vid] = _to_runtime(value)
+        return None
