@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -28,9 +28,10 @@ from delegate_lens.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
+    from typing_extensions import Buffer
 
 
-def _as_bytes(value: Any, field: str) -> bytes:
+def _as_bytes(value: object, field: str) -> bytes:
     """Bytes-like values only: ``bytes(5)`` would silently make five zero bytes of an int,
     and a str has no one right encoding."""
     if isinstance(value, bytes):
@@ -38,7 +39,7 @@ def _as_bytes(value: Any, field: str) -> bytes:
     if isinstance(value, str):
         raise TypeError(f"{field} must be bytes, not str (encode it first)")
     try:
-        return memoryview(value).tobytes()
+        return memoryview(cast("Buffer", value)).tobytes()  # TypeError unless it is one
     except TypeError:
         raise TypeError(f"{field} must be bytes, not {type(value).__name__}") from None
 
@@ -115,7 +116,7 @@ class BackendPlugin:
 
     @hookimpl
     def dl_preprocess(
-        self, backend_id: str, edge_program: ExportedProgram, compile_specs: Sequence[Any]
+        self, backend_id: str, edge_program: ExportedProgram, compile_specs: Sequence[CompileSpec]
     ) -> PreprocessResult | None:
         if backend_id != self.backend_id:
             return None

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from delegate_lens.errors import MappingError
 
@@ -94,7 +94,7 @@ def _check_handle(handle: object, identifier: Identifier | None) -> int:
     return value
 
 
-def _node_handle(node: object, identifier: Identifier | None) -> Any:
+def _node_handle(node: object, identifier: Identifier | None) -> object:
     meta = getattr(node, "meta", None)
     if meta is None:
         raise MappingError(
@@ -104,7 +104,7 @@ def _node_handle(node: object, identifier: Identifier | None) -> Any:
     return meta.get("debug_handle")
 
 
-def is_iterable(value: object) -> bool:
+def is_iterable(value: object) -> TypeGuard[Iterable[object]]:
     """Whether ``value`` can be a collection of handles: iterable, but not text, bytes or a
     mapping."""
     if isinstance(value, (str, bytes, bytearray, Mapping)):
@@ -117,7 +117,7 @@ def is_iterable(value: object) -> bool:
 
 
 def _collect(
-    nodes: Any, handles: Any, identifier: Identifier | None, shown: Identifier | None
+    nodes: object, handles: object, identifier: Identifier | None, shown: Identifier | None
 ) -> set[int]:
     """The valid handles of one entry (``shown`` is what errors call the identifier)."""
     if (nodes is None) == (handles is None):
@@ -125,8 +125,8 @@ def _collect(
             f"delegate debug identifier {shown!r}: give exactly one of nodes or handles"
         )
     if nodes is not None:
-        items: Iterable[Any]
-        raw: Sequence[Any]
+        items: Iterable[object]
+        raw: Sequence[object]
         if isinstance(nodes, (list, tuple)):
             items = nodes
         elif hasattr(nodes, "meta") or not is_iterable(nodes):
@@ -265,10 +265,10 @@ class DelegateMappingBuilder:
         return f"DelegateMappingBuilder({kind}, {len(self._map)} entries)"
 
 
-def partition_handles(edge_program: Any) -> set[int]:
+def partition_handles(edge_program: object) -> set[int]:
     """The debug handles carried by the nodes of a partition's program (or graph module)."""
     graph_module = getattr(edge_program, "graph_module", edge_program)
-    graph = getattr(graph_module, "graph", graph_module)
+    graph: Any = getattr(graph_module, "graph", graph_module)  # duck-typed: no torch here
     found: set[int] = set()
     for node in graph.nodes:
         handle = node.meta.get("debug_handle")

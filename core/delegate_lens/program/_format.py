@@ -231,12 +231,14 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return names.get(kind, kind.__name__)
 
 
-def _value_from_json(r: _Reader, obj: Any, where: str) -> Value:
+def _value_from_json(r: _Reader, obj: object, where: str) -> Value:
     kind = r.get(obj, "kind", where, str)
     try:
         if kind == "tensor":
             shape = r.ints(obj, "shape", where)
-            data = r.blob(obj["data"], f"{where}.data") if "data" in obj else None
+            data = None  # obj is a dict: r.get checked it
+            if isinstance(obj, dict) and "data" in obj:
+                data = r.blob(obj["data"], f"{where}.data")
             return TensorValue(r.get(obj, "dtype", where, str), shape, data)
         if kind == "int":
             return IntValue(r.get(obj, "value", where, int))

@@ -28,8 +28,8 @@ tuple or list element-wise (``-1`` for an element nobody uses).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any, TypeAlias
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, SupportsInt, TypeAlias
 
 import attrs
 
@@ -55,11 +55,11 @@ DTYPE_ITEMSIZE: dict[str, int] = {
 """Dtypes a :class:`TensorValue` may have, with their size in bytes."""
 
 
-def _ints(values: Iterable[Any]) -> tuple[int, ...]:
+def _ints(values: Iterable[SupportsInt]) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def _opt_bytes(value: Any) -> bytes | None:
+def _opt_bytes(value: bytes | bytearray | memoryview | None) -> bytes | None:
     return None if value is None else bytes(value)
 
 
@@ -167,8 +167,10 @@ Value: TypeAlias = (
 # --------------------------------------------------------------------------- instructions
 
 
-def _kwargs(value: Any) -> tuple[tuple[str, int], ...]:
-    items = value.items() if isinstance(value, dict) else value
+def _kwargs(
+    value: Mapping[str, SupportsInt] | Iterable[tuple[str, SupportsInt]],
+) -> tuple[tuple[str, int], ...]:
+    items = value.items() if isinstance(value, Mapping) else value
     return tuple((str(k), int(v)) for k, v in items)
 
 
@@ -199,7 +201,18 @@ Instruction: TypeAlias = OperatorInstruction | DelegateCallInstruction
 # --------------------------------------------------------------------------- program
 
 
-def _compile_specs(values: Iterable[Any]) -> tuple[CompileSpecData, ...]:
+class _SpecLike(Protocol):
+    """Anything with a ``key`` and a ``value`` (a ``delegate_lens.CompileSpec``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> bytes: ...
+
+
+def _compile_specs(
+    values: Iterable[_SpecLike | tuple[str, bytes]],
+) -> tuple[CompileSpecData, ...]:
     out = []
     for spec in values:
         if isinstance(spec, CompileSpecData):
