@@ -20,6 +20,10 @@ from delegate_lens.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
+    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.bundled_program import BundledProgram
+    from delegate_lens.inspector import Inspector
+
 __all__ = ["DEMO_FILES", "DemoResult", "run_demo"]
 
 DEMO_FILES = {
@@ -168,9 +172,9 @@ def run_demo(
             f"      note: the debug buffer filled up; {tracer.dropped_debug_values} "
             "intermediate value(s) were not stored"
         )
-    opened: list[Any] = []
+    opened: list[Inspector] = []
 
-    def inspector() -> Any:  # one Inspector for the table and the numerics, made once
+    def inspector() -> Inspector:  # one Inspector for the table and the numerics, made once
         if not opened:
             from delegate_lens import Inspector
 
@@ -201,8 +205,8 @@ def run_demo(
 
 
 def bundle_demo_program(
-    manager: Any, model: str, module: torch.nn.Module, *, exact: bool = True
-) -> Any:
+    manager: ProgramManager, model: str, module: torch.nn.Module, *, exact: bool = True
+) -> BundledProgram:
     """A :class:`~delegate_lens.bundled_program.BundledProgram` of ``manager``'s program
     with :data:`BUNDLED_TEST_CASES` test cases of ``forward``.
 
@@ -237,7 +241,7 @@ def bundle_demo_program(
 
 
 def _inspect(
-    inspector: Callable[[], Any],
+    inspector: Callable[[], Inspector],
     paths: dict[str, Path],
     echo: Callable[[str], None],
     file: TextIO | None,
@@ -259,9 +263,11 @@ def _inspect(
             parsed = event.delegate_debug_metadatas
             if event.delegate_backend_name == BACKEND_ID and isinstance(parsed, dict) and parsed:
                 kernel, flops, moved = (parsed[k][0] for k in ("kernel", "flops", "bytes_moved"))
+                handles = event.debug_handles
+                shown = [handles] if isinstance(handles, int) else list(handles or [])
                 lines.append(
                     f"  {block.name:<8} {event.name!s:<24} {kernel:<26} "
-                    f"{flops:>12,} {moved:>14,}  handles {list(event.debug_handles or [])}"
+                    f"{flops:>12,} {moved:>14,}  handles {shown}"
                 )
     if lines:
         print(
@@ -274,7 +280,7 @@ def _inspect(
 
 
 def _numerics(
-    inspector: Callable[[], Any],
+    inspector: Callable[[], Inspector],
     paths: dict[str, Path],
     echo: Callable[[str], None],
     file: TextIO | None,

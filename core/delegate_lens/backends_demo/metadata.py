@@ -19,7 +19,7 @@ METADATA_VERSION = 1
 _HEAD = struct.Struct("<BQQH")
 
 
-def encode(metadata: Mapping[str, Any]) -> bytes:
+def encode(metadata: Mapping[str, str | int]) -> bytes:
     """``{"kernel": str, "flops": int, "bytes_moved": int}`` -> bytes."""
     name = str(metadata["kernel"]).encode("utf-8")
     return (

@@ -24,9 +24,12 @@ preprocess time:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from delegate_lens.backend import CompileSpec
 
 __all__ = [
     "DEBUG_OUTPUTS_SPEC",
@@ -48,7 +51,9 @@ _LEVELS = 127.0
 Array = np.ndarray[Any, Any]
 
 
-def _spec(compile_specs: Sequence[Any], key: str, allowed: Sequence[str], default: str) -> str:
+def _spec(
+    compile_specs: Sequence[CompileSpec], key: str, allowed: Sequence[str], default: str
+) -> str:
     for spec in compile_specs:
         if spec.key == key:
             value = bytes(spec.value).decode("utf-8", "replace")
@@ -61,12 +66,12 @@ def _spec(compile_specs: Sequence[Any], key: str, allowed: Sequence[str], defaul
     return default
 
 
-def precision(compile_specs: Sequence[object]) -> str:
+def precision(compile_specs: Sequence[CompileSpec]) -> str:
     """The ``precision`` compile spec (``"exact"`` when absent); ValueError if unknown."""
     return _spec(compile_specs, PRECISION_SPEC, PRECISIONS, "exact")
 
 
-def precision_kernels(compile_specs: Sequence[Any]) -> frozenset[str] | None:
+def precision_kernels(compile_specs: Sequence[CompileSpec]) -> frozenset[str] | None:
     """The kernels named by ``precision_kernels`` (None: every kernel)."""
     for spec in compile_specs:
         if spec.key == PRECISION_KERNELS_SPEC:
@@ -75,7 +80,7 @@ def precision_kernels(compile_specs: Sequence[Any]) -> frozenset[str] | None:
     return None
 
 
-def debug_outputs(compile_specs: Sequence[object]) -> bool:
+def debug_outputs(compile_specs: Sequence[CompileSpec]) -> bool:
     """Whether the ``debug_outputs`` compile spec asks for every op's output (default)."""
     return _spec(compile_specs, DEBUG_OUTPUTS_SPEC, ("ops", "none"), "ops") == "ops"
 

@@ -10,7 +10,7 @@ must stay torch-free).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens import hookimpl
@@ -55,11 +55,16 @@ def dl_runtime_backend(backend_id: str) -> RuntimeBackend | None:
 
 
 @hookimpl
-def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
+def dl_encode_delegate_metadata(backend_id: str, metadata: object) -> bytes | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.metadata import encode
 
+    if not isinstance(metadata, Mapping):
+        raise TypeError(
+            f"DemoBackend metadata must be a mapping {{kernel, flops, bytes_moved}}, "
+            f"not {type(metadata).__name__}"
+        )
     return encode(metadata)
 
 

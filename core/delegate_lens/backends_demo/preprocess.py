@@ -61,7 +61,7 @@ _BINARY = {
 _FLOAT = 4  # bytes per float32
 
 
-def string_identifiers(compile_specs: Sequence[Any]) -> bool:
+def string_identifiers(compile_specs: Sequence[CompileSpec]) -> bool:
     for spec in compile_specs:
         if spec.key == IDENTIFIERS_SPEC:
             if spec.value not in (b"int", b"str"):

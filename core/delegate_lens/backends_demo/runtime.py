@@ -32,6 +32,9 @@ from .numerics import Numerics, debug_outputs, precision, precision_kernels
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from delegate_lens.backend import CompileSpec
+    from delegate_lens.runtime import BackendExecutionContext
+
 __all__ = ["DemoExecutable", "DemoRuntime"]
 
 Array = np.ndarray[Any, Any]
@@ -127,7 +130,7 @@ def parse_slowdown_value(text: str) -> tuple[str, int]:
     return target, int(factor)
 
 
-def parse_slowdown(compile_specs: Sequence[Any]) -> tuple[str, int] | None:
+def parse_slowdown(compile_specs: Sequence[CompileSpec]) -> tuple[str, int] | None:
     """The ``slowdown`` compile spec as ``(op, factor)``, or None."""
     for spec in compile_specs:
         if spec.key == SLOWDOWN_SPEC:
@@ -187,7 +190,7 @@ def _kernel_name(op: DemoOp) -> str:
     return f"demo_{op.kernel}_f32"
 
 
-def _as_array(value: object) -> Any:
+def _as_array(value: object) -> Array:
     if hasattr(value, "detach"):  # a torch tensor, converted without importing torch
         value = value.detach()
     return np.asarray(value)
@@ -196,7 +199,7 @@ def _as_array(value: object) -> Any:
 class DemoRuntime:
     """The object ``dl_runtime_backend("DemoBackend")`` returns."""
 
-    def init(self, processed_bytes: bytes, compile_specs: Sequence[object]) -> DemoExecutable:
+    def init(self, processed_bytes: bytes, compile_specs: Sequence[CompileSpec]) -> DemoExecutable:
         return DemoExecutable(
             from_bytes(processed_bytes),
             Numerics(precision(compile_specs), precision_kernels(compile_specs)),
@@ -204,7 +207,9 @@ class DemoRuntime:
             parse_slowdown(compile_specs),
         )
 
-    def execute(self, context: Any, handle: DemoExecutable, args: Sequence[Any]) -> list[Any]:
+    def execute(
+        self, context: BackendExecutionContext, handle: DemoExecutable, args: Sequence[object]
+    ) -> list[Array]:
         tracer = context.event_tracer
         clock: Callable[[], int] = tracer.clock if tracer is not None else time.monotonic_ns
         call_start = clock()  # kept by the backend, logged after the fact
