@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,7 +38,7 @@ def align_columns(
     return lines
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """An int or a float, not a bool (a number column of the grid)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -51,7 +51,7 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def _after_point(text: str, value: Any) -> int:
+def _after_point(text: str, value: object) -> int:
     """Digits after the decimal point (``e`` counts as one), -1 for an int or a non-number
     (how tabulate aligns a column of numbers)."""
     if not is_number(value) or isinstance(value, int) or math.isinf(value) or text == "nan":
@@ -74,10 +74,10 @@ def _column(header: str, values: Sequence[object], numeric: bool) -> tuple[str, 
     return header.ljust(width), [t.ljust(width) for t in texts]
 
 
-def format_fancy_grid(headers: list[str], rows: list[list[Any]]) -> str:
+def format_fancy_grid(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """``tabulate(frame, headers="keys", tablefmt="fancy_grid")`` of a DataFrame with these
     columns and a default index (the reference's printed table)."""
-    columns = [("", list(range(len(rows))))]
+    columns: list[tuple[str, list[object]]] = [("", list(range(len(rows))))]
     columns += [(h, [row[i] for row in rows]) for i, h in enumerate(headers)]
     cells: list[tuple[str, list[str]]] = []
     for header, values in columns:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TextIO
 
 import attrs
 import torch
@@ -159,7 +159,7 @@ def reference_op_type(target: object) -> str:
     return op_name(target).replace(".", "_")
 
 
-def print_delegation_info(graph_module: torch.fx.GraphModule, file: Any = None) -> None:
+def print_delegation_info(graph_module: torch.fx.GraphModule, file: TextIO | None = None) -> None:
     """Print the summary and the per-operator table (with a ``Total`` row) in the
     reference's grid (``tabulate``'s ``fancy_grid`` of its DataFrame)."""
     from delegate_lens.texttable import format_fancy_grid

@@ -73,10 +73,13 @@ def _resolve_partitioner(item: Partitioner | str) -> Partitioner:
     raise UsageError(f"expected a Partitioner or a backend id, got {type(item).__name__}")
 
 
-def _resolve_all(partitioners: Any) -> list[Partitioner]:
+def _resolve_all(
+    partitioners: Partitioner | str | Sequence[Partitioner | str],
+) -> list[Partitioner]:
     """One partitioner or backend id, or a list / tuple of them, resolved in order."""
-    items = partitioners if isinstance(partitioners, (list, tuple)) else [partitioners]
-    return [_resolve_partitioner(p) for p in items]
+    if isinstance(partitioners, str) or not isinstance(partitioners, Sequence):
+        return [_resolve_partitioner(partitioners)]
+    return [_resolve_partitioner(p) for p in partitioners]
 
 
 def _partitioners_by_method(

@@ -10,7 +10,7 @@ Handles are numbered ``1, 2, 3, ...`` in order of first appearance in the edge g
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import torch
@@ -41,7 +41,9 @@ def _is_getitem(node: torch.fx.Node) -> bool:
 
 
 def assign_debug_handles(
-    graph: torch.fx.Graph, source_of: Any = None, start: int = 1
+    graph: torch.fx.Graph,
+    source_of: Callable[[torch.fx.Node], Hashable | None] | None = None,
+    start: int = 1,
 ) -> dict[int, list[torch.fx.Node]]:
     """Set ``meta["debug_handle"]`` on every ``call_function`` node of ``graph``.
 
@@ -49,7 +51,7 @@ def assign_debug_handles(
         handle (``None``: a handle of its own). Without it every operator gets its own.
     :returns: ``{handle: nodes}``.
     """
-    by_key: dict[Any, int] = {}
+    by_key: dict[Hashable, int] = {}
     groups: dict[int, list[torch.fx.Node]] = {}
     next_handle = start
     for node in graph.nodes:

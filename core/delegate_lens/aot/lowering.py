@@ -18,12 +18,15 @@ import copy
 import heapq
 import operator
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.utils._pytree as pytree
 from torch._higher_order_ops.executorch_call_delegate import executorch_call_delegate
 from torch.export import ExportedProgram
+
+if TYPE_CHECKING:
+    import pluggy
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
 from torch.export.graph_signature import (
     ExportGraphSignature,
@@ -334,7 +337,7 @@ def _normalize_map(backend_id: str, result: PreprocessResult) -> DelegateMap | N
 
 
 def _preprocess(
-    pm: Any, spec: DelegationSpec, program: ExportedProgram
+    pm: pluggy.PluginManager | None, spec: DelegationSpec, program: ExportedProgram
 ) -> tuple[PreprocessResult, DelegateMap | None]:
     specs = list(spec.compile_specs)
     from delegate_lens import hooks
@@ -356,7 +359,9 @@ def _preprocess(
 
 
 def lower_partitions(
-    ep: ExportedProgram, partition_tags: Mapping[str, DelegationSpec], pm: object
+    ep: ExportedProgram,
+    partition_tags: Mapping[str, DelegationSpec],
+    pm: pluggy.PluginManager | None,
 ) -> tuple[ExportedProgram, list[LoweredBackendModule]]:
     """Lower every tagged partition of ``ep`` (a copy the caller owns; it is modified)."""
     gm = ep.graph_module
