@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import torch.utils._pytree as pytree
 
@@ -16,6 +17,7 @@ from delegate_lens.intermediate_output_tap._strip_pass import strip_taps_
 from delegate_lens.intermediate_output_tap._tap_pass import TapRule, tap_intermediate_outputs_
 
 if TYPE_CHECKING:
+    from delegate_lens.aot.edge import PartitionerArg
     from delegate_lens.aot.program import ProgramManager
 
 __all__ = ["compare_aot_runtime_dataframe", "compare_rows", "tap_compare"]
@@ -31,7 +33,7 @@ def _floats(value: object) -> np.ndarray[Any, np.dtype[np.float64]]:
         return np.zeros(0, dtype=np.float64)
 
 
-def sqnr_db(aot: np.ndarray[Any, Any], runtime: np.ndarray[Any, Any]) -> float:
+def sqnr_db(aot: npt.NDArray[np.generic], runtime: npt.NDArray[np.generic]) -> float:
     """``20 log10(|runtime| / |runtime - aot|)`` over the common length, in dB (inf when
     equal, nan when empty), computed in float32 as torch's ``compute_sqnr`` does."""
     n = min(aot.size, runtime.size)
@@ -108,7 +110,7 @@ def compare_aot_runtime_dataframe(
 
 
 def run_program(
-    program_manager: ProgramManager, inputs: Sequence[Any], method: str = "forward"
+    program_manager: ProgramManager, inputs: Sequence[object], method: str = "forward"
 ) -> list[Any]:
     """Run a :class:`~delegate_lens.ProgramManager`'s method in the simulated runtime."""
     from delegate_lens.runtime import Program
@@ -118,8 +120,8 @@ def run_program(
 
 def tap_compare(
     model: torch.nn.Module,
-    example_inputs: tuple[Any, ...],
-    partitioner: Any = None,
+    example_inputs: tuple[object, ...],
+    partitioner: PartitionerArg | None = None,
     *,
     rules: Sequence[TapRule] | TapRule | None = None,
     error_on_empty: bool = True,

@@ -6,8 +6,6 @@ Run it after partitioning (``to_edge_transform_and_lower`` / ``to_backend``) and
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch.fx as fx
 from torch._guards import detect_fake_mode
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -24,16 +22,17 @@ __all__ = ["strip_taps_"]
 _COPIED_META = ("debug_handle", "stack_trace", "nn_module_stack")
 
 
-def _programs(edge_manager: Any) -> list[ExportedProgram]:
+def _programs(edge_manager: object) -> list[ExportedProgram]:
     if isinstance(edge_manager, ExportedProgram):
         return [edge_manager]
     methods = getattr(edge_manager, "methods", None)
-    if methods is None or not callable(getattr(edge_manager, "exported_program", None)):
+    exported_program = getattr(edge_manager, "exported_program", None)
+    if methods is None or not callable(exported_program):
         raise UsageError(
             "strip_taps_: expected an EdgeProgramManager (to_edge_transform_and_lower's "
             f"result) or an ExportedProgram, got {type(edge_manager).__name__}"
         )
-    programs = [edge_manager.exported_program(name) for name in methods]
+    programs = [exported_program(name) for name in methods]
     unlowered = getattr(edge_manager, "unlowered_program", None)
     if callable(unlowered):
         for name in methods:
