@@ -38,9 +38,8 @@ IntArray = npt.NDArray[np.int64]
 
 @attrs.define(eq=False)
 class FileColumns:
-    """Every event of a file in one set of arrays (``run`` = index of the run in the file)."""
+    """Every event of a file in one set of arrays (:attr:`run`: index of the run in the file)."""
 
-    run: IntArray
     run_start: IntArray  # per run: global index of its first event
     kind: npt.NDArray[np.uint8]
     name: npt.NDArray[np.integer[Any]]  # code into strings, -1 absent ("" counts as absent)
@@ -60,11 +59,18 @@ class FileColumns:
     def __len__(self) -> int:
         return len(self.kind)
 
+    @property
+    def run(self) -> IntArray:
+        """Per event, the index of its run (made on each use: 8 bytes per event that the
+        Inspector does not keep; runs are contiguous, :attr:`run_start` says where)."""
+        counts = np.diff(self.run_start, append=len(self))
+        return np.repeat(np.arange(len(self.run_start), dtype=np.int64), counts)
+
     def string(self, code: int) -> str | None:
         return None if code < 0 else self.strings[code]
 
     def _locate(self, event: int) -> tuple[EventColumns, int]:
-        run = int(self.run[event])
+        run = int(np.searchsorted(self.run_start, event, side="right")) - 1
         return self.run_columns[run], event - int(self.run_start[run])
 
     def metadata(self, event: int) -> bytes | None:
@@ -141,7 +147,6 @@ def concat_runs(etdump: ETDump) -> FileColumns:
 
     lengths = np.array([len(c) for c in cols], dtype=np.int64)
     total = int(lengths.sum())
-    run = np.repeat(np.arange(len(cols), dtype=np.int64), lengths)
     starts = np.zeros(len(cols), dtype=np.int64)
     if len(cols) > 1:
         starts[1:] = np.cumsum(lengths)[:-1]
@@ -163,7 +168,6 @@ def concat_runs(etdump: ETDump) -> FileColumns:
             if out is not None and out.bool_val:
                 is_output[offset + i] = True
     return FileColumns(
-        run=run,
         run_start=starts,
         kind=kind,
         name=_codes(cols, "name", tables, wide),
@@ -178,7 +182,7 @@ def concat_runs(etdump: ETDump) -> FileColumns:
         run_columns=cols,
         run_names=[run.name for run in runs],
         run_bundled=[run.bundled_input_index for run in runs],
-        is_output=is_output,
+        is_output=_flags(is_output),
     )
 
 
@@ -191,7 +195,6 @@ def decoded_file_columns(decoded: DecodedColumns) -> FileColumns:
     wide = decoded.columns
     strings = decoded.strings
     bounds = decoded.bounds
-    lengths = np.diff(bounds)
     empty = [code for code, text in enumerate(strings) if text == ""]
 
     def codes(attr: str) -> IntArray:
@@ -200,10 +203,10 @@ def decoded_file_columns(decoded: DecodedColumns) -> FileColumns:
             return raw
         return np.where(np.isin(raw, empty), -1, raw)  # "" counts as absent
 
-    is_output = np.zeros(decoded.n_events, dtype=bool)
-    is_output[decoded.output_events()] = True
+    outputs = decoded.output_events()
+    is_output = np.zeros(decoded.n_events if len(outputs) else 0, dtype=bool)
+    is_output[outputs] = True
     return FileColumns(
-        run=np.repeat(np.arange(decoded.n_runs, dtype=np.int64), lengths),
         run_start=bounds[:-1].copy(),
         kind=wide["kind"],
         name=codes("name"),
@@ -218,8 +221,17 @@ def decoded_file_columns(decoded: DecodedColumns) -> FileColumns:
         run_columns=RunColumns(decoded),
         run_names=decoded.run_names(),
         run_bundled=decoded.run_bundled.tolist(),
-        is_output=is_output,
+        is_output=_flags(is_output, decoded.n_events),
     )
+
+
+def _flags(flags: npt.NDArray[np.bool_], n: int | None = None) -> npt.NDArray[np.bool_]:
+    """``flags`` (length ``n``), as a read-only view of one False when none is set (no
+    byte per event for files without outputs)."""
+    n = len(flags) if n is None else n
+    if len(flags) == n and flags.any():
+        return flags
+    return np.broadcast_to(np.False_, (n,))
 
 
 def _dense(values: npt.NDArray[np.integer[Any]]) -> tuple[npt.NDArray[np.integer[Any]], int]:
@@ -276,14 +288,14 @@ def _first_of_group(run: npt.NDArray[np.integer[Any]], local: IntArray) -> IntAr
 class Block:
     """Runs merged under one signature: ``events[k, j]`` is the global index of the event
     behind row ``j`` in the block's ``k``-th run (for a row without samples, the index of
-    the group's first debug event)."""
+    the group's first debug event); int32 when the file has fewer than 2**31 events."""
 
     name: str | None
     bundled_input_index: int
     runs: IntArray
-    events: IntArray  # shape (len(runs), rows)
+    events: npt.NDArray[np.integer[Any]]  # shape (len(runs), rows)
     has_perf: npt.NDArray[np.bool_]  # per row
-    group: IntArray  # shape (len(runs), rows): group id of each row's event
+    group: IntArray  # per row: the group id of the row's event in the block's first run
 
 
 @attrs.define(eq=False)
@@ -300,91 +312,142 @@ class Grouping:
         return self.debug_sorted_event[lo:hi]
 
 
+_CHUNK = 1 << 18
+"""Events grouped at a time (whole runs; a longer run is a chunk of its own): what grouping
+holds besides its result is a few arrays of this length, whatever the file's size."""
+
+_ROW_FIELDS = np.dtype(  # what a row's signature is made of, packed (its bytes compare)
+    [("perf", "u1"), ("name", "<i4"), ("iid", "<i4"), ("did_int", "<i4"), ("did_str", "<i4")]
+)
+
+
+@attrs.define(eq=False)
+class _Merge:
+    """What :func:`build_blocks` gathers chunk by chunk."""
+
+    rows: npt.NDArray[np.integer[Any]]  # every run's row events, run after run
+    counts: IntArray  # rows per run
+    signatures: dict[tuple[Any, ...], list[int]] = attrs.field(factory=dict)
+    firsts: dict[tuple[Any, ...], tuple[npt.NDArray[np.bool_], IntArray]] = attrs.field(
+        factory=dict
+    )  # per signature: has_perf and groups of its first run's rows
+    at: int = 0  # rows filled so far
+    debug_group: list[IntArray] = attrs.field(factory=list)
+    debug_event: list[IntArray] = attrs.field(factory=list)
+
+
 def build_blocks(fc: FileColumns) -> Grouping:
-    """Group, order and merge (see the module docstring)."""
+    """Group, order and merge (see the module docstring), a chunk of whole runs at a
+    time: groups never span runs, so each run's rows are found from its own events."""
     n = len(fc)
-    empty = np.zeros(0, dtype=np.int64)
-    relevant = np.flatnonzero((fc.kind == EventKind.PROFILE) | (fc.kind == EventKind.DEBUG))
-    if len(relevant) == 0:
-        return Grouping([], empty, empty)
-
-    # group of an event = global index of the first event of its group (within its run)
-    parts: list[npt.NDArray[np.integer[Any]]] = [
-        fc.chain_index,
-        fc.instruction_id,
-        fc.did_int,
-        fc.did_str,
-    ]
-    if len(relevant) < n:  # allocation events take no part
-        parts = [c[relevant] for c in parts]
-    first = _first_of_group(fc.run[relevant] if len(relevant) < n else fc.run, _combine(parts))
-    group = np.full(n, -1, dtype=np.int64)
-    group[relevant] = relevant[first]
-
-    is_profile = fc.kind == EventKind.PROFILE
-    profile_idx = np.flatnonzero(is_profile)
-    debug_idx = np.flatnonzero((fc.kind == EventKind.DEBUG) & ~fc.is_output)
-
-    has_profile = np.zeros(n, dtype=bool)  # indexed by group (its first event)
-    has_profile[group[profile_idx]] = True
-    if len(debug_idx):
-        dgroups = group[debug_idx]
-        order = np.argsort(dgroups, kind="stable")
-        debug_sorted_group = dgroups[order]
-        debug_sorted_event = debug_idx[order]
-        # groups with debug events only: one row at the group's first debug event
-        only = ~has_profile[debug_sorted_group]
-        first_of_group = np.ones(len(order), dtype=bool)
-        first_of_group[1:] = debug_sorted_group[1:] != debug_sorted_group[:-1]
-        debug_rows = debug_sorted_event[only & first_of_group]
-    else:
-        debug_sorted_group = debug_sorted_event = empty
-        debug_rows = empty
-
-    row_event = np.concatenate([profile_idx, debug_rows]) if len(debug_rows) else profile_idx
-    order_key = group[row_event] * np.int64(max(n, 1)) + row_event
-    in_file_order = len(debug_rows) == 0  # profile_idx is ascending
-    if len(order_key) > 1 and not bool(np.all(order_key[1:] > order_key[:-1])):
-        row_event = row_event[np.argsort(order_key, kind="stable")]
-        in_file_order = False
-    if len(row_event) == 0:
-        return Grouping([], debug_sorted_group, debug_sorted_event)
-
-    def at_rows(column: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
-        # every event a row, in file order (profile events only): no gather needed
-        return column if identity else column[row_event]
-
-    identity = in_file_order and len(row_event) == n  # then row_event is arange(n)
-    row_perf = at_rows(is_profile)
-    parts = [at_rows(c) for c in (fc.name, fc.instruction_id, fc.did_int, fc.did_str)]
-    row_sig = _combine([row_perf.view(np.uint8), *parts])
-    row_run = at_rows(fc.run)
     n_runs = len(fc.run_names)
-    counts = np.bincount(row_run, minlength=n_runs)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
-
-    signatures: dict[tuple[Any, ...], list[int]] = {}
-    for r in range(n_runs):
-        lo, hi = int(bounds[r]), int(bounds[r + 1])
-        if hi == lo:
-            continue  # a run without rows (only allocations, or empty)
-        sig = (fc.run_names[r], fc.run_bundled[r], row_sig[lo:hi].tobytes())
-        signatures.setdefault(sig, []).append(r)
-
+    starts = np.append(fc.run_start, n).astype(np.int64)
+    index_type = np.int32 if n < 2**31 else np.int64
+    merge = _Merge(rows=np.empty(n, dtype=index_type), counts=np.zeros(n_runs, dtype=np.int64))
+    r = 0
+    while r < n_runs:
+        # whole runs, at least one, up to _CHUNK events
+        last = int(np.searchsorted(starts, starts[r] + _CHUNK, side="right")) - 1
+        last = min(max(last, r + 1), n_runs)
+        _group_chunk(fc, r, last, starts, merge)
+        r = last
+    empty = np.zeros(0, dtype=np.int64)
+    debug_group = np.concatenate(merge.debug_group) if merge.debug_group else empty
+    debug_event = np.concatenate(merge.debug_event) if merge.debug_event else empty
+    bounds = np.zeros(n_runs + 1, dtype=np.int64)
+    np.cumsum(merge.counts, out=bounds[1:])
+    rows = merge.rows[: merge.at]
     blocks = []
-    for (name, bundled, _rows), runs in signatures.items():
+    for (name, bundled, _rows), runs in merge.signatures.items():
         run_arr = np.asarray(runs, dtype=np.int64)
-        m = int(counts[runs[0]])
+        m = int(merge.counts[runs[0]])
+        has_perf, group = merge.firsts[(name, bundled, _rows)]
         positions = bounds[run_arr][:, None] + np.arange(m, dtype=np.int64)[None, :]
-        events = row_event[positions]
         blocks.append(
             Block(
                 name=name,
                 bundled_input_index=bundled,
                 runs=run_arr,
-                events=events,
-                has_perf=row_perf[positions[0]],
-                group=group[events],
+                events=rows[positions],
+                has_perf=has_perf,
+                group=group,
             )
         )
-    return Grouping(blocks, debug_sorted_group, debug_sorted_event)
+    return Grouping(blocks, debug_group, debug_event)
+
+
+def _group_chunk(fc: FileColumns, r0: int, r1: int, starts: IntArray, merge: _Merge) -> None:
+    """Rows of runs ``r0 .. r1 - 1`` (events ``a .. b - 1``) into ``merge``."""
+    a, b = int(starts[r0]), int(starts[r1])
+    n = b - a
+    kind = fc.kind[a:b]
+    is_profile = kind == EventKind.PROFILE
+    relevant = np.flatnonzero(is_profile | (kind == EventKind.DEBUG))
+    if len(relevant) == 0:
+        return
+    # group of an event = index of the first event of its group (within its run)
+    run = np.repeat(np.arange(r1 - r0, dtype=np.int32), np.diff(starts[r0 : r1 + 1]))
+    parts = [c[a:b] for c in (fc.chain_index, fc.instruction_id, fc.did_int, fc.did_str)]
+    if len(relevant) < n:  # allocation events take no part
+        parts = [c[relevant] for c in parts]
+        run = run[relevant]
+    first = _first_of_group(run, _combine(parts))
+    del run, parts
+    group = np.full(n, -1, dtype=np.int64)
+    group[relevant] = relevant[first]
+    del first, relevant
+
+    profile_idx = np.flatnonzero(is_profile)
+    debug_idx = np.flatnonzero((kind == EventKind.DEBUG) & ~fc.is_output[a:b])
+    has_profile = np.zeros(n, dtype=bool)  # indexed by group (its first event)
+    has_profile[group[profile_idx]] = True
+    debug_rows = np.zeros(0, dtype=np.int64)
+    if len(debug_idx):
+        dgroups = group[debug_idx]
+        order = np.argsort(dgroups, kind="stable")
+        sorted_group = dgroups[order]
+        sorted_event = debug_idx[order]
+        merge.debug_group.append(a + sorted_group)
+        merge.debug_event.append(a + sorted_event)
+        # groups with debug events only: one row at the group's first debug event
+        only = ~has_profile[sorted_group]
+        first_of_group = np.ones(len(order), dtype=bool)
+        first_of_group[1:] = sorted_group[1:] != sorted_group[:-1]
+        debug_rows = sorted_event[only & first_of_group]
+    del has_profile
+
+    row_event = np.concatenate([profile_idx, debug_rows]) if len(debug_rows) else profile_idx
+    del profile_idx
+    order_key = group[row_event] * np.int64(max(n, 1)) + row_event
+    if len(order_key) > 1 and not bool(np.all(order_key[1:] > order_key[:-1])):
+        row_event = row_event[np.argsort(order_key, kind="stable")]
+    del order_key
+    if len(row_event) == 0:
+        return
+    sig = np.empty(len(row_event), dtype=_ROW_FIELDS)
+    sig["perf"] = is_profile[row_event]
+    for field, column in (
+        ("name", fc.name),
+        ("iid", fc.instruction_id),
+        ("did_int", fc.did_int),
+        ("did_str", fc.did_str),
+    ):
+        sig[field] = column[a:b][row_event]
+    counts = np.bincount(
+        np.searchsorted(starts[r0:r1], a + row_event, side="right") - 1, minlength=r1 - r0
+    )
+    merge.rows[merge.at : merge.at + len(row_event)] = a + row_event
+    merge.at += len(row_event)
+    merge.counts[r0:r1] = counts
+    lo = 0
+    for r, count in enumerate(counts.tolist(), start=r0):
+        if count == 0:
+            continue  # a run without rows (only allocations, or empty)
+        hi = lo + count
+        key = (fc.run_names[r], fc.run_bundled[r], sig[lo:hi].tobytes())
+        runs = merge.signatures.get(key)
+        if runs is None:
+            runs = merge.signatures[key] = []
+            merge.firsts[key] = (sig["perf"][lo:hi].astype(bool), a + group[row_event[lo:hi]])
+        runs.append(r)
+        lo = hi

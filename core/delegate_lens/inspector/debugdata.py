@@ -114,7 +114,7 @@ def attach_debug_data(
     """Fill ``table.debug_data``: each row's debug values (from the first run), inflated."""
     if len(grouping.debug_sorted_event) == 0:
         return
-    groups = table.block.group[0]
+    groups = table.block.group  # the first run's
     cache: dict[int, list[Any]] = {}
     for j in range(table.n_rows):
         g = int(groups[j])

@@ -12,7 +12,7 @@ from delegate_lens.inspector.build import Block, FileColumns, Grouping
 from delegate_lens.inspector.debugdata import DebugBuffer, attach_debug_data, run_output
 from delegate_lens.inspector.delegate_rows import DelegateRows
 from delegate_lens.inspector.linking import NO_LINK, Linker, RowKey, RowLink
-from delegate_lens.inspector.tables import BlockTable, compute_samples, row_keys
+from delegate_lens.inspector.tables import BlockTable, compute_samples, exact_ticks, row_keys
 
 __all__ = ["build_table", "link_rows"]
 
@@ -53,7 +53,7 @@ def build_table(
         return delegate_rows.times(links[row].delegate_backend_name, key, start, end, label)
 
     converted_start: dict[int, npt.NDArray[np.float64]] = {}
-    samples, ticks, exact, stats = compute_samples(
+    samples, exact, stats = compute_samples(
         fc, block, keys, delegate_rows.factor, delegate_times, label, converted_start
     )
     table = BlockTable(
@@ -63,10 +63,10 @@ def build_table(
         method=method,
         links=links,
         samples=samples,
-        ticks=ticks,
         exact=exact,
         stats=stats,
         converted_start=converted_start,
+        ticks_of=lambda: exact_ticks(fc, block, keys, exact, label),
     )
     attach_debug_data(table, grouping, fc, debug_buffer)
     table.run_output = run_output(fc, int(block.runs[0]), debug_buffer)

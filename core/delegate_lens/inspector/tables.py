@@ -20,7 +20,7 @@ from delegate_lens.inspector.build import Block, FileColumns
 from delegate_lens.inspector.linking import RowKey, RowLink
 from delegate_lens.inspector.timescale import elapsed_float, elapsed_ticks
 
-__all__ = ["BlockTable", "DelegateTimes", "compute_samples", "row_keys"]
+__all__ = ["BlockTable", "DelegateTimes", "compute_samples", "exact_ticks", "row_keys"]
 
 FloatArray = npt.NDArray[np.float64]
 DelegateTimes = Callable[
@@ -41,13 +41,22 @@ class BlockTable:
     method: str | None
     links: list[RowLink]
     samples: FloatArray  # (rows, runs); NaN for rows without samples
-    ticks: npt.NDArray[np.uint64] | None  # (rows, runs) elapsed ticks (exact rows only)
     exact: npt.NDArray[np.bool_]  # rows whose samples are ticks / factor
     stats: FloatArray  # (6, rows): p10, p50, p90, avg, min, max (NaN without samples)
     debug_data: dict[int, list[Any]] = attrs.field(factory=dict)  # row -> inflated values
     run_output: list[Any] = attrs.field(factory=list)  # final outputs of the first run
     converted_start: dict[int, FloatArray] = attrs.field(factory=dict)
     """Delegate rows whose clock went through a converter: start times (target scale)."""
+    ticks_of: Callable[[], npt.NDArray[np.uint64] | None] = attrs.field(
+        default=lambda: None, repr=False
+    )
+
+    @property
+    def ticks(self) -> npt.NDArray[np.uint64] | None:
+        """``(rows, runs)`` elapsed ticks of the exact rows (zeros in the others; None
+        without exact rows), from the file's columns on each use: the Inspector does not
+        keep 8 bytes per event that only the JSON and trace writers read."""
+        return self.ticks_of()
 
     @property
     def name(self) -> str:
@@ -78,6 +87,46 @@ def row_keys(fc: FileColumns, block: Block) -> list[RowKey]:
     return keys
 
 
+_CHUNK = 1 << 18
+"""Samples computed at a time (whole rows): the temporaries of the gathers stay this small."""
+
+
+def _row_chunks(rows: npt.NDArray[np.intp], runs: int) -> list[npt.NDArray[np.intp]]:
+    step = max(1, _CHUNK // max(runs, 1))
+    return [rows[i : i + step] for i in range(0, len(rows), step)]
+
+
+def _ticks(
+    fc: FileColumns,
+    ev: npt.NDArray[np.integer[Any]],
+    rows: npt.NDArray[np.intp],
+    keys: list[RowKey],
+    where: str,
+) -> npt.NDArray[np.uint64]:
+    """Elapsed ticks of ``rows`` (each row's events ``ev[row]``); a bad row is named."""
+    sel = ev[rows]
+    try:
+        return elapsed_ticks(fc.start_time[sel], fc.end_time[sel], where)
+    except InspectorError:
+        for row in rows:  # find the row, for the message
+            one = ev[row]
+            elapsed_ticks(fc.start_time[one], fc.end_time[one], f"{where}, row {keys[row].name!r}")
+        raise
+
+
+def exact_ticks(
+    fc: FileColumns, block: Block, keys: list[RowKey], exact: npt.NDArray[np.bool_], where: str
+) -> npt.NDArray[np.uint64] | None:
+    """``(rows, runs)`` elapsed ticks of the ``exact`` rows, zeros elsewhere (None: none)."""
+    if not exact.any():
+        return None
+    ev = block.events.T
+    ticks = np.zeros(ev.shape, dtype=np.uint64)
+    for rows in _row_chunks(np.flatnonzero(exact), ev.shape[1]):
+        ticks[rows] = _ticks(fc, ev, rows, keys, where)
+    return ticks
+
+
 def compute_samples(
     fc: FileColumns,
     block: Block,
@@ -86,8 +135,9 @@ def compute_samples(
     delegate_times: DelegateTimes,
     where: str,
     converted_start: dict[int, FloatArray] | None = None,
-) -> tuple[FloatArray, npt.NDArray[np.uint64] | None, npt.NDArray[np.bool_], FloatArray]:
-    """Samples ``(rows, runs)``, exact ticks, the exact-row mask and the statistics.
+) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
+    """Samples ``(rows, runs)``, the exact-row mask and the statistics, a few rows at a
+    time (:func:`exact_ticks` gives the exact rows' ticks again when asked).
 
     Delegate-logged rows go through ``delegate_times``; when it returns None, start and end
     are each divided by ``factor`` before subtracting (as the reference does).
@@ -98,22 +148,8 @@ def compute_samples(
     delegated = np.array([key.identifier is not None for key in keys], dtype=bool)
     exact = perf & ~delegated
     samples = np.full((m, k), np.nan, dtype=np.float64)
-    ticks: npt.NDArray[np.uint64] | None = None
-    if exact.any():
-        rows = np.flatnonzero(exact)
-        sel = ev[rows]
-        try:
-            t = elapsed_ticks(fc.start_time[sel], fc.end_time[sel], where)
-        except InspectorError:
-            for row in rows:  # find the row, for the message
-                one = ev[row]
-                elapsed_ticks(
-                    fc.start_time[one], fc.end_time[one], f"{where}, row {keys[row].name!r}"
-                )
-            raise
-        ticks = np.zeros((m, k), dtype=np.uint64)
-        ticks[rows] = t
-        samples[rows] = t.astype(np.float64) / factor
+    for rows in _row_chunks(np.flatnonzero(exact), k):
+        samples[rows] = _ticks(fc, ev, rows, keys, where).astype(np.float64) / factor
     for j in np.flatnonzero(perf & delegated):
         sel = ev[j]
         start = fc.start_time[sel]
@@ -128,11 +164,10 @@ def compute_samples(
                 converted_start[int(j)] = np.asarray(s, dtype=np.float64)
         samples[j] = elapsed_float(s, e, f"{where}, row {keys[j].name!r}")
     stats = np.full((6, m), np.nan, dtype=np.float64)
-    if perf.any():
-        rows = np.flatnonzero(perf)
-        data = np.ascontiguousarray(samples[rows])
+    for rows in _row_chunks(np.flatnonzero(perf), k):
+        data = samples[rows]
         stats[0:3, rows] = np.percentile(data, [10, 50, 90], axis=1)
         stats[3, rows] = data.mean(axis=1)
         stats[4, rows] = data.min(axis=1)
         stats[5, rows] = data.max(axis=1)
-    return samples, ticks, exact, stats
+    return samples, exact, stats

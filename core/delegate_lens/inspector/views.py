@@ -141,7 +141,8 @@ class TimeViews:
         (empty when it has none); see :mod:`delegate_lens.inspector.memory`."""
         from delegate_lens.inspector.memory import memory_usage
 
-        return memory_usage(self.etdump)
+        decoded = getattr(self, "_decoded", None)  # no run objects for a decoded file
+        return memory_usage(self.etdump if decoded is None else decoded)
 
 
 def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
