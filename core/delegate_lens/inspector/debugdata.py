@@ -15,6 +15,7 @@ import numpy as np
 from delegate_lens.etdump.model import NUMPY_SCALAR_TYPES, ScalarType, Value, ValueType
 
 if TYPE_CHECKING:
+    from delegate_lens.etdump.model import Tensor
     from delegate_lens.inspector.build import FileColumns, Grouping
     from delegate_lens.inspector.tables import BlockTable
 
@@ -63,7 +64,7 @@ class DebugBuffer:
             return [self.tensor(t) for t in tensors]
         return None
 
-    def tensor(self, tensor: Any) -> np.ndarray[Any, Any] | None:
+    def tensor(self, tensor: Tensor | None) -> np.ndarray[Any, Any] | None:
         if tensor is None:
             return None
         dtype = _DTYPES.get(int(tensor.scalar_type))

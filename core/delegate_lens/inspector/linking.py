@@ -120,7 +120,7 @@ def _entry_handles(entry: object, identifier: int | str) -> Any:
     return None
 
 
-def _present(handles: Any) -> int | list[int] | None:
+def _present(handles: int | Iterable[int] | None) -> int | list[int] | None:
     """Handles as the reference shows them: an int stays an int, a sequence is a list."""
     if handles is None:
         return None

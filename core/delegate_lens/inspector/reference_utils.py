@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import MissingExtraError
@@ -121,7 +121,7 @@ _VGF_VERSION = 1
 _BLOBS = ("debug_database", "statistics_info", "statistics_memory")
 
 
-def _as_bytes(metadata: bytes | bytearray | str) -> bytes:
+def _as_bytes(metadata: object) -> bytes:
     if isinstance(metadata, (bytes, bytearray)):
         return bytes(metadata)
     if isinstance(metadata, str):
@@ -129,7 +129,7 @@ def _as_bytes(metadata: bytes | bytearray | str) -> bytes:
     raise TypeError(f"delegate metadata must be bytes or str, not {type(metadata).__name__}")
 
 
-def _blob(blob: dict[str, Any]) -> dict[str, Any]:
+def _blob(blob: Mapping[str, object]) -> dict[str, object]:
     out = dict(blob)
     if not out.get("available", False):
         out.setdefault("raw_data", b"")
@@ -138,8 +138,11 @@ def _blob(blob: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(
             f"VGF neural statistics blob: unsupported encoding {out.get('encoding')!r}"
         )
+    data = out.get("data", "")
     try:
-        out["raw_data"] = base64.b64decode(out.get("data", ""), validate=True)
+        if not isinstance(data, str | bytes):
+            raise TypeError(type(data).__name__)
+        out["raw_data"] = base64.b64decode(data, validate=True)
     except (binascii.Error, TypeError) as exc:
         raise ValueError("VGF neural statistics blob: malformed base64 data") from exc
     return out
@@ -169,7 +172,7 @@ def parse_vgf_neural_statistics_metadata(metadata: bytes | bytearray | str) -> d
 
 
 def parse_vgf_neural_statistics_delegate_metadata(
-    delegate_metadata_list: Sequence[Any],
+    delegate_metadata_list: Sequence[object],
 ) -> list[dict[str, Any]]:
     """The VGF records among an event's delegate metadata; other backends' metadata is
     skipped, a VGF record that does not parse is a ValueError."""

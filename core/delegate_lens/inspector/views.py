@@ -7,7 +7,8 @@ read the Inspector's tables (``_tables``), event blocks and ETDump.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import UsageError
 from delegate_lens.etdump.model import FRAMEWORK_EVENTS
@@ -145,7 +146,7 @@ class TimeViews:
         return memory_usage(self.etdump if decoded is None else decoded)
 
 
-def _names_module(hierarchy: dict[str, Any], module_name: str) -> bool:
+def _names_module(hierarchy: Mapping[str, Mapping[str, object] | None], module_name: str) -> bool:
     for frames in hierarchy.values():
         if not frames:
             continue
