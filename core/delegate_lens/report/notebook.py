@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from delegate_lens.compare.model import CompareResult
@@ -272,7 +272,7 @@ def compare_html(result: CompareResult) -> str:
     return _box(title, _summary(result), parts)
 
 
-def repr_html(obj: Any) -> str:
+def repr_html(obj: Inspector | NumericGapTable | CompareResult) -> str:
     """The display of whichever of the three ``obj`` is."""
     from delegate_lens.compare.model import CompareResult
     from delegate_lens.numerics import NumericGapTable
