@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import subprocess
@@ -262,15 +263,21 @@ def test_batcher_for_several_workers() -> None:
     assert [s.path for b in [*quick, step, *rest] for s in b] == [f"f{i}" for i in range(3000)]
 
 
+def _pids() -> set[int | None]:
+    return {p.pid for p in _ours()}
+
+
 @pytest.mark.skipif(not _FORK, reason="needs fork")
-def test_workers_end_with_their_run(
+def test_workers_are_kept_for_the_next_run(
     fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run's workers end with it, whether it ends well or not; shutdown_workers (kept
-    for compatibility) has nothing left to end. Relative paths stay the caller's."""
+    """A run that goes to its end keeps its workers for the next run in this process
+    (the same processes serve it, with its own dataset, known hashes and working folder:
+    relative paths stay the caller's); shutdown_workers ends them."""
     serial = collect([str(fleet)], str(tmp_path / "serial"))
     report = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
-    assert not _ours()
+    kept = _pids()
+    assert len(kept) == 2
     assert [r.source for r in report.results] == [r.source for r in serial.results]
     assert _counted(str(tmp_path / "a")) == _counted(str(tmp_path / "serial"))
     again = collect([str(fleet)], str(tmp_path / "a"), workers=2, batch_bytes=3_000)
@@ -279,8 +286,85 @@ def test_workers_end_with_their_run(
     relative = collect(["dev0", "dev1"], "../rel", workers=2, batch_bytes=3_000)
     assert {r.status for r in relative.results} == {"collected"}
     assert len(DatasetStore(str(tmp_path / "rel")).manifest()) == len(serial.results)
+    other = collect(["dev0"], "../other", workers=2, batch_bytes=3_000)  # none known
+    assert {r.status for r in other.results} == {"collected"}
+    assert _pids() == kept  # every run served by the same two
     engine.shutdown_workers()
     assert not _ours()
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_kept_workers_do_not_hold_the_dataset_lock(fleet: Path, tmp_path: Path) -> None:
+    """Workers forked while a run held the dataset's write lock (a flock, shared by a
+    forked child's copy of the descriptor) and kept after it do not hold it: the next
+    run into the same dataset, in this process or in another, takes it at once (with
+    the copy kept, the one here waited forever, and so did the other process)."""
+    from delegate_lens.dataset import collector
+
+    def waits() -> None:
+        raise AssertionError("the dataset's lock is still held after the run")
+
+    ds = str(tmp_path / "ds")
+    first = collect([str(fleet / "dev0")], ds, workers=2, batch_bytes=3_000)
+    assert {r.status for r in first.results} == {"collected"}
+    kept = _pids()
+    assert len(kept) == 2
+    original = collector.on_wait
+    collector.on_wait = waits
+    try:
+        again = collect([str(fleet)], ds, workers=2, batch_bytes=3_000)
+    finally:
+        collector.on_wait = original
+    assert sorted({r.status for r in again.results}) == ["collected", "skipped"]
+    assert _pids() == kept
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "x.etdp").write_bytes(vary((fleet / "dev0" / "run00.etdp").read_bytes(), 99))
+    other = subprocess.run(  # another process, while this one keeps its workers
+        [sys.executable, "-m", "delegate_lens", "collect", str(more), "-o", ds],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 0, other.stderr
+    assert "waiting" not in other.stderr
+    assert _pids() == kept
+    assert len(DatasetStore(ds).manifest()) == 41
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_kept_workers_serve_only_while_they_can(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept workers are not used when one of them has died since (new ones start; the
+    run does not fail), when another number of workers is asked for, or when the
+    environment changed; they end by themselves after IDLE_SECONDS without a run."""
+    from delegate_lens.dataset import _keeping
+
+    def run(name: str, workers: int = 2) -> set[int | None]:
+        report = collect([str(fleet)], str(tmp_path / name), workers=workers, batch_bytes=3_000)
+        assert {r.status for r in report.results} == {"collected"}
+        return _pids()
+
+    first = run("a")
+    assert isinstance(_keeping._kept, engine._Pool)
+    killed = _keeping._kept.processes[0]
+    os.kill(killed.pid or 0, signal.SIGKILL)
+    assert multiprocessing.connection.wait([killed.sentinel], 30)  # (all its threads gone)
+    second = run("b")
+    assert len(second) == 2 and not second & first
+    third = run("c", workers=3)
+    assert len(third) == 3 and not third & second
+    monkeypatch.setenv("DELEGATE_LENS_TEST_SETTING", "changed")
+    fourth = run("d", workers=3)
+    assert len(fourth) == 3 and not fourth & third
+    assert run("e", workers=3) == fourth
+    monkeypatch.setattr(_keeping, "IDLE_SECONDS", 0.2)
+    run("f", workers=3)
+    deadline = time.monotonic() + 30
+    while _ours():
+        assert time.monotonic() < deadline, "kept workers did not end when idle"
+        time.sleep(0.05)
 
 
 def _what_a_worker_has() -> tuple[str, tuple[str, ...], bool, bool, str]:
@@ -313,8 +397,11 @@ def test_a_worker_gets_its_callers_setting(
     monkeypatch.chdir(tmp_path)
     apply_plugin_options(["no:delegate_lens_no_such_plugin"])
     try:
-        pool = engine._Pool(2, "the-dataset", frozenset())
+        pool = engine._Pool(2)
         try:
+            pool.begin("the-dataset", frozenset())
+            for started in pool.starting:
+                started.result(timeout=60)
             has = pool.executor.submit(_what_a_worker_has).result(timeout=60)
         finally:
             pool.close(stop=False)
@@ -330,6 +417,7 @@ def test_a_worker_gets_its_callers_setting(
         assert [r.source for r in report.results] == [r.source for r in serial.results]
         assert _counted(str(tmp_path / "ds")) == _counted(str(tmp_path / "serial"))
     finally:
+        engine.shutdown_workers()
         reset_plugin_manager()
     assert not _ours()
 
@@ -403,7 +491,8 @@ def _running_with(text: str) -> list[int]:
 @pytest.mark.skipif(not _FORK, reason="needs fork")
 def test_two_threads_collecting_at_once(fleet: Path, tmp_path: Path) -> None:
     """Two runs at once in two threads (each its own pool, its workers started from a
-    fork server, as another thread runs): both collect every file, once."""
+    fork server, as another thread runs): both collect every file, once; one pool is
+    kept after them."""
     serial = collect([str(fleet)], str(tmp_path / "serial"))
     reports: dict[str, Any] = {}
 
@@ -419,6 +508,8 @@ def test_two_threads_collecting_at_once(fleet: Path, tmp_path: Path) -> None:
         assert [r.source for r in reports[name].results] == [r.source for r in serial.results]
         assert {r.status for r in reports[name].results} == {"collected"}
         assert _counted(str(tmp_path / name)) == _counted(str(tmp_path / "serial"))
+    assert len(_ours()) <= 2
+    engine.shutdown_workers()
     assert not _ours()
 
 

@@ -13,8 +13,10 @@ still known, and its files are not collected twice.
 
 One ``collect`` writes a local dataset at a time: :meth:`DatasetStore.writing` holds an
 exclusive lock (``D/_manifest/.lock``) from reading the manifest to the last part, so a
-second run waits, then skips what the first collected. Temporaries left by a killed run
-are removed when the next run takes the lock (no one else can be writing then).
+second run waits, then skips what the first collected. Only the process that took the lock
+holds it: a child forked meanwhile (``collect``'s workers, kept from run to run) closes its
+copy at once. Temporaries left by a killed run are removed when the next run takes the
+lock (no one else can be writing then).
 """
 
 from __future__ import annotations
@@ -64,6 +66,28 @@ def _write_options(table: Any) -> dict[str, Any]:
     }
 
 
+_held: set[int] = set()
+"""The descriptors of the write locks this process holds (:meth:`DatasetStore.writing`)."""
+
+
+def _drop_held_locks() -> None:
+    """In a child just forked: close its copies of the parent's lock descriptors. A
+    ``flock`` belongs to the open file, which a forked child shares: a child keeping its
+    copy (collect's kept workers, or any process forked meanwhile) would hold the lock
+    after the parent released it, and the next writer, in this process or another, would
+    wait for that child forever. The lock stays the parent's alone (as an ``fcntl``
+    record lock would, but those are per process: two runs in two threads of one process
+    would not exclude each other)."""
+    for fd in _held:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (Unix)
+    os.register_at_fork(after_in_child=_drop_held_locks)
+
+
 class DatasetStore:
     """A dataset at a local path or a URI that ``pyarrow.fs.FileSystem.from_uri`` knows
     (``s3://``, ``gs://``, ``hdfs://``, ``file://``)."""
@@ -108,6 +132,7 @@ class DatasetStore:
         import fcntl
 
         fd = os.open(self._path(MANIFEST, LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+        _held.add(fd)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -118,6 +143,7 @@ class DatasetStore:
             self.remove_temporaries()
             yield
         finally:
+            _held.discard(fd)
             os.close(fd)  # releases the lock
 
     def remove_temporaries(self) -> list[str]:

@@ -8,16 +8,22 @@ and passes each batch's results on as it finishes. The workers take their batche
 the pool's one queue: none idles while a batch is queued, and at the end, where batches
 are smallest, they finish close together.
 
-Each run has its own pool, started with the first batch (before any other thread of this
-process: a progress bar's, the pool's own), and ended with the run. Its workers are forked
-(instant: they share this process's imports, plugins and configuration) where the
-platform allows, else started from a fork server or spawned. The pool's initializer
-(:func:`_start_worker`) gives each worker the run's dataset, known hashes and working
-folder once, loads the plugins the caller had loaded (with its ``-p`` options) where the
-worker did not inherit them, ignores Ctrl-C (the caller stops the run: a worker finishes
-the batch it is writing, takes no other, and ends), and watches its parent: a worker ends
-when its parent does, however it ends. A worker that dies breaks the pool: a
-:class:`~delegate_lens.errors.CollectError` names it and its exit code.
+The pool is kept from run to run in this process (:mod:`~delegate_lens.dataset._keeping`:
+while the setting is the same and every worker runs; it ends after ``IDLE_SECONDS`` idle,
+on :func:`shutdown_workers`, or with this process), and started with a run's first batch
+otherwise (before any other thread of this process: a progress bar's, the pool's own).
+Its workers are forked (instant: they share this process's imports, plugins and
+configuration) where the platform allows, else started from a fork server or spawned. A
+forked worker does not hold the dataset's write lock it was forked under
+(:mod:`~delegate_lens.dataset.store` closes it in every forked child). The pool's
+initializer (:func:`_start_worker`) loads the plugins the caller had loaded (with its
+``-p`` options) where the worker did not inherit them, ignores Ctrl-C (the caller stops
+the run: a worker finishes the batch it is writing, takes no other, and ends), and
+watches its parent: a worker ends when its parent does, however it ends. Each run starts
+with one task per worker (:func:`_begin_run`: the run's dataset, known hashes and
+working folder). A worker that dies breaks the pool: a
+:class:`~delegate_lens.errors.CollectError` names it and its exit code; a run that fails
+or is stopped ends its workers.
 """
 
 from __future__ import annotations
@@ -29,18 +35,25 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Barrier, Event
+from typing import Any, TypeVar
 
 import attrs
 
+from delegate_lens.dataset import _keeping
+from delegate_lens.dataset._keeping import IDLE_SECONDS, Setting
 from delegate_lens.dataset.batch import FileResult, collect_batch
 from delegate_lens.dataset.sources import Source
 from delegate_lens.errors import CollectError, DelegateLensError
 
-__all__ = ["DEPTH", "run_workers", "shutdown_workers"]
+__all__ = ["DEPTH", "IDLE_SECONDS", "run_workers", "shutdown_workers"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 DEPTH = 2  # batches submitted per worker and not yet done: the one it collects, and the next
 
@@ -80,11 +93,13 @@ def _unpack(packed: _PackedResults, batch: list[Source]) -> list[FileResult]:
 
 @attrs.define
 class _WorkerRun:
-    """What a worker keeps for its run (set once by :func:`_start_worker`)."""
+    """What a worker keeps: from the pool's initializer (:func:`_start_worker`) once,
+    and from each run's start (:func:`_begin_run`)."""
 
     location: str = ""
     known: frozenset[str] = frozenset()
-    stop: Any = None  # the run's stop event: set, a worker takes no more batches
+    stop: Event | None = None  # the pool's stop event: set, a worker takes no more batches
+    barrier: Barrier | None = None  # each worker takes one run start (see _Pool.begin)
     error: Exception | None = None  # why the worker could not start (raised by a task)
     busy: threading.Lock = attrs.field(factory=threading.Lock)  # held while collecting
 
@@ -92,14 +107,8 @@ class _WorkerRun:
 _run = _WorkerRun()
 
 
-def _start_worker(
-    location: str,
-    known: frozenset[str],
-    folder: str,
-    stop: Any,
-    plugin_options: tuple[str, ...] | None,
-) -> None:
-    """The pool's initializer: runs once in each worker, before its first batch."""
+def _start_worker(stop: Event, barrier: Barrier, plugin_options: tuple[str, ...] | None) -> None:
+    """The pool's initializer: runs once in each worker, before its first task."""
     # Ctrl-C is the caller's to handle: it stops the run, and this worker ends after the
     # batch it is writing (no half-written part, no second traceback). SIGINT came in
     # blocked (:func:`_sigint_blocked`): one sent meanwhile is dropped here, not raised.
@@ -109,20 +118,47 @@ def _start_worker(
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _watch_parent()
     _keep_freed_memory()
-    _run.location, _run.known, _run.stop = location, known, stop
+    _run.stop, _run.barrier = stop, barrier
     try:  # (an initializer's error would break the pool with a logged traceback)
-        os.chdir(folder)  # the run's relative paths are the caller's
         if plugin_options is not None:  # the caller had loaded its plugins: so does this
             from delegate_lens import pluginmanager
 
             if pluginmanager._pm is None:  # (not inherited: from a fork server, spawned)
                 pluginmanager.apply_plugin_options(plugin_options)
-    except Exception as exc:  # the first batch it takes raises it
-        _run.error = (
-            exc
-            if isinstance(exc, DelegateLensError)
-            else CollectError(f"collect: a worker process could not start: {exc}")
+    except Exception as exc:  # the run's start raises it
+        _run.error = _cannot_start(exc)
+
+
+def _cannot_start(exc: Exception) -> Exception:
+    if isinstance(exc, DelegateLensError):
+        return exc
+    return CollectError(f"collect: a worker process could not start: {exc}")
+
+
+def _begin_run(setup: bytes) -> None:
+    """A worker's first task of each run (one per worker: each waits at the pool's
+    barrier until every worker has taken one): the run's dataset, known hashes and
+    working folder (``setup``, pickled once per run)."""
+    error = _run.error
+    try:
+        location, known, folder = pickle.loads(setup)
+        os.chdir(folder)  # the run's relative paths are the caller's
+        _run.location, _run.known = location, known
+    except Exception as exc:
+        error = error or _cannot_start(exc)
+    assert _run.barrier is not None
+    try:  # (first: a worker raising here takes no sibling's start)
+        _run.barrier.wait(_BARRIER_SECONDS)
+    except threading.BrokenBarrierError:
+        error = error or CollectError(
+            f"collect: the workers did not all start within {_BARRIER_SECONDS:.0f} s"
         )
+    if error is not None:
+        raise error
+
+
+_BARRIER_SECONDS = 300.0
+"""How long a worker waits for its siblings to take their run start."""
 
 
 def _keep_freed_memory() -> None:
@@ -169,8 +205,6 @@ def _collect_packed(packed: _Packed) -> _PackedResults | None:
     with _run.busy:
         if _run.stop is not None and _run.stop.is_set():
             return None
-        if _run.error is not None:
-            raise _run.error
         paths, sizes, etrecords, labels_files, which, shared = packed
         sources = [
             Source(path, size, etrecord, labels_file, shared[k])
@@ -230,27 +264,45 @@ _GRACE_SECONDS = 2.0
 
 
 class _Pool:
-    """One run's workers: the executor, the batches submitted and not yet done."""
+    """``workers`` processes (an executor), kept from run to run: each run starts with
+    :meth:`begin` and is tracked by the batches submitted and not yet done."""
 
-    def __init__(self, workers: int, location: str, known: frozenset[str]) -> None:
+    def __init__(self, workers: int, setting: Setting | None = None) -> None:
         import multiprocessing
 
+        self.setting = setting or Setting.now(workers)
         method = _start_method()
-        context: Any = multiprocessing.get_context(method)
+        context = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload(["delegate_lens.dataset.rows", "pyarrow.parquet"])
+        self.workers = workers
         self.stop = context.Event()
+        self.barrier = context.Barrier(workers)
         self.executor = ProcessPoolExecutor(
             workers,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(location, known, os.getcwd(), self.stop, _plugin_options()),
+            initargs=(self.stop, self.barrier, self.setting.options),
         )
         self.running: dict[Future[_PackedResults | None], list[Source]] = {}
-        self.processes: list[Any] = []  # (multiprocessing.Process) in the order started
+        self.starting: list[Future[None]] = []  # this run's starts (one per worker)
+        self.processes: list[BaseProcess] = []  # in the order started
 
-    def submit(self, batch: list[Source]) -> None:
-        """Queue ``batch`` for a worker (the first starts the workers)."""
+    def begin(self, location: str, known: frozenset[str]) -> None:
+        """Start a run: each worker takes one start (the run's dataset, known hashes and
+        working folder, pickled once), before any batch of the run."""
+        setup = pickle.dumps((location, known, os.getcwd()), pickle.HIGHEST_PROTOCOL)
+        self.starting = [self._submit(_begin_run, setup) for _ in range(self.workers)]
+
+    def usable(self) -> bool:
+        """Every worker still running, nothing broken: kept workers can serve a run."""
+        from multiprocessing.connection import wait as ended_within
+
+        if getattr(self.executor, "_broken", False) or len(self.processes) != self.workers:
+            return False
+        return not ended_within([process.sentinel for process in self.processes], 0)
+
+    def _submit(self, fn: Callable[[_T], _R], arg: _T) -> Future[_R]:
         with warnings.catch_warnings(), _sigint_blocked():
             # Python >= 3.12 warns of fork in any process with native threads; ours are
             # numpy's and Arrow's, which are fork-safe, and no Python thread runs
@@ -258,32 +310,41 @@ class _Pool:
                 "ignore", "This process .* is multi-threaded", DeprecationWarning
             )
             try:
-                future = self.executor.submit(_collect_packed, _pack(batch))
+                future = self.executor.submit(fn, arg)
             except BrokenProcessPool:
                 raise CollectError(self.died()) from None
-        self.running[future] = batch
         self._name_processes()
+        return future
+
+    def submit(self, batch: list[Source]) -> None:
+        """Queue ``batch`` for a worker."""
+        self.running[self._submit(_collect_packed, _pack(batch))] = batch
 
     def _name_processes(self) -> None:
         """Note the workers started so far, named ``delegate-lens-collect-N``."""
         # the executor's table of its processes (pid -> Process), kept since Python 3.2
-        table: dict[int, Any] = getattr(self.executor, "_processes", None) or {}
+        table: dict[int, BaseProcess] = getattr(self.executor, "_processes", None) or {}
         for process in table.values():
             if process not in self.processes:
                 self.processes.append(process)
                 process.name = f"delegate-lens-collect-{len(self.processes)}"
 
     def finished(self) -> Iterator[list[FileResult]]:
-        """Wait for batches to finish: the results of each that did."""
-        done, _ = wait(self.running, return_when=FIRST_COMPLETED)
+        """Wait for batches to finish: the results of each that did (a worker's failed
+        start raises here)."""
+        waiting: list[Future[Any]] = [*self.running, *self.starting]
+        done, _ = wait(waiting, return_when=FIRST_COMPLETED)
         for future in done:
-            batch = self.running.pop(future)
             try:
                 packed = future.result()
             except BrokenProcessPool:
                 raise CollectError(self.died()) from None
-            if packed is not None:
-                yield _unpack(packed, batch)
+            if future in self.running:
+                batch = self.running.pop(future)
+                if packed is not None:
+                    yield _unpack(packed, batch)
+            else:
+                self.starting.remove(future)
 
     def died(self) -> str:
         """Why the pool broke: which worker ended, and how (once all have ended)."""
@@ -327,23 +388,25 @@ class _Pool:
 
 
 def shutdown_workers() -> None:
-    """Kept for compatibility, does nothing: ``collect``'s workers end with each run
-    (they were once kept for the next run in the same process)."""
+    """End the workers kept from the last run now (they end by themselves after
+    ``IDLE_SECONDS`` idle, or with this process)."""
+    _keeping.shutdown()
 
 
 def run_workers(
     workers: int, location: str, batches: Iterable[list[Source]], known: frozenset[str]
 ) -> Iterator[list[FileResult]]:
-    """Collect ``batches`` with ``workers`` started processes, yielding each batch's
-    results as it finishes (in the order they finish). The workers start now, with the
-    first batch, before any thread of this process; each later batch is cut when the
-    workers are about to need it."""
+    """Collect ``batches`` with ``workers`` processes, yielding each batch's results as
+    it finishes (in the order they finish). The workers are those kept from the last
+    run in this process, else started now, with the first batch, before any thread of
+    this process; each later batch is cut when the workers are about to need it."""
     pending = iter(batches)
     first = next(pending, None)
     if first is None:
         return iter(())
-    pool = _Pool(workers, location, known)
+    pool = _keeping.take(_Pool, workers, _Pool)
     try:
+        pool.begin(location, known)
         pool.submit(first)
     except BaseException:
         pool.close(stop=True)
@@ -354,8 +417,9 @@ def run_workers(
 def _results(
     pool: _Pool, pending: Iterator[list[Source]], depth: int
 ) -> Iterator[list[FileResult]]:
-    """Keep ``depth`` batches submitted; pass the results on; end the workers at the end,
-    however it comes (an error, the caller stopping, Ctrl-C)."""
+    """Keep ``depth`` batches submitted; pass the results on; at the end keep the
+    workers for the next run when the run went to its end, else end them (an error, the
+    caller stopping, Ctrl-C)."""
     finished = False
     try:
         more = True
@@ -366,9 +430,12 @@ def _results(
                     more = False
                 else:
                     pool.submit(batch)
-            if not pool.running:
+            if not pool.running and not pool.starting:
                 break
             yield from pool.finished()
         finished = True
     finally:
-        pool.close(stop=not finished)
+        if finished:
+            _keeping.keep(pool)
+        else:
+            pool.close(stop=True)
