@@ -6,6 +6,8 @@ first use through module ``__getattr__``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from delegate_lens._lazy import lazy_names
 from delegate_lens.errors import (
     DelegateLensError,
@@ -14,9 +16,14 @@ from delegate_lens.errors import (
     MappingError,
     PluginError,
 )
-from delegate_lens.hookspecs import hookimpl, hookspec
+
+if TYPE_CHECKING:
+    from delegate_lens.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
+
+# the plugin markers: pluggy is imported by a plugin that uses them, not by every start
+_MARKERS = {"hookimpl": "delegate_lens.hookspecs", "hookspec": "delegate_lens.hookspecs"}
 
 # public name -> module that defines it (imported on first access)
 _LAZY: dict[str, str] = {
@@ -62,4 +69,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_names(__name__, _LAZY, [*__all__, *_LAZY])
+__getattr__, __dir__ = lazy_names(__name__, {**_MARKERS, **_LAZY}, __all__)

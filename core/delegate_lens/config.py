@@ -27,23 +27,18 @@ directory, environment variables) and cached; :func:`reset_config` forgets it.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Final, Protocol, TypeVar, overload
 
 import attrs
 
 from delegate_lens.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "CONFIG_ENV",
@@ -171,6 +166,8 @@ class Section:
         known = sorted(allowed)
         for key in self.values:
             if key not in known:
+                import difflib
+
                 guess = difflib.get_close_matches(key, known, n=1)
                 hint = f" (did you mean {guess[0]!r}?)" if guess else ""
                 raise self.error(key, f"unknown setting{hint}; known: {', '.join(known)}")
@@ -317,7 +314,17 @@ def derived_per_config(derive: Callable[[Config], T]) -> Derived[T]:
     return get
 
 
+def _tomllib() -> ModuleType:
+    """The TOML reader, imported when there is TOML to read (not by every start)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
 def _read_toml(path: Path) -> dict[str, object]:
+    tomllib = _tomllib()
     try:
         with path.open("rb") as stream:
             return tomllib.load(stream)
@@ -336,6 +343,7 @@ def _pyproject_table(data: Mapping[str, object], origin: str) -> dict[str, objec
 
 
 def _parse_options(text: str) -> dict[str, object]:
+    tomllib = _tomllib()
     merged: dict[str, object] = {}
     for assignment in _split_assignments(text):
         try:

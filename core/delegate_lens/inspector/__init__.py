@@ -5,17 +5,41 @@ Importing this package never imports torch. See ``docs/inspector.md``.
 
 from __future__ import annotations
 
-from delegate_lens.inspector.api import Inspector
-from delegate_lens.inspector.build import FileColumns, decoded_file_columns
-from delegate_lens.inspector.linking import InspectorWarning
-from delegate_lens.inspector.model import Event, EventBlock, PerfData
-from delegate_lens.inspector.reference_utils import (
-    compare_results,
-    parse_vgf_neural_statistics_delegate_metadata,
-    parse_vgf_neural_statistics_metadata,
-)
-from delegate_lens.inspector.rows import TableRow, table_rows
-from delegate_lens.inspector.timescale import TimeScale
+from typing import TYPE_CHECKING
+
+from delegate_lens._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector.api import Inspector
+    from delegate_lens.inspector.build import FileColumns, decoded_file_columns
+    from delegate_lens.inspector.linking import InspectorWarning
+    from delegate_lens.inspector.model import Event, EventBlock, PerfData
+    from delegate_lens.inspector.reference_utils import (
+        compare_results,
+        parse_vgf_neural_statistics_delegate_metadata,
+        parse_vgf_neural_statistics_metadata,
+    )
+    from delegate_lens.inspector.rows import TableRow, table_rows
+    from delegate_lens.inspector.timescale import TimeScale
+
+# Names load their module on first use (PEP 562): a module of the package (the CLI's
+# ``inspector.timescale``, say) is imported without the Inspector and numpy, and the
+# Inspector without the reference's helpers or the table rows.
+_HOME = {
+    "Event": "model",
+    "EventBlock": "model",
+    "FileColumns": "build",
+    "Inspector": "api",
+    "InspectorWarning": "linking",
+    "PerfData": "model",
+    "TableRow": "rows",
+    "TimeScale": "timescale",
+    "compare_results": "reference_utils",
+    "decoded_file_columns": "build",
+    "parse_vgf_neural_statistics_delegate_metadata": "reference_utils",
+    "parse_vgf_neural_statistics_metadata": "reference_utils",
+    "table_rows": "rows",
+}
 
 __all__ = [
     "Event",
@@ -32,3 +56,7 @@ __all__ = [
     "parse_vgf_neural_statistics_metadata",
     "table_rows",
 ]
+
+__getattr__, __dir__ = lazy_names(
+    __name__, {name: f"{__name__}.{home}" for name, home in _HOME.items()}, __all__
+)

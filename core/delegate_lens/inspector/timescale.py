@@ -9,11 +9,13 @@ a 32-bit wrap and is an :class:`~delegate_lens.errors.InspectorError`.
 from __future__ import annotations
 
 import enum
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import InspectorError, UsageError
+
+if TYPE_CHECKING:  # numpy is imported by the conversions, not by the time scales
+    import numpy as np
+    import numpy.typing as npt
 
 MAX_UINT32 = 2**32 - 1
 
@@ -89,6 +91,8 @@ def elapsed_ticks(
     start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], where: str = "event"
 ) -> npt.NDArray[np.uint64]:
     """Elapsed integer ticks, element-wise, with the 32-bit wrap-around rule."""
+    import numpy as np
+
     start = np.asarray(start, dtype=np.uint64)
     end = np.asarray(end, dtype=np.uint64)
     wrapped = end < start
@@ -108,6 +112,8 @@ def elapsed_float(
     start: npt.NDArray[np.float64], end: npt.NDArray[np.float64], where: str = "event"
 ) -> npt.NDArray[np.float64]:
     """Elapsed time of already converted (float) start/end values, with the wrap rule."""
+    import numpy as np
+
     start = np.asarray(start, dtype=np.float64)
     end = np.asarray(end, dtype=np.float64)
     out = end - start
