@@ -87,7 +87,7 @@ def _downgrade_arguments(value: object) -> None:
             _downgrade_arguments(item)
 
 
-def _drop_empty(obj: dict[str, Any], key: str) -> None:
+def _drop_empty(obj: dict[str, object], key: str) -> None:
     if obj.get(key):
         raise _Unrepresentable(key)
     obj.pop(key, None)

@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Protocol, cast
+from typing import IO, BinaryIO, Protocol, cast
 
 import attrs
 
@@ -401,7 +401,7 @@ def write_zip_atomic(path: str | os.PathLike[str], entries: Iterable[tuple[str, 
     """
     from delegate_lens.fileio import write_atomic
 
-    def write(handle: IO[Any]) -> None:
+    def write(handle: IO[bytes]) -> None:
         _write_zip(cast(BinaryIO, handle), entries)
         handle.flush()
         with contextlib.suppress(OSError):  # a FIFO or a terminal has nothing to sync

@@ -47,6 +47,8 @@ from delegate_lens.etrecord.layout import (
 from delegate_lens.etrecord.maps import dumps_json
 
 if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
     from delegate_lens.etrecord.graph import GraphInfo
     from delegate_lens.etrecord.maps import DelegateEntry, Handles
 
@@ -99,7 +101,7 @@ class ReferenceETRecordAPI:
         self._set_state(source, strict=False)
         self._torch_programs.update(live)
 
-    def _program_updates(self, name: str, program: Any) -> dict[str, bytes | None]:
+    def _program_updates(self, name: str, program: ExportedProgram) -> dict[str, bytes | None]:
         from delegate_lens.etrecord._writer import program_entries
 
         return dict(program_entries(name, program))
