@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from delegate_lens.errors import ETDumpFormatError, MissingExtraError
+from delegate_lens.exporters import write_csv, write_json
 from delegate_lens.inspector import Inspector, InspectorWarning
-from delegate_lens.inspector.jsonout import write_json
-from delegate_lens.inspector.tabular import write_csv
+from delegate_lens.inspector.rows import json_input, table_input
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +77,12 @@ def test_missing_debug_buffer_warns_once_where_debug_values_are_used(vectors_dir
         warnings.simplefilter("error")  # times, tables and summaries need no debug buffer
         inspector = Inspector(etdump_path=v / "etdump.etdp", etrecord=v / "etrecord.bin")
         inspector.print_data_tabular(file=io.StringIO())
-        write_csv(inspector, io.StringIO())
+        write_csv(table_input(inspector), io.StringIO())
     with pytest.warns(InspectorWarning, match="none was given") as caught:
         call = next(e for e in inspector.event_blocks[1].events if e.name == "DELEGATE_CALL")
-        write_json(inspector, io.StringIO())  # the JSON shows the values too: not said again
+        write_json(
+            json_input(inspector), io.StringIO()
+        )  # the JSON shows the values too: not said again
     assert len(caught) == 1
     assert call.debug_data == [None, None, None]  # a 0-d tensor has one element too
 

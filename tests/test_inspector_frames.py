@@ -9,7 +9,7 @@ import pytest
 from conftest import VECTORS
 
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.tabular import blocks_to_dataframe
+from delegate_lens.inspector.frames import blocks_to_dataframe
 
 pd = pytest.importorskip("pandas")
 

@@ -24,8 +24,8 @@ from delegate_lens.etdump import (
     dumps,
 )
 from delegate_lens.etdump.columns import file_wide_columns
+from delegate_lens.exporters import format_decimals
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.jsonout import format_decimals
 
 # one event: ("p", name, chain, iid, did_int, did_str) or ("d", chain, iid, value, output)
 profile_shape = st.tuples(
@@ -213,12 +213,12 @@ def _assert_nested(slices: list[dict[str, Any]]) -> None:
 def test_exports_are_valid_for_any_etdump(runs: Any) -> None:
     import io
 
-    from delegate_lens.inspector.jsonout import write_json
-    from delegate_lens.inspector.trace import write_chrome_trace
+    from delegate_lens.exporters import write_chrome_trace, write_json
+    from delegate_lens.inspector.rows import json_input, trace_input
 
     inspector = Inspector(etdump_data=_to_etdump(runs))
     out = io.StringIO()
-    write_chrome_trace(inspector, out)
+    write_chrome_trace(trace_input(inspector), out)
     trace = json.loads(out.getvalue())
     tracks: dict[int, list[dict[str, Any]]] = {}
     for event in trace["traceEvents"]:
@@ -236,7 +236,7 @@ def test_exports_are_valid_for_any_etdump(runs: Any) -> None:
     assert sum(len(t) for t in tracks.values()) == profiled
 
     out = io.StringIO()
-    write_json(inspector, out)
+    write_json(json_input(inspector), out)
     doc = json.loads(out.getvalue())
     for block, jblock in zip(inspector.event_blocks, doc["blocks"], strict=True):
         for event, jevent in zip(block.events, jblock["events"], strict=True):

@@ -112,17 +112,18 @@ def test_memory_per_allocator_per_run_in_api_table_and_trace() -> None:
 
 
 def test_table_fits_the_terminal_and_is_unchanged_without_a_width() -> None:
-    from delegate_lens.inspector.tabular import write_table
+    from delegate_lens.exporters import write_table
+    from delegate_lens.inspector.rows import table_input
 
     inspector = Inspector(etdump_path=GPT / "etdump.etdp", etrecord=GPT / "etrecord.bin")
     wide = io.StringIO()
-    write_table(inspector, wide)
+    write_table(table_input(inspector), wide)
     plain = io.StringIO()
     inspector.print_data_tabular(file=plain)
     assert plain.getvalue().startswith("╒")  # print_data_tabular prints the reference's grid
     assert max(map(len, wide.getvalue().splitlines())) > 160
     fitted = io.StringIO()
-    write_table(inspector, fitted, width=160)
+    write_table(table_input(inspector), fitted, width=160)
     lines = fitted.getvalue().splitlines()
     assert max(map(len, lines)) <= 160
     assert len(lines) == len(wide.getvalue().splitlines())
@@ -169,11 +170,12 @@ def test_cli_by_op_type() -> None:
 
 
 def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
-    from delegate_lens.inspector.tabular import write_table
+    from delegate_lens.exporters import write_table
+    from delegate_lens.inspector.rows import table_input
 
     xnnpack = Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
     out = io.StringIO()
-    write_table(xnnpack, out, width=400)
+    write_table(table_input(xnnpack), out, width=400)
     names = [line.split("  ")[1] for line in out.getvalue().splitlines()[2:]]
     assert "XnnpackBackend: Fully Connected (NC, F32) GEMM #1" in names
     assert out.getvalue().splitlines()[0].split()[-3:] == ["delegated", "backend", "metadata"]
@@ -190,7 +192,7 @@ def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
         etdump_data=dumps(ETDump(run_data=[RunData(name="Execute", events=events)]))
     )
     out = io.StringIO()
-    write_table(inspector, out, width=400)
+    write_table(table_input(inspector), out, width=400)
     row = next(line for line in out.getvalue().splitlines() if "#3" in line)
     assert row.split()[1:3] == ["delegate", "#3"]
     assert "b'\\x07'" in row  # raw metadata when no parser knows the backend
@@ -200,7 +202,8 @@ def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
 
 
 def test_typed_rows_match_the_event_blocks(mlp: Inspector) -> None:
-    from delegate_lens.inspector.rows import RowStats, table_rows
+    from delegate_lens.exporters import RowStats
+    from delegate_lens.inspector import table_rows
 
     rows = list(table_rows(mlp))
     events = [(b.name, e) for b in mlp.event_blocks for e in b.events]

@@ -450,13 +450,14 @@ def test_json_export_stays_strict_json_with_nan_values() -> None:
     import io
     import math
 
-    from delegate_lens.inspector.jsonout import write_json
+    from delegate_lens.exporters import write_json
+    from delegate_lens.inspector.rows import json_input
 
     inspector = inspect(
         [delegate_run(0)], delegate_metadata_parser=lambda raws: {"ratio": [math.nan] * len(raws)}
     )
     out = io.StringIO()
-    write_json(inspector, out)
+    write_json(json_input(inspector), out)
 
     def no_constants(name: str) -> Any:
         raise AssertionError(f"not strict JSON: {name}")
@@ -549,14 +550,15 @@ def test_delegated_methods_without_maps_stay_unlinked() -> None:
 def test_chrome_trace_tracks_name_the_method_each_run_linked_to() -> None:
     import io
 
-    from delegate_lens.inspector.trace import write_chrome_trace
+    from delegate_lens.exporters import write_chrome_trace
+    from delegate_lens.inspector.rows import trace_input
 
     runs = [
         operator_run(1000 * i, ["add", "mul"] if i % 2 == 0 else ["mul", "sub"]) for i in range(3)
     ]
     inspector = inspect(runs, etrecord=make_etrecord(TWO_METHODS))
     out = io.StringIO()
-    write_chrome_trace(inspector, out)
+    write_chrome_trace(trace_input(inspector), out)
     names = {
         e["tid"]: e["args"]["name"]
         for e in json.loads(out.getvalue())["traceEvents"]

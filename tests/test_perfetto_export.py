@@ -26,9 +26,9 @@ from delegate_lens.etdump import (
     RunData,
     dumps,
 )
+from delegate_lens.exporters import write_chrome_trace, write_perfetto
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.perfetto import write_perfetto
-from delegate_lens.inspector.trace import write_chrome_trace
+from delegate_lens.inspector.rows import trace_input
 
 BOOTTIME = 6
 
@@ -118,13 +118,13 @@ def read_trace(data: bytes) -> Read:
 
 def _perfetto(inspector: Inspector) -> Read:
     stream = io.BytesIO()
-    write_perfetto(inspector, stream)
+    write_perfetto(trace_input(inspector), stream)
     return read_trace(stream.getvalue())
 
 
 def _chrome(inspector: Inspector) -> dict[str, Any]:
     text = io.StringIO()
-    write_chrome_trace(inspector, text)
+    write_chrome_trace(trace_input(inspector), text)
     trace: dict[str, Any] = json.loads(text.getvalue())
     return trace
 
@@ -175,7 +175,7 @@ def test_slices_tracks_and_nesting_are_chrome_traces(vectors_dir: Path, name: st
 def test_at_most_40_bytes_per_slice_with_names_interned(vectors_dir: Path) -> None:
     inspector = _vector(vectors_dir, "gpt_portable")
     stream = io.BytesIO()
-    write_perfetto(inspector, stream)
+    write_perfetto(trace_input(inspector), stream)
     got = read_trace(stream.getvalue())
     assert len(got.slices) > 10_000
     assert len(stream.getvalue()) / len(got.slices) <= 40
@@ -246,7 +246,7 @@ def test_missing_extra_is_one_line_naming_it(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from delegate_lens.inspector.perfetto import load_protos
+    from delegate_lens.exporters import load_protos
 
     for module in list(sys.modules):
         if module == "perfetto" or module.startswith("perfetto."):

@@ -198,7 +198,7 @@ def test_grid_aligns_numbers_on_their_point() -> None:
 
 
 def test_tsv_quotes_as_the_csv_module() -> None:
-    from delegate_lens.inspector.reference_table import write_reference_tsv
+    from delegate_lens.exporters import write_reference_tsv
 
     out = io.StringIO()
     write_reference_tsv(["a", "b"], [['say "hi"', 0.1 + 0.2], ["tab\there", None]], out)

@@ -15,8 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dumps
-from delegate_lens.inspector import Inspector, TimeScale, slices
-from delegate_lens.inspector.trace import _Microseconds, write_chrome_trace
+from delegate_lens.exporters import _slices as slices
+from delegate_lens.exporters import write_chrome_trace as write_trace
+from delegate_lens.exporters._chrome_trace import _Microseconds
+from delegate_lens.inspector import Inspector, TimeScale
+from delegate_lens.inspector.rows import block_slices, trace_input
+from delegate_lens.inspector.timescale import units_per_second
+
+
+def write_chrome_trace(inspector: Inspector, stream: Any) -> None:
+    write_trace(trace_input(inspector), stream)
 
 
 def _prof(name: str, iid: int, start: int, end: int, **kw: Any) -> Event:
@@ -47,9 +55,10 @@ def _model(inspector: Inspector) -> list[tuple[Any, ...]]:
     """The slices as the per-slice writer made them: (tid, name, ts, dur, clipped, args)."""
     out = []
     us = 1000 if inspector.source_time_scale.value == "ns" else 1
-    blocks = [slices.BlockSlices(inspector, t, inspector.time_factor) for t in inspector.tables]
+    blocks = [block_slices(inspector, t) for t in inspector.tables]
     origin = min(int(b.start.min()) for b in blocks if b.start.size)
     for table, sl in zip(inspector.tables, blocks, strict=True):
+        keys = [table.keys[j] for j in sl.rows]
         for pos, run in enumerate(table.block.runs.tolist()):
             stack: list[int] = []
             for c in sl.order[pos].tolist():
@@ -60,7 +69,7 @@ def _model(inspector: Inspector) -> list[tuple[Any, ...]]:
                 if stack and e > stack[-1]:
                     e, clip = stack[-1], True
                 stack.append(e)
-                key = sl.keys[c]
+                key = keys[c]
                 out.append(
                     (run, key.name, (s - origin) / us, (e - s) / us, clip, key.instruction_id)
                 )
@@ -129,7 +138,7 @@ def test_huge_times_print_the_float() -> None:
     st.lists(st.integers(-(10**17), 10**17) | st.integers(-5000, 5000), min_size=1, max_size=20),
 )
 def test_microsecond_text_is_the_floats_repr(scale: TimeScale, ticks: list[int]) -> None:
-    us = _Microseconds(scale)
+    us = _Microseconds(1_000_000 if scale is TimeScale.CYCLES else units_per_second(scale))
     ints, fracs, bad = us.parts(np.array(ticks, dtype=np.int64))
     for i, value in enumerate(ticks):
         text = us.one(value) if i in bad else f"{ints[i]}{fracs[i].decode()}"

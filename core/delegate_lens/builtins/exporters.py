@@ -1,9 +1,9 @@
 """Built-in Inspector exporters on ``dl_exporters``: ``table``, ``json``, ``tsv``, ``csv``,
 ``chrome-trace`` and ``perfetto``.
 
-Each writes an :class:`~delegate_lens.inspector.Inspector`'s data to a text stream
-(``perfetto``: a binary one); the heavy modules are imported only when an exporter runs.
-No torch.
+Each builds the Inspector's typed rows or columns (``delegate_lens.inspector.rows``) and
+hands them to a writer of :mod:`delegate_lens.exporters`, into a text stream (``perfetto``:
+a binary one); the heavy modules are imported only when an exporter runs. No torch.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ __all__ = ["BUILTIN_EXPORTERS", "dl_exporters"]
 
 
 def _table(inspector: Inspector, stream: IO[str]) -> None:
+    from delegate_lens.exporters import terminal_width, write_table
     from delegate_lens.inspector.memory import write_memory_table
-    from delegate_lens.inspector.tabular import terminal_width, write_table
+    from delegate_lens.inspector.rows import table_input
 
     # the command's view, the same rows on a terminal and in a pipe (fitted on a terminal)
-    write_table(inspector, stream, width=terminal_width(stream), view=True)
+    write_table(table_input(inspector), stream, width=terminal_width(stream), view=True)
     usage = inspector.get_memory_usage()
     if usage:  # allocation events: memory per allocator per run, under the table
         stream.write("\nmemory allocated per run and allocator:\n")
@@ -32,33 +33,39 @@ def _table(inspector: Inspector, stream: IO[str]) -> None:
 
 
 def _json(inspector: Inspector, stream: IO[str]) -> None:
-    from delegate_lens.inspector.jsonout import write_json
+    from delegate_lens.exporters import write_json
+    from delegate_lens.inspector.rows import json_input
 
-    write_json(inspector, stream)
+    write_json(json_input(inspector), stream)
 
 
 def _tsv(inspector: Inspector, stream: IO[str]) -> None:
-    from delegate_lens.inspector.tabular import write_tsv
+    from delegate_lens.exporters import write_tsv
+    from delegate_lens.inspector.rows import table_input
 
-    write_tsv(inspector, stream)
+    write_tsv(table_input(inspector, metadata=False), stream)
 
 
 def _csv(inspector: Inspector, stream: IO[str]) -> None:
-    from delegate_lens.inspector.tabular import write_csv
+    from delegate_lens.exporters import write_csv
+    from delegate_lens.inspector.rows import table_input
 
-    write_csv(inspector, stream)
+    write_csv(table_input(inspector, metadata=False), stream)
 
 
 def _chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
-    from delegate_lens.inspector.trace import write_chrome_trace
+    from delegate_lens.exporters import write_chrome_trace
+    from delegate_lens.inspector.rows import trace_input
 
-    write_chrome_trace(inspector, stream)
+    write_chrome_trace(trace_input(inspector), stream)
 
 
 def _perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
-    from delegate_lens.inspector.perfetto import write_perfetto
+    from delegate_lens.exporters import load_protos, write_perfetto
+    from delegate_lens.inspector.rows import trace_input
 
-    write_perfetto(inspector, stream)
+    load_protos()  # a missing extra is said before any work
+    write_perfetto(trace_input(inspector), stream)
 
 
 BUILTIN_EXPORTERS: tuple[Exporter, ...] = (

@@ -213,15 +213,16 @@ def _write_atomic(target: Path, exporter: Exporter, inspector: Inspector) -> Non
 
 
 def _table_cells(inspector: Inspector) -> tuple[list[str], list[list[str]]]:
-    from delegate_lens.inspector.tabular import table_cells, terminal_width
+    from delegate_lens.exporters import table_cells, terminal_width
+    from delegate_lens.inspector.rows import table_input
 
-    return table_cells(inspector, width=terminal_width(sys.stdout), view=True)
+    return table_cells(table_input(inspector), width=terminal_width(sys.stdout), view=True)
 
 
 def _print_rich_table(console: object, cells: tuple[list[str], list[list[str]]]) -> None:
     """The ``table`` format on a terminal: the same table with colour (rich)."""
     from delegate_lens.cli.terminal import write_rich_table
-    from delegate_lens.inspector.tabular import stat_columns
+    from delegate_lens.exporters import stat_columns
 
     headers, body = cells
     # the terminal view names the column "delegated" and marks its rows "yes"

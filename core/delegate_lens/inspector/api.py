@@ -308,10 +308,12 @@ class Inspector(TimeViews):
         """Print the reference's table: one row per event (``OPERATOR_CALL`` rows left out),
         its columns (``start_time`` included) in its grid with an index column, cell for
         cell as the reference prints it (``delegate-lens inspect`` prints a compact one)."""
-        from delegate_lens.inspector.reference_table import reference_rows
+        from delegate_lens.exporters import reference_rows
+        from delegate_lens.inspector.rows import table_input
         from delegate_lens.texttable import format_fancy_grid
 
-        headers, rows = reference_rows(self, include_units, include_delegate_debug_data)
+        table = table_input(self, metadata=include_delegate_debug_data, start_times=True)
+        headers, rows = reference_rows(table, include_units, include_delegate_debug_data)
         print(format_fancy_grid(headers, rows), file=sys.stdout if file is None else file)
 
     def save_data_to_tsv(
@@ -322,10 +324,12 @@ class Inspector(TimeViews):
     ) -> None:
         """Write the printed table as TSV (as the reference's ``DataFrame.to_csv(sep="\\t")``:
         an index column, floats in full) to a path (atomically) or a text stream."""
+        from delegate_lens.exporters import reference_rows, write_reference_tsv
         from delegate_lens.fileio import write_atomic
-        from delegate_lens.inspector.reference_table import reference_rows, write_reference_tsv
+        from delegate_lens.inspector.rows import table_input
 
-        headers, rows = reference_rows(self, include_units, include_delegate_debug_data)
+        table = table_input(self, metadata=include_delegate_debug_data, start_times=True)
+        headers, rows = reference_rows(table, include_units, include_delegate_debug_data)
 
         def write(stream: IO[str]) -> None:
             write_reference_tsv(headers, rows, stream)

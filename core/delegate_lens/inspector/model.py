@@ -138,7 +138,7 @@ class Event:
 
     def to_dataframe(self, _units: str = "") -> Any:
         """This event as a one-row pandas DataFrame (needs the ``pandas`` extra)."""
-        from delegate_lens.inspector.tabular import require_pandas
+        from delegate_lens.inspector.frames import require_pandas
 
         return require_pandas().DataFrame(self.asdict(_units=_units))
 
@@ -214,7 +214,7 @@ class EventBlock:
         self, include_units: bool = False, include_delegate_debug_data: bool = False
     ) -> Any:
         """This block's events as a pandas DataFrame (needs the ``pandas`` extra)."""
-        from delegate_lens.inspector.tabular import blocks_to_dataframe
+        from delegate_lens.inspector.frames import blocks_to_dataframe
 
         return blocks_to_dataframe(
             [self],

@@ -1,11 +1,13 @@
-"""A typed view of the Inspector's rows for exporters: no ``Any``, no numpy internals.
+"""What the Inspector hands to the writers (:mod:`delegate_lens.exporters`): its rows and
+columns as the typed values the writers take, so that no writer reads the Inspector.
 
-Exporters (built-in or a plugin's, on ``dl_exporters``) read :func:`table_rows`: one
-:class:`TableRow` per row of every block, in block then row order, with plain Python
-values. The numpy tables behind them (:class:`~delegate_lens.inspector.tables.BlockTable`)
-stay an implementation detail.
+:func:`table_rows` gives one :class:`~delegate_lens.exporters.TableRow` per row of every
+block, in block then row order, with plain Python values (the numpy tables behind them,
+:class:`~delegate_lens.inspector.tables.BlockTable`, stay an implementation detail);
+:func:`table_input`, :func:`json_input` and :func:`trace_input` gather what the table, the
+``json`` and the timeline writers take.
 
->>> from delegate_lens.inspector.rows import table_rows
+>>> from delegate_lens.inspector import table_rows
 >>> for row in table_rows(inspector):                     # doctest: +SKIP
 ...     print(row.block, row.event_name, row.stats.p50 if row.stats else None)
 """
@@ -15,73 +17,54 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import attrs
+import numpy as np
+
+from delegate_lens.exporters import (
+    JsonBlock,
+    JsonInput,
+    RowStats,
+    Slices,
+    TableInput,
+    TableRow,
+    TraceBlock,
+    TraceInput,
+    value_to_json,
+)
+from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
+from delegate_lens.inspector.memory import allocator_label
+from delegate_lens.inspector.timescale import TimeScale, decimal_places, units_per_second
 
 if TYPE_CHECKING:
     from delegate_lens.inspector.api import Inspector
+    from delegate_lens.inspector.tables import BlockTable
 
-__all__ = ["RowStats", "TableRow", "table_rows"]
-
-
-@attrs.frozen
-class RowStats:
-    """A row's statistics over its samples, in the target time scale."""
-
-    p10: float
-    p50: float
-    p90: float
-    avg: float
-    min: float
-    max: float
-
-    def as_tuple(self) -> tuple[float, float, float, float, float, float]:
-        return (self.p10, self.p50, self.p90, self.avg, self.min, self.max)
+__all__ = [
+    "RowStats",
+    "TableRow",
+    "block_slices",
+    "json_input",
+    "table_input",
+    "table_rows",
+    "trace_input",
+]
 
 
-@attrs.frozen
-class TableRow:
-    """One row of one block.
-
-    :param block: the block's name (the run name).
-    :param block_index: the block's position among the Inspector's blocks.
-    :param row: the row's position in its block.
-    :param event_name: the event's name (``OPERATOR_CALL``, a kernel, a delegate's event).
-    :param stats: statistics, or None for a row without timing (debug events only).
-    :param instruction_id: the instruction the event belongs to.
-    :param identifier: the delegate debug identifier (int or str) of a row a delegate
-        logged, else None.
-    :param op_types: op types of the linked graph nodes.
-    :param delegate_backend_name: the backend of a delegate call or of its events.
-    :param method: the ETRecord method the row was linked to.
-    """
-
-    block: str
-    block_index: int
-    row: int
-    event_name: str
-    stats: RowStats | None
-    instruction_id: int
-    identifier: int | str | None
-    op_types: tuple[str, ...]
-    delegate_backend_name: str | None
-    method: str | None
-
-    @property
-    def is_delegated_op(self) -> bool:
-        """Whether a delegate logged this row (it has a delegate debug identifier)."""
-        return self.identifier is not None
-
-
-def table_rows(inspector: Inspector) -> Iterator[TableRow]:
-    """Every row of every block, typed (``OPERATOR_CALL`` rows included)."""
-    for table in inspector.tables:
-        stats = table.stats
-        for j, key in enumerate(table.keys):
-            link = table.links[j]
-            row_stats = None
-            if table.block.has_perf[j]:
-                row_stats = RowStats(*(float(v) for v in stats[:, j].tolist()))
-            yield TableRow(
+def _table_rows(
+    inspector: Inspector, table: BlockTable, metadata: bool, details: bool = False
+) -> list[TableRow]:
+    """The typed rows of one block; ``details``: debug data as JSON values too."""
+    stats = table.stats
+    out = []
+    bundled = int(table.block.bundled_input_index)
+    for j, key in enumerate(table.keys):
+        link = table.links[j]
+        row_stats = None
+        perf = bool(table.block.has_perf[j])
+        if perf:
+            row_stats = RowStats(*(float(v) for v in stats[:, j].tolist()))
+        handles = link.debug_handles
+        out.append(
+            TableRow(
                 block=table.name,
                 block_index=table.index,
                 row=j,
@@ -92,4 +75,160 @@ def table_rows(inspector: Inspector) -> Iterator[TableRow]:
                 op_types=tuple(link.op_types),
                 delegate_backend_name=link.delegate_backend_name,
                 method=link.method,
+                n_samples=table.n_runs if perf else 0,
+                bundled_input_index=bundled,
+                debug_handles=tuple(handles) if isinstance(handles, list) else handles,
+                module_paths=tuple(link.module_paths),
+                module_hierarchy=link.module_hierarchy,
+                stack_traces=link.stack_traces,
+                debug_data=(
+                    tuple(value_to_json(v) for v in table.debug_data.get(j, [])) if details else ()
+                ),
+                metadata=inspector.row_metadata(table, j)[1] if metadata else None,
             )
+        )
+    return out
+
+
+def table_rows(inspector: Inspector, *, metadata: bool = False) -> Iterator[TableRow]:
+    """Every row of every block, typed (``OPERATOR_CALL`` rows included); with
+    ``metadata`` each holds its parsed delegate metadata."""
+    for table in inspector.tables:
+        yield from _table_rows(inspector, table, metadata)
+
+
+def table_input(
+    inspector: Inspector, *, metadata: bool | None = None, start_times: bool = False
+) -> TableInput:
+    """What the table, TSV and CSV writers take. ``metadata``: fill the rows' metadata
+    (None: when the file has any); ``start_times``: each row's start times (the
+    reference's table shows them)."""
+    has_metadata = bool((inspector.file_columns.metadata_length >= 0).any())
+    rows = list(table_rows(inspector, metadata=has_metadata if metadata is None else metadata))
+    starts: list[list[int] | None] = []
+    if start_times:
+        column = inspector.file_columns.start_time
+        for table in inspector.tables:
+            events = table.block.events
+            for j in range(table.n_rows):
+                has = bool(table.block.has_perf[j])
+                starts.append(column[events[:, j]].tolist() if has else None)
+    return TableInput(
+        unit=inspector.target_time_scale.value,
+        rows=rows,
+        has_metadata=has_metadata,
+        start_times=starts,
+    )
+
+
+def json_input(inspector: Inspector) -> JsonInput:
+    """What the ``json`` writer takes (debug problems are said here, once)."""
+    places = decimal_places(inspector.time_factor)
+    if any(table.debug_data for table in inspector.tables):
+        inspector.say_debug_problems()
+    blocks = [
+        JsonBlock(
+            name=table.name,
+            bundled_input_index=int(table.block.bundled_input_index),
+            method=table.method,
+            runs=tuple(int(r) for r in table.block.runs),
+            rows=_table_rows(inspector, table, metadata=True, details=True),
+            samples=table.samples,
+            ticks=table.ticks,
+            exact=table.exact,
+            places=places,
+        )
+        for table in inspector.tables
+    ]
+    return JsonInput(
+        source_time_scale=inspector.source_time_scale.value,
+        target_time_scale=inspector.target_time_scale.value,
+        blocks=blocks,
+    )
+
+
+def trace_input(inspector: Inspector) -> TraceInput:
+    """What the ``chrome-trace`` and ``perfetto`` writers take."""
+    source = inspector.source_time_scale
+    blocks = []
+    for table in inspector.tables:
+        slices = block_slices(inspector, table)
+        metadata = {}
+        for c, j in enumerate(slices.rows):
+            raws, parsed = inspector.row_metadata(table, j)
+            if raws:
+                metadata[c] = (raws, parsed)
+        blocks.append(
+            TraceBlock(
+                index=table.index,
+                method=table.method,
+                runs=tuple(table.block.runs.tolist()),
+                rows=_table_rows(inspector, table, metadata=False),
+                slices=slices,
+                metadata=metadata,
+            )
+        )
+    memory: dict[int, dict[str, int]] = {}  # run -> {allocator: bytes}, from allocations
+    for usage in inspector.get_memory_usage():
+        memory.setdefault(usage.run, {})[allocator_label(usage)] = usage.total_bytes
+    return TraceInput(
+        source_time_scale=source.value,
+        target_time_scale=inspector.target_time_scale.value,
+        # cycles have no fixed rate: written as if they were microseconds
+        units_per_second=1_000_000 if source is TimeScale.CYCLES else units_per_second(source),
+        blocks=blocks,
+        run_names=inspector.file_columns.run_names,
+        memory=memory,
+    )
+
+
+def _level(name: str, delegated: bool) -> int:
+    """Nesting level of an event: framework 0, calls 1, kernels 2, delegate events 3."""
+    if name in FRAMEWORK_EVENTS:
+        return 0
+    if name in ("OPERATOR_CALL", "DELEGATE_CALL"):
+        return 1
+    return 3 if delegated else 2
+
+
+def block_slices(inspector: Inspector, table: BlockTable) -> Slices:
+    """Every slice of one block for all its runs (see :class:`~delegate_lens.exporters.Slices`):
+    a slice starts at its event's start and lasts its sample; a kernel or delegate event
+    that sticks out of its instruction's call is clipped to the call."""
+    fc = inspector.file_columns
+    ticks_per_target = inspector.time_factor  # source ticks per target unit
+    block = table.block
+    rows = [int(j) for j in np.flatnonzero(block.has_perf)]
+    k = table.n_runs
+    r = len(rows)
+    start = np.zeros((k, r), dtype=np.int64)
+    end = np.zeros((k, r), dtype=np.int64)
+    if r:
+        start[:] = fc.start_time[block.events[:, rows]]
+        length = np.rint(table.samples[rows] * ticks_per_target).astype(np.int64)
+        for c, j in enumerate(rows):
+            if j in table.converted_start:
+                start[:, c] = np.rint(table.converted_start[j] * ticks_per_target)
+        end[:] = start + length.T
+    keys = [table.keys[j] for j in rows]
+    lv = np.array([_level(key.name, key.identifier is not None) for key in keys])
+    # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
+    calls: dict[tuple[bool, int], int] = {}
+    for c, key in enumerate(keys):
+        if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
+            calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
+    clipped = np.zeros((k, r), dtype=bool)
+    for c, key in enumerate(keys):
+        if lv[c] < 2:
+            continue
+        p = calls.get((key.identifier is not None, key.instruction_id))
+        if p is None:
+            continue
+        s = np.clip(start[:, c], start[:, p], end[:, p])
+        e = np.clip(end[:, c], s, end[:, p])
+        clipped[:, c] = (s != start[:, c]) | (e != end[:, c])
+        start[:, c] = s
+        end[:, c] = e
+    levels = np.broadcast_to(lv, (k, r))
+    order = np.lexsort((-end, end > start, levels, start), axis=-1)
+    return Slices(rows=rows, start=start, end=end, clipped=clipped, order=order)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from delegate_lens.inspector.trace import _jsonable
+from delegate_lens.exporters import json_value
 from delegate_lens.report.graph import delegation_summary, method_graph
 from delegate_lens.report.rows import (
     RowIds,
@@ -46,7 +46,7 @@ def _row_metadata(inspector: Inspector, row_ids: RowIds) -> dict[str, Any]:
                 }
             else:
                 value = raws[0].hex()
-            text = _jsonable(value)
+            text = json_value(value)
             if len(str(text)) > _MAX_METADATA_CHARS:
                 text = str(text)[:_MAX_METADATA_CHARS] + "…"
             out[str(row_ids.of(table.index, j))] = text

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from delegate_lens.errors import UsageError
-from delegate_lens.inspector.trace import _BlockSlices
+from delegate_lens.inspector.rows import block_slices
 from delegate_lens.report.rows import RowIds
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def timeline_runs(
     for table in inspector.tables:
         if not table.block.has_perf.any():
             continue
-        slices = _BlockSlices(inspector, table, factor)
+        slices = block_slices(inspector, table)
         ids = [row_ids.of(table.index, j) for j in slices.rows]
         runs = table.block.runs.tolist()
         picks = dict(sample_runs(table))

@@ -16,14 +16,10 @@ import csv
 import math
 from typing import IO, TYPE_CHECKING, Any
 
-from delegate_lens.inspector.rows import table_rows
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from delegate_lens.inspector.api import Inspector
-
-__all__ = ["reference_rows", "write_reference_tsv"]
+    from delegate_lens.exporters._rows import TableInput
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN = "OPERATOR_CALL"
@@ -36,27 +32,25 @@ def _op_types(op_types: list[str]) -> str:
 
 
 def reference_rows(
-    inspector: Inspector, include_units: bool = True, include_delegate_debug_data: bool = False
+    table: TableInput, include_units: bool = True, include_delegate_debug_data: bool = False
 ) -> tuple[list[str], list[list[Any]]]:
-    """Headers and rows (Python values) of the reference's printed table."""
-    unit = f" ({inspector.target_time_scale.value})" if include_units else ""
+    """Headers and rows (Python values) of the reference's printed table; ``table`` has
+    start times (and the rows their metadata with ``include_delegate_debug_data``)."""
+    unit = f" ({table.unit})" if include_units else ""
     headers = ["event_block_name", "event_name", *(s + unit for s in _STATS)]
     headers += ["op_types", "is_delegated_op", "delegate_backend_name", "start_time"]
     rows: list[list[Any]] = []
     extra: list[dict[str, Any]] = []
-    tables = inspector.tables
-    starts = inspector.file_columns.start_time
-    for r in table_rows(inspector):  # the events' values, without building the Events
+    for r, starts in zip(table.rows, table.start_times, strict=True):
         if _HIDDEN in r.event_name:
             continue
-        table = tables[r.block_index]
         stats: list[Any] = list(r.stats.as_tuple()) if r.stats else [None] * 6
-        start = starts[table.block.events[:, r.row]].tolist() if r.stats else None
+        start = list(starts) if r.stats and starts is not None else None
         row = [r.block, r.event_name, *stats, _op_types(list(r.op_types))]
         row += [r.is_delegated_op, r.delegate_backend_name, start]
         rows.append(row)
         if include_delegate_debug_data:
-            extra.append(_metadata_cells(inspector.row_metadata(table, r.row)[1]))
+            extra.append(_metadata_cells(r.metadata))
     if include_delegate_debug_data and any(extra):
         keys: list[str] = []
         for cells in extra:

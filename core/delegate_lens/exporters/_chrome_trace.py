@@ -7,7 +7,7 @@ a complete (``"X"``) slice; slices nest by time: ``Method::execute`` holds the
 the events the delegate logged. Viewers need proper nesting on a track, so a kernel or
 delegate event that sticks out of its instruction's call (a delegate clock that is not
 quite the runtime's), or any slice that overlaps the end of the slice it starts in, is
-clipped and gets ``"clipped": true`` in its args (see :mod:`delegate_lens.inspector.slices`).
+clipped and gets ``"clipped": true`` in its args (see :mod:`delegate_lens.exporters._slices`).
 Each slice's args hold the instruction id, op types, debug handles, module paths, backend
 and the (parsed) delegate metadata.
 
@@ -37,22 +37,16 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.inspector.memory import allocator_label
-from delegate_lens.inspector.slices import BlockSlices, Nested
-from delegate_lens.inspector.timescale import TimeScale, units_per_second
+from delegate_lens.exporters._slices import Nested
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.tables import BlockTable
-
-__all__ = ["write_chrome_trace"]
+    from delegate_lens.exporters._rows import TableRow, TraceBlock, TraceInput
 
 _PID = 1
 _CHUNK_EVENTS = 1 << 14  # slices turned into text at a time
 _NEST_EVENTS = 1 << 18  # slices nested at a time
 _EXACT = 10**15  # below this, the decimal text below is exactly Python's repr of the float
 
-_BlockSlices = BlockSlices  # the name the report's timeline imports
 _THREAD = (  # a run's track: its name and place
     f',\n{{"name": "thread_name", "ph": "M", "pid": {_PID}, "tid": %d, '
     '"args": {"name": "run %d%s}}'
@@ -61,15 +55,17 @@ _THREAD = (  # a run's track: its name and place
 ).encode()
 
 
-def _jsonable(value: object) -> Any:
+def json_value(value: object) -> Any:
+    """``value`` as JSON can hold it: bytes as hex, numpy scalars as Python numbers,
+    tuples as lists, dict keys as text."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [json_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): json_value(v) for k, v in value.items()}
     return value
 
 
@@ -86,27 +82,24 @@ def _sample_metadata(parsed: object, raws: list[bytes], n: int) -> list[str | No
             }
         else:
             value = raws[k].hex() if raws[k] else None
-        out.append(None if value is None else json.dumps(_jsonable(value), default=str))
+        out.append(None if value is None else json.dumps(json_value(value), default=str))
     return out
 
 
-def _static_args(table: BlockTable, j: int) -> str:
-    key = table.keys[j]
-    link = table.links[j]
-    args: dict[str, Any] = {"block": table.index}
-    if key.instruction_id >= 0:
-        args["instruction_id"] = key.instruction_id
-    if key.identifier is not None:
-        args["delegate_debug_identifier"] = key.identifier
-    if link.op_types:
-        args["op_types"] = link.op_types
-    if link.debug_handles is not None:
-        args["debug_handles"] = link.debug_handles
-    paths = link.module_paths
-    if paths:
-        args["module"] = paths
-    if link.delegate_backend_name:
-        args["backend"] = link.delegate_backend_name
+def _static_args(row: TableRow) -> str:
+    args: dict[str, Any] = {"block": row.block_index}
+    if row.instruction_id >= 0:
+        args["instruction_id"] = row.instruction_id
+    if row.identifier is not None:
+        args["delegate_debug_identifier"] = row.identifier
+    if row.op_types:
+        args["op_types"] = row.op_types
+    if row.debug_handles is not None:
+        args["debug_handles"] = row.debug_handles
+    if row.module_paths:
+        args["module"] = row.module_paths
+    if row.delegate_backend_name:
+        args["backend"] = row.delegate_backend_name
     return json.dumps(args)[1:-1]
 
 
@@ -120,8 +113,8 @@ class _Microseconds:
     """Tick columns as the text of ``ticks / divisor`` (or ``ticks * multiplier``) in
     microseconds, in two parts per value: the integer and the ``.fraction`` (bytes)."""
 
-    def __init__(self, source: TimeScale) -> None:
-        ups = 1_000_000 if source is TimeScale.CYCLES else units_per_second(source)
+    def __init__(self, ups: int) -> None:
+        """``ups``: ticks per second of the source clock."""
         self.divisor = ups // 1_000_000 if ups >= 1_000_000 else 0
         self.multiplier = 1_000_000 // ups if not self.divisor else 1
         self.factor = 1_000_000 / ups
@@ -152,15 +145,18 @@ class _ChromeBlock:
     escapes the rest): ``%d%s`` for the integer and fraction of ``ts`` and ``dur``, ``%s``
     for the run and the extra args; ``exact`` has ``%s`` for every number."""
 
-    def __init__(self, inspector: Inspector, table: BlockTable, ticks_per_target: float) -> None:
-        self.slices = BlockSlices(inspector, table, ticks_per_target)
-        self.method = table.method
+    def __init__(self, block: TraceBlock) -> None:
+        self.slices = block.slices
+        self.method = block.method
         fast: list[bytes] = []
         exact: list[bytes] = []
-        for key, j in zip(self.slices.keys, self.slices.rows, strict=True):
-            cat = '"delegate"' if key.identifier is not None else '"runtime"'
-            head = f'{{"name": {json.dumps(key.name)}, "cat": {cat}, "ph": "X", "pid": {_PID}, '
-            args = _static_args(table, j).replace("%", "%%")
+        for j in self.slices.rows:
+            row = block.rows[j]
+            cat = '"delegate"' if row.identifier is not None else '"runtime"'
+            head = (
+                f'{{"name": {json.dumps(row.event_name)}, "cat": {cat}, "ph": "X", "pid": {_PID}, '
+            )
+            args = _static_args(row).replace("%", "%%")
             for number, out in (("%d%s", fast), ("%s%s", exact)):
                 text = (
                     f',\n{head.replace("%", "%%")}"tid": %s, "ts": {number}, "dur": {number}, '
@@ -170,10 +166,8 @@ class _ChromeBlock:
         self.templates = _objects(fast)
         self.exact = _objects(exact)
         self.metadata: dict[int, list[str | None]] = {}  # col -> JSON text per run position
-        for c, j in enumerate(self.slices.rows):
-            raws, parsed = inspector.row_metadata(table, j)
-            if raws:
-                self.metadata[c] = _sample_metadata(parsed, raws, table.n_runs)
+        for c, (raws, parsed) in block.metadata.items():
+            self.metadata[c] = _sample_metadata(parsed, raws, len(block.runs))
         self._nested: tuple[int, int, Nested] | None = None
 
     def nested(self, positions: npt.NDArray[np.intp]) -> Nested:
@@ -320,30 +314,22 @@ class _Sink:
             raise error
 
 
-def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
-    """Write the Trace Event JSON (see the module docstring)."""
-    source = inspector.source_time_scale
-    target = inspector.target_time_scale
-    us = _Microseconds(source)
-    ticks_per_target = inspector.time_factor  # source ticks per target unit
-
-    blocks = [_ChromeBlock(inspector, t, ticks_per_target) for t in inspector.tables]
+def write_chrome_trace(trace: TraceInput, stream: IO[str]) -> None:
+    """Write the Trace Event JSON of ``trace`` (see the module docstring)."""
+    us = _Microseconds(trace.units_per_second)
+    blocks = [_ChromeBlock(block) for block in trace.blocks]
     starts = [int(cb.slices.start.min()) for cb in blocks if cb.slices.start.size]
     origin = min(starts, default=0)
-    memory: dict[int, dict[str, int]] = {}  # run -> {allocator: bytes}, from allocations
-    for usage in inspector.get_memory_usage():
-        memory.setdefault(usage.run, {})[allocator_label(usage)] = usage.total_bytes
-
     other = json.dumps(
         {
             "producer": "delegate-lens",
-            "source_time_scale": source.value,
-            "target_time_scale": target.value,
+            "source_time_scale": trace.source_time_scale,
+            "target_time_scale": trace.target_time_scale,
         }
     )
     write = _Sink(stream)
     try:
-        _write_events(inspector, blocks, origin, us, memory, other, write)
+        _write_events(trace, blocks, origin, us, other, write)
     except BaseException:
         write.abandon()
         raise
@@ -351,18 +337,17 @@ def write_chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
 
 
 def _write_events(
-    inspector: Inspector,
+    trace: TraceInput,
     blocks: list[_ChromeBlock],
     origin: int,
     us: _Microseconds,
-    memory: dict[int, dict[str, int]],
     other: str,
     write: _Sink,
 ) -> None:
-    fc = inspector.file_columns
+    memory = trace.memory
     where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
-    for b, table in enumerate(inspector.tables):
-        for pos, run in enumerate(table.block.runs.tolist()):
+    for b, block in enumerate(trace.blocks):
+        for pos, run in enumerate(block.runs):
             where[run] = (b, pos)
     write(
         [
@@ -386,7 +371,7 @@ def _write_events(
             b, pos = where[run]
             sl = blocks[b].slices
             method = blocks[b].method  # which method ran, when the ETRecord tells
-            rest = f": {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
+            rest = f": {trace.run_names[run] or ''}" + (f" ({method})" if method else "")
             label = labels.get(rest)
             if label is None:  # the JSON string '"run N' + rest + '"', less '"run N'
                 label = labels[rest] = json.dumps(rest)[1:].encode()

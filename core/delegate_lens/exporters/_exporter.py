@@ -1,4 +1,4 @@
-"""Exporters: named writers of an Inspector's data, contributed by plugins on ``dl_exporters``.
+"""The :class:`Exporter` type and :func:`get_exporters`, the registry built on ``dl_exporters``.
 
 A plugin adds formats to ``delegate-lens inspect --format`` by returning
 :class:`Exporter` values::
@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import pluggy
 
 from delegate_lens.errors import PluginError
 
-__all__ = ["Exporter", "get_exporters"]
+if TYPE_CHECKING:
+    import pluggy
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 

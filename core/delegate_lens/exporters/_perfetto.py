@@ -12,7 +12,7 @@ What it holds, in the form Perfetto's own SDK writes:
   nanoseconds, incremental, tied to the trace clock by a ``ClockSnapshot``); then one
   ``TYPE_SLICE_BEGIN`` (name iid) and one ``TYPE_SLICE_END`` track event per slice, each
   timestamp the nanoseconds since the sequence's previous packet. The slices and their
-  nesting are those of ``chrome-trace`` (:mod:`delegate_lens.inspector.slices`): kernels
+  nesting are those of ``chrome-trace`` (:mod:`delegate_lens.exporters._slices`): kernels
   inside their ``OPERATOR_CALL``, delegate events inside their ``DELEGATE_CALL``, both
   inside ``Method::execute``;
 * when the ETDump has allocation events, one counter track (bytes) per allocator,
@@ -32,14 +32,9 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 
 from delegate_lens.errors import MissingExtraError
-from delegate_lens.inspector.memory import allocator_label
-from delegate_lens.inspector.slices import BlockSlices
-from delegate_lens.inspector.timescale import TimeScale, units_per_second
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector.api import Inspector
-
-__all__ = ["load_protos", "write_perfetto"]
+    from delegate_lens.exporters._rows import TraceBlock, TraceInput
 
 PROCESS_UUID = 1
 DESCRIPTOR_SEQUENCE = 1  # track descriptors and counters; run r uses sequence 2 + r
@@ -60,33 +55,24 @@ def load_protos() -> ModuleType:
         ) from exc
 
 
-def _ns_per_tick(source: TimeScale) -> int:
-    if source is TimeScale.CYCLES:
-        return 1000  # as if microseconds, as chrome-trace
-    return 1_000_000_000 // units_per_second(source)
-
-
-def write_perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
-    """Write the Perfetto trace (see the module docstring) to a binary stream."""
+def write_perfetto(data: TraceInput, stream: IO[bytes]) -> None:
+    """Write the Perfetto trace of ``data`` (see the module docstring) to a binary stream."""
     pb = load_protos()
-    fc = inspector.file_columns
-    scale = _ns_per_tick(inspector.source_time_scale)
-    blocks = [BlockSlices(inspector, t, inspector.time_factor) for t in inspector.tables]
+    scale = 1_000_000_000 // data.units_per_second  # ns per tick (cycles: as if us)
+    blocks = [block.slices for block in data.blocks]
     where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
-    for b, table in enumerate(inspector.tables):
-        for pos, run in enumerate(table.block.runs.tolist()):
+    for b, block in enumerate(data.blocks):
+        for pos, run in enumerate(block.runs):
             where[run] = (b, pos)
     starts = [int(sl.start.min()) for sl in blocks if sl.start.size]
     origin = min(starts, default=0)
-    memory: dict[int, dict[str, int]] = {}  # run -> {allocator: bytes}
-    for usage in inspector.get_memory_usage():
-        memory.setdefault(usage.run, {})[allocator_label(usage)] = usage.total_bytes
+    memory = data.memory  # run -> {allocator: bytes}
     allocators = sorted({label for per_run in memory.values() for label in per_run})
     counter_uuid = {label: 2 + i for i, label in enumerate(allocators)}
     first_run_uuid = 2 + len(allocators)
 
-    trace = pb.Trace()
-    packet = trace.packet.add()
+    head = pb.Trace()
+    packet = head.packet.add()
     packet.trusted_packet_sequence_id = DESCRIPTOR_SEQUENCE
     track = packet.track_descriptor
     track.uuid = PROCESS_UUID
@@ -94,7 +80,7 @@ def write_perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
     track.process.process_name = "delegate-lens"
     track.child_ordering = pb.TrackDescriptor.EXPLICIT
     for label in allocators:
-        packet = trace.packet.add()
+        packet = head.packet.add()
         packet.trusted_packet_sequence_id = DESCRIPTOR_SEQUENCE
         track = packet.track_descriptor
         track.uuid = counter_uuid[label]
@@ -104,13 +90,13 @@ def write_perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
         track.counter.unit = pb.CounterDescriptor.UNIT_SIZE_BYTES
     for run in sorted(where):
         b, pos = where[run]
-        method = inspector.tables[b].method
-        packet = trace.packet.add()
+        method = data.blocks[b].method
+        packet = head.packet.add()
         packet.trusted_packet_sequence_id = DESCRIPTOR_SEQUENCE
         track = packet.track_descriptor
         track.uuid = first_run_uuid + run
         track.parent_uuid = PROCESS_UUID
-        track.name = f"run {run}: {fc.run_names[run] or ''}" + (f" ({method})" if method else "")
+        track.name = f"run {run}: {data.run_names[run] or ''}" + (f" ({method})" if method else "")
         track.sibling_order_rank = run
         sl = blocks[b]
         if run in memory and sl.rows:
@@ -118,24 +104,24 @@ def write_perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
             last = (int(sl.end[pos].max()) - origin) * scale
             for label, total in memory[run].items():
                 for ts, value in ((first, total), (last, 0)):
-                    packet = trace.packet.add()
+                    packet = head.packet.add()
                     packet.trusted_packet_sequence_id = DESCRIPTOR_SEQUENCE
                     packet.timestamp = ts
                     event = packet.track_event
                     event.type = pb.TrackEvent.TYPE_COUNTER
                     event.track_uuid = counter_uuid[label]
                     event.counter_value = value
-    stream.write(trace.SerializeToString())
+    stream.write(head.SerializeToString())
 
-    for sl in blocks:
-        if sl.rows:
-            _write_block(pb, stream, sl, origin, scale, first_run_uuid)
+    for block in data.blocks:
+        if block.slices.rows:
+            _write_block(pb, stream, block, origin, scale, first_run_uuid)
 
 
 def _write_block(
     pb: ModuleType,
     stream: IO[bytes],
-    sl: BlockSlices,
+    block: TraceBlock,
     origin: int,
     scale: int,
     first_run_uuid: int,
@@ -144,17 +130,19 @@ def _write_block(
     holding only it (serialized ``Trace`` messages concatenate, as the package's streaming
     builder writes them); the slice packets reuse one message per kind, only their
     timestamp and name change."""
+    sl = block.slices
+    keys = [block.rows[j].event_name for j in sl.rows]
     names: dict[str, int] = {}
-    for key in sl.keys:
-        names.setdefault(key.name, len(names) + 1)
-    iids = [names[key.name] for key in sl.keys]
+    for name in keys:
+        names.setdefault(name, len(names) + 1)
+    iids = [names[name] for name in keys]
     begin_trace, end_trace = pb.Trace(), pb.Trace()
     begin, end = begin_trace.packet.add(), end_trace.packet.add()
     begin.track_event.type = pb.TrackEvent.TYPE_SLICE_BEGIN
     end.track_event.type = pb.TrackEvent.TYPE_SLICE_END
     begin_event = begin.track_event
     serialize_begin, serialize_end = begin_trace.SerializeToString, end_trace.SerializeToString
-    runs = sl.table.block.runs.tolist()
+    runs = list(block.runs)
     span = max(1, _NEST_EVENTS // len(sl.rows))
     for lo in range(0, len(runs), span):
         nested = sl.nested(slice(lo, lo + span))

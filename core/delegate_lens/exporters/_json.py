@@ -17,14 +17,8 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.inspector.debugdata import value_to_json
-from delegate_lens.inspector.timescale import decimal_places
-
 if TYPE_CHECKING:
-    from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.tables import BlockTable
-
-__all__ = ["format_decimals", "write_json"]
+    from delegate_lens.exporters._rows import JsonBlock, JsonInput
 
 _EXACT_LIMIT = 1 << 53  # ticks beyond this are not exact as float64
 
@@ -73,6 +67,22 @@ def format_decimals(ticks: npt.NDArray[np.uint64], places: int) -> list[str]:
     ]
 
 
+def value_to_json(value: object) -> Any:
+    """A debug value as JSON: tensors as ``{"dtype", "shape", "values"}``."""
+    if isinstance(value, np.ndarray):
+        values = value
+        if value.dtype.kind in "fc" and not np.isfinite(value).all():
+            # JSON has no NaN/inf: those elements become null
+            values = value.astype(object)
+            values[~np.isfinite(value)] = None
+        return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values.tolist()}
+    if isinstance(value, list):
+        return [value_to_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def _num(value: float) -> str:
     return "null" if math.isnan(value) or math.isinf(value) else repr(float(value))
 
@@ -107,67 +117,62 @@ def _dumps(value: object) -> str:
         return json.dumps(_finite(json.loads(json.dumps(value, default=_default))))
 
 
-def _raw_texts(inspector: Inspector, table: BlockTable) -> dict[int, str]:
+def _raw_texts(block: JsonBlock) -> dict[int, str]:
     """Row -> the text inside ``"raw": [...]`` for every row with samples."""
     out: dict[int, str] = {}
-    places = decimal_places(inspector.time_factor)
-    exact_rows = np.flatnonzero(table.exact)
-    if places is not None and table.ticks is not None and len(exact_rows):
-        ticks = table.ticks[exact_rows]
+    places = block.places
+    exact_rows = np.flatnonzero(block.exact)
+    if places is not None and block.ticks is not None and len(exact_rows):
+        ticks = block.ticks[exact_rows]
         if int(ticks.max(initial=0)) < _EXACT_LIMIT:
             for row, text in zip(exact_rows, format_decimals(ticks, places)):
                 out[int(row)] = text
-    for row in np.flatnonzero(table.block.has_perf):
-        if int(row) not in out:
-            out[int(row)] = ", ".join(_num(v) for v in table.samples[row].tolist())
+    for r in block.rows:
+        if r.stats is not None and r.row not in out:
+            out[r.row] = ", ".join(_num(v) for v in block.samples[r.row].tolist())
     return out
 
 
-def write_json(inspector: Inspector, stream: IO[str]) -> None:
-    """Write the contract JSON (see the module docstring)."""
-    source = _dumps(inspector.source_time_scale.value)
-    target = _dumps(inspector.target_time_scale.value)
+def write_json(data: JsonInput, stream: IO[str]) -> None:
+    """Write the contract JSON of ``data`` (see the module docstring)."""
+    source = _dumps(data.source_time_scale)
+    target = _dumps(data.target_time_scale)
     stream.write(f'{{"source_time_scale": {source}, "target_time_scale": {target}, "blocks": [')
-    for b, table in enumerate(inspector.tables):
+    for b, block in enumerate(data.blocks):
         if b:
             stream.write(", ")
         head = {
-            "name": table.name,
-            "bundled_input_index": int(table.block.bundled_input_index),
-            "method": table.method,
-            "runs": [int(r) for r in table.block.runs],
+            "name": block.name,
+            "bundled_input_index": block.bundled_input_index,
+            "method": block.method,
+            "runs": list(block.runs),
         }
         stream.write(_dumps(head)[:-1] + ', "events": [')
-        raws = _raw_texts(inspector, table)
-        if table.debug_data:
-            inspector.say_debug_problems()
+        raws = _raw_texts(block)
         parts = []
-        for j, key in enumerate(table.keys):
-            link = table.links[j]
-            if j in raws:
-                st = table.stats[:, j]
-                p10, p50, p90, avg, low, high = (_num(v) for v in st.tolist())
+        for row in block.rows:
+            if row.stats is not None and row.row in raws:
+                p10, p50, p90, avg, low, high = (_num(v) for v in row.stats.as_tuple())
                 perf = (
-                    f'{{"raw": [{raws[j]}], "p10": {p10}, "p50": {p50}, "p90": {p90}, '
+                    f'{{"raw": [{raws[row.row]}], "p10": {p10}, "p50": {p50}, "p90": {p90}, '
                     f'"avg": {avg}, "min": {low}, "max": {high}}}'
                 )
             else:
                 perf = "null"
-            parsed = inspector.row_metadata(table, j)[1]
             fields = {
-                "instruction_id": None if key.instruction_id < 0 else key.instruction_id,
-                "op_types": link.op_types,
-                "debug_handles": link.debug_handles,
-                "delegate_debug_identifier": key.identifier,
-                "is_delegated_op": key.identifier is not None,
-                "delegate_backend_name": link.delegate_backend_name,
-                "module_hierarchy": link.module_hierarchy,
-                "stack_traces": link.stack_traces,
-                "debug_data": [value_to_json(v) for v in table.debug_data.get(j, [])],
-                "delegate_debug_metadatas": parsed,
+                "instruction_id": None if row.instruction_id < 0 else row.instruction_id,
+                "op_types": row.op_types,
+                "debug_handles": row.debug_handles,
+                "delegate_debug_identifier": row.identifier,
+                "is_delegated_op": row.identifier is not None,
+                "delegate_backend_name": row.delegate_backend_name,
+                "module_hierarchy": row.module_hierarchy,
+                "stack_traces": row.stack_traces,
+                "debug_data": list(row.debug_data),
+                "delegate_debug_metadatas": row.metadata,
             }
             rest = _dumps(fields)[1:]  # drop the opening brace
-            parts.append(f'{{"name": {_dumps(key.name)}, "perf_data": {perf}, {rest}')
+            parts.append(f'{{"name": {_dumps(row.event_name)}, "perf_data": {perf}, {rest}')
         stream.write(", ".join(parts))
         stream.write("]}")
     stream.write("]}\n")

@@ -1,4 +1,4 @@
-"""The Inspector's tables as text: the printed table, TSV, CSV and a pandas DataFrame.
+"""The Inspector's tables as text: the printed table, TSV and CSV.
 
 The printed table and TSV have the reference's columns (``OPERATOR_CALL`` rows left out):
 block name, event name, p10/p50/p90/avg/min/max in the target unit, op types, whether the
@@ -15,25 +15,10 @@ import shutil
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from delegate_lens.errors import MissingExtraError
 from delegate_lens.texttable import align_columns
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.model import EventBlock
-
-__all__ = [
-    "TABLE_RIGHT",
-    "stat_columns",
-    "table_cells",
-    "terminal_width",
-    "to_dataframe",
-    "write_csv",
-    "write_table",
-    "write_tsv",
-]
+    from delegate_lens.exporters._rows import TableInput, TableRow
 
 _STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN_IN_TABLE = "OPERATOR_CALL"
@@ -46,8 +31,8 @@ def _op_types_text(op_types: list[str]) -> str:
     return f"['{op_types[0]}', '{op_types[1]}' ... '{op_types[-1]}'] ({len(op_types)} total)"
 
 
-def _headers(inspector: Inspector, include_units: bool, metadata: bool) -> list[str]:
-    unit = f" ({inspector.target_time_scale.value})" if include_units else ""
+def _headers(table: TableInput, include_units: bool, metadata: bool) -> list[str]:
+    unit = f" ({table.unit})" if include_units else ""
     cols = ["event_block_name", "event_name", *(s + unit for s in _STATS)]
     cols += ["op_types", "is_delegated_op", "delegate_backend_name"]
     if metadata:
@@ -66,19 +51,16 @@ def _delegate_row_name(name: str, backend: str | None, identifier: int | str) ->
     )
 
 
-def _has_bundled(inspector: Inspector) -> bool:
+def _has_bundled(rows: Sequence[TableRow]) -> bool:
     """Whether a run used a bundled program's inputs (the table then shows which)."""
-    return any(t.block.bundled_input_index >= 0 for t in inspector.tables)
+    return any(r.bundled_input_index >= 0 for r in rows)
 
 
 def _rows(
-    inspector: Inspector, metadata: bool, named: bool = False, bundled: bool = False
+    table: TableInput, metadata: bool, named: bool = False, bundled: bool = False
 ) -> Iterator[list[Any]]:
     """The table's rows; with ``bundled`` each ends with its block's bundled input index."""
-    from delegate_lens.inspector.rows import table_rows
-
-    tables = inspector.tables
-    for r in table_rows(inspector):
+    for r in table.rows:
         if _HIDDEN_IN_TABLE in r.event_name:
             continue
         stats: list[Any] = list(r.stats.as_tuple()) if r.stats is not None else [None] * 6
@@ -88,9 +70,9 @@ def _rows(
         row = [r.block, name, *stats]
         row += [list(r.op_types), r.is_delegated_op, r.delegate_backend_name]
         if metadata:
-            row.append(inspector.row_metadata(tables[r.block_index], r.row)[1])
+            row.append(r.metadata)
         if bundled:
-            row.append(tables[r.block_index].block.bundled_input_index)
+            row.append(r.bundled_input_index)
         yield row
 
 
@@ -191,7 +173,7 @@ def _metadata_text(value: object) -> str:
 
 
 def table_cells(
-    inspector: Inspector,
+    table: TableInput,
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
     *,
@@ -205,15 +187,16 @@ def table_cells(
     the parsed delegate metadata when the file has any, one column per key (the first
     sample's values) — on a terminal and in a pipe alike. With ``width`` (a terminal) the
     headers are short, ``False``/``[]`` are left blank, and the event names, op types and
-    metadata are shortened (ending ``...``) so that lines fit that many columns.
+    metadata are shortened (ending ``...``) so that lines fit that many columns. The rows
+    of ``table`` hold their metadata when it is shown.
     """
     view = width is not None if view is None else view
     metadata = include_delegate_debug_data
     if view and not metadata:
-        metadata = bool((inspector.file_columns.metadata_length >= 0).any())
-    headers = _headers(inspector, include_units, metadata and not view)
-    bundled = _has_bundled(inspector)
-    raw_rows = list(_rows(inspector, metadata, named=view, bundled=bundled))
+        metadata = table.has_metadata
+    headers = _headers(table, include_units, metadata and not view)
+    bundled = _has_bundled(table.rows)
+    raw_rows = list(_rows(table, metadata, named=view, bundled=bundled))
     # an addition: which bundled test case each block's runs used, placed after the block
     # once the other columns are fitted (their positions are fixed above)
     bundled_cells = [_fmt(row.pop()) for row in raw_rows] if bundled else []
@@ -249,7 +232,7 @@ def stat_columns(headers: Sequence[str]) -> range:
 
 
 def write_table(
-    inspector: Inspector,
+    table: TableInput,
     file: IO[str],
     *,
     include_units: bool = True,
@@ -260,7 +243,7 @@ def write_table(
     """A human-readable table, columns aligned (see :func:`table_cells` for ``width`` and
     ``view``)."""
     headers, body = table_cells(
-        inspector, include_units, include_delegate_debug_data, width=width, view=view
+        table, include_units, include_delegate_debug_data, width=width, view=view
     )
     for text in align_columns([headers, *body], right=stat_columns(headers), rule=True):
         file.write(text + "\n")
@@ -277,16 +260,16 @@ def _tsv_cell(value: object) -> str:
 
 
 def write_tsv(
-    inspector: Inspector,
+    table: TableInput,
     file: IO[str],
     *,
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
 ) -> None:
     """The printed table as TSV, with a leading index column (as pandas writes it)."""
-    headers = _headers(inspector, include_units, include_delegate_debug_data)
+    headers = _headers(table, include_units, include_delegate_debug_data)
     file.write("\t" + "\t".join(headers) + "\n")
-    for i, row in enumerate(_rows(inspector, include_delegate_debug_data)):
+    for i, row in enumerate(_rows(table, include_delegate_debug_data)):
         file.write(f"{i}\t" + "\t".join(_tsv_cell(v) for v in row) + "\n")
 
 
@@ -306,108 +289,27 @@ CSV_COLUMNS = (
 )
 
 
-def write_csv(inspector: Inspector, file: IO[str]) -> None:
+def write_csv(table: TableInput, file: IO[str]) -> None:
     """Every row (``OPERATOR_CALL`` included) with ids, handles and module paths."""
     writer = csv.writer(file, lineterminator="\n")
-    unit = inspector.target_time_scale.value
-    writer.writerow([c if c not in _STATS else f"{c} ({unit})" for c in CSV_COLUMNS])
-    for table in inspector.tables:
-        for j, key in enumerate(table.keys):
-            link = table.links[j]
-            perf = bool(table.block.has_perf[j])
-            handles = link.debug_handles
-            if isinstance(handles, int):
-                handles = [handles]
-            writer.writerow(
-                [
-                    table.index,
-                    table.name,
-                    key.name,
-                    "" if key.instruction_id < 0 else key.instruction_id,
-                    "" if key.identifier is None else key.identifier,
-                    key.identifier is not None,
-                    link.delegate_backend_name or "",
-                    table.n_runs if perf else 0,
-                    *(repr(float(v)) if perf else "" for v in table.stats[:, j]),
-                    ";".join(link.op_types),
-                    ";".join(str(h) for h in handles or []),
-                    ";".join(link.module_paths),
-                ]
-            )
-
-
-def require_pandas() -> Any:
-    """The pandas module, or MissingExtraError naming the extra."""
-    try:
-        import pandas as pd
-    except ImportError as exc:
-        raise MissingExtraError(
-            "DataFrames need pandas: install the 'pandas' extra (pip install 'delegate-lens[pandas]')"
-        ) from exc
-    return pd
-
-
-def to_dataframe(
-    inspector: Inspector, *, include_units: bool = True, include_delegate_debug_data: bool = False
-) -> Any:
-    """One DataFrame row per event with the reference's columns (needs pandas)."""
-    return blocks_to_dataframe(
-        inspector.event_blocks,
-        include_units=include_units,
-        include_delegate_debug_data=include_delegate_debug_data,
-    )
-
-
-def dataframe_columns(unit: str, include_delegate_debug_data: bool) -> list[str]:
-    """The reference's DataFrame columns, in its order (``unit`` e.g. ``" (ms)"`` or ``""``)."""
-    names = [
-        "event_block_name",
-        "event_name",
-        "raw",
-        *(s + unit for s in _STATS),
-        "op_types",
-        "delegate_debug_identifier",
-        "stack_traces",
-        "module_hierarchy",
-        "is_delegated_op",
-        "delegate_backend_name",
-        "debug_data",
-        "start_time",
-    ]
-    if include_delegate_debug_data:
-        names.append("delegate_debug_metadata")
-    return names
-
-
-def blocks_to_dataframe(
-    blocks: Sequence[EventBlock],
-    *,
-    include_units: bool = True,
-    include_delegate_debug_data: bool = False,
-) -> Any:
-    """One DataFrame row per event of ``blocks`` (needs pandas)."""
-    pd = require_pandas()
-    scale = blocks[0].target_time_scale.value if blocks else "ms"
-    unit = f" ({scale})" if include_units else ""
-    columns: dict[str, list[Any]] = {
-        name: [] for name in dataframe_columns(unit, include_delegate_debug_data)
-    }
-    for block in blocks:
-        for event in block.events:
-            perf = event.perf_data
-            columns["event_block_name"].append(block.name)
-            columns["event_name"].append(event.name)
-            columns["raw"].append(perf.raw if perf else None)
-            for s in _STATS:
-                columns[s + unit].append(getattr(perf, s) if perf else None)
-            columns["op_types"].append(event.op_types)
-            columns["delegate_debug_identifier"].append(event.delegate_debug_identifier)
-            columns["stack_traces"].append(event.stack_traces)
-            columns["module_hierarchy"].append(event.module_hierarchy)
-            columns["is_delegated_op"].append(event.is_delegated_op)
-            columns["delegate_backend_name"].append(event.delegate_backend_name)
-            columns["debug_data"].append(event.debug_data)
-            columns["start_time"].append(event.start_time)
-            if include_delegate_debug_data:
-                columns["delegate_debug_metadata"].append(event.delegate_debug_metadatas)
-    return pd.DataFrame(columns)
+    writer.writerow([c if c not in _STATS else f"{c} ({table.unit})" for c in CSV_COLUMNS])
+    for r in table.rows:
+        handles = r.debug_handles
+        if isinstance(handles, int):
+            handles = (handles,)
+        writer.writerow(
+            [
+                r.block_index,
+                r.block,
+                r.event_name,
+                "" if r.instruction_id < 0 else r.instruction_id,
+                "" if r.identifier is None else r.identifier,
+                r.identifier is not None,
+                r.delegate_backend_name or "",
+                r.n_samples,
+                *([repr(v) for v in r.stats.as_tuple()] if r.stats else [""] * 6),
+                ";".join(r.op_types),
+                ";".join(str(h) for h in handles or ()),
+                ";".join(r.module_paths),
+            ]
+        )

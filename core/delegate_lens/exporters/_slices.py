@@ -1,31 +1,22 @@
-"""The slices of the timeline exports (``chrome-trace``, ``perfetto``, the report's timeline):
-every profile event of a block, for all its runs at once, as numpy columns.
+"""The slices of the timeline writers (``chrome-trace``, ``perfetto``; the report's timeline
+too): every profile event of a block, for all its runs at once, as numpy columns.
 
 A slice starts at its event's start and lasts its sample (integer ticks of the runtime's
 clock). Viewers need proper nesting on a track, so a kernel or delegate event that sticks
 out of its instruction's call (a delegate clock that is not quite the runtime's) is
-clipped to the call, and :func:`nest` then clips any slice that overlaps the end of the
-slice it starts in. The order on a track: by start; at the same start outer levels first
-(``Method::execute``, then ``OPERATOR_CALL``/``DELEGATE_CALL``, then kernels, then
-delegate events), within a level zero-length slices first (siblings rather than children
-of a longer slice starting at the same instant), then longest.
+clipped to the call (the Inspector does that when it builds the :class:`Slices`), and
+:func:`nest` then clips any slice that overlaps the end of the slice it starts in. The
+order on a track: by start; at the same start outer levels first (``Method::execute``,
+then ``OPERATOR_CALL``/``DELEGATE_CALL``, then kernels, then delegate events), within a
+level zero-length slices first (siblings rather than children of a longer slice starting
+at the same instant), then longest.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 import numpy as np
 import numpy.typing as npt
-
-from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
-
-if TYPE_CHECKING:
-    from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.tables import BlockTable
-
-__all__ = ["BlockSlices", "Nested", "nest"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -35,19 +26,10 @@ BoolArray = npt.NDArray[np.bool_]
 _VECTOR_RUNS = 48
 
 
-def level(name: str, delegated: bool) -> int:
-    """Nesting level of an event: framework 0, calls 1, kernels 2, delegate events 3."""
-    if name in FRAMEWORK_EVENTS:
-        return 0
-    if name in ("OPERATOR_CALL", "DELEGATE_CALL"):
-        return 1
-    return 3 if delegated else 2
-
-
 @attrs.frozen
 class Nested:
     """Slices of some runs of a block in track order, each ``(runs, slices)``: ``cols``
-    (which of :attr:`BlockSlices.rows`), ``start`` and ``end`` (ticks, ``end`` clipped to
+    (which of :attr:`Slices.rows`), ``start`` and ``end`` (ticks, ``end`` clipped to
     the enclosing slice), ``clipped`` (either clipping changed the slice) and ``depth``
     (number of enclosing slices)."""
 
@@ -58,52 +40,18 @@ class Nested:
     depth: npt.NDArray[np.int32]
 
 
-class BlockSlices:
+@attrs.frozen(eq=False)
+class Slices:
     """Every slice of one block, for all its runs: ``start``/``end`` are ``(runs, rows)``
     integer ticks of the runtime's clock (rows: the block's rows with samples, ``rows``),
     ``clipped`` marks the slices clipped to their call, ``order`` is each run's track
     order (indices into ``rows``)."""
 
-    def __init__(self, inspector: Inspector, table: BlockTable, ticks_per_target: float) -> None:
-        fc = inspector.file_columns
-        block = table.block
-        self.table = table
-        self.rows = [int(j) for j in np.flatnonzero(block.has_perf)]
-        k = table.n_runs
-        r = len(self.rows)
-        start = np.zeros((k, r), dtype=np.int64)
-        end = np.zeros((k, r), dtype=np.int64)
-        if r:
-            start[:] = fc.start_time[block.events[:, self.rows]]
-            length = np.rint(table.samples[self.rows] * ticks_per_target).astype(np.int64)
-            for c, j in enumerate(self.rows):
-                if j in table.converted_start:
-                    start[:, c] = np.rint(table.converted_start[j] * ticks_per_target)
-            end[:] = start + length.T
-        self.keys = [table.keys[j] for j in self.rows]
-        lv = np.array([level(key.name, key.identifier is not None) for key in self.keys])
-        # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
-        calls: dict[tuple[bool, int], int] = {}
-        for c, key in enumerate(self.keys):
-            if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
-                calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
-        clipped = np.zeros((k, r), dtype=bool)
-        for c, key in enumerate(self.keys):
-            if lv[c] < 2:
-                continue
-            p = calls.get((key.identifier is not None, key.instruction_id))
-            if p is None:
-                continue
-            s = np.clip(start[:, c], start[:, p], end[:, p])
-            e = np.clip(end[:, c], s, end[:, p])
-            clipped[:, c] = (s != start[:, c]) | (e != end[:, c])
-            start[:, c] = s
-            end[:, c] = e
-        levels = np.broadcast_to(lv, (k, r))
-        self.order = np.lexsort((-end, end > start, levels, start), axis=-1)
-        self.start = start
-        self.end = end
-        self.clipped = clipped
+    rows: list[int]
+    start: IntArray
+    end: IntArray
+    clipped: BoolArray
+    order: npt.NDArray[np.intp]
 
     def nested(self, positions: slice | npt.NDArray[np.intp] = slice(None)) -> Nested:
         """The slices of the runs at ``positions`` (in the block) in track order, nested."""
