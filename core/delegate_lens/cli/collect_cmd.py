@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
 
 
 def _megabytes(text: str) -> float:
@@ -27,7 +26,7 @@ def _megabytes(text: str) -> float:
     return value
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "collect",
         help="collect ETDumps (files, folders, globs) into a Parquet dataset",

@@ -9,9 +9,13 @@ Inspector's table (``program.bpte`` bundles the program with test cases for
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 _MODELS = ("mlp", "convnet", "gpt")
 
@@ -115,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_report(paths: dict[str, Any], out_dir: Any) -> Any:
+def _write_report(paths: Mapping[str, Path], out_dir: Path) -> Path:
     """``OUT/report.html`` of the demo's files (see ``delegate-lens report``)."""
     from delegate_lens.inspector import Inspector
     from delegate_lens.report import write_report

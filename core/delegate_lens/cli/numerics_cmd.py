@@ -16,9 +16,14 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from delegate_lens.numerics import Unmatched
 
 _FORMATS = ("table", "json", "csv")
 EXIT_DIVERGENCE = 1
@@ -134,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _nothing_compared(args: argparse.Namespace, unmatched: list[Any]) -> str:
+def _nothing_compared(args: argparse.Namespace, unmatched: Sequence[Unmatched]) -> str:
     """Why no row was compared, in one line."""
     gone = [u for u in unmatched if u.side == "runtime" and "unavailable" in u.reason]
     if gone:

@@ -22,7 +22,10 @@ from typing import IO, TYPE_CHECKING, Any
 from delegate_lens.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import IO
+
+    from rich.progress import Progress
 
 __all__ = [
     "PROGRESS_DELAY",
@@ -67,7 +70,7 @@ class _Escaping:
     def write(self, text: str) -> int:
         return self._stream.write(escape_controls(text))
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
@@ -100,7 +103,7 @@ def require_rich() -> Any:
     return rich
 
 
-def is_fancy_terminal(stream: IO[Any], environ: Mapping[str, str] | None = None) -> bool:
+def is_fancy_terminal(stream: object, environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``stream`` may get colour and progress: a TTY, no ``NO_COLOR``, not dumb."""
     env = os.environ if environ is None else environ
     if env.get("NO_COLOR") or env.get("TERM") == "dumb":
@@ -129,7 +132,7 @@ def rich_console(stream: IO[str], environ: Mapping[str, str] | None = None) -> A
 class Steps:
     """What :func:`delayed_progress` yields: name the current step, advance a counted one."""
 
-    def __init__(self, progress: Any | None) -> None:
+    def __init__(self, progress: Progress | None) -> None:
         self._progress = progress
         self._task: Any = None
 
