@@ -24,7 +24,6 @@ __all__ = [
     "attach_debug_data",
     "debug_problems_message",
     "run_output",
-    "value_to_json",
 ]
 
 _DTYPES: dict[int, Any] = {
@@ -88,22 +87,6 @@ class DebugBuffer:
             return None
         flat = np.frombuffer(self.data, dtype=dtype, count=count, offset=offset)
         return flat.reshape(shape).copy()
-
-
-def value_to_json(value: object) -> Any:
-    """A debug value as JSON: tensors as ``{"dtype", "shape", "values"}``."""
-    if isinstance(value, np.ndarray):
-        values = value
-        if value.dtype.kind in "fc" and not np.isfinite(value).all():
-            # JSON has no NaN/inf: those elements become null
-            values = value.astype(object)
-            values[~np.isfinite(value)] = None
-        return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values.tolist()}
-    if isinstance(value, list):
-        return [value_to_json(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 # --------------------------------------------------------------------------- per table
