@@ -150,3 +150,27 @@ def test_memory_usage_from_columns_equals_from_runs(runs: list[list[Event]]) -> 
     inspector = Inspector(etdump_data=data)
     assert inspector.get_memory_usage() == want
     assert inspector._etdump is None  # no run objects were made for it
+
+
+def test_a_table_of_some_runs_is_those_runs_of_the_table() -> None:
+    """What the report's timeline slices: only the runs it shows."""
+    inspector = Inspector(etdump_path=VECTORS / "gpt_portable" / "etdump.etdp")
+    for t in inspector.tables:
+        picked = [0, t.n_runs - 1] if t.n_runs > 1 else [0]
+        some = t.with_runs(picked)
+        assert some.n_runs == len(picked) and some.n_rows == t.n_rows
+        assert np.array_equal(some.samples, t.samples[:, picked], equal_nan=True)
+        assert np.array_equal(some.block.events, t.block.events[picked])
+        assert np.array_equal(some.block.runs, t.block.runs[picked])
+        ticks, all_ticks = some.ticks, t.ticks
+        assert ticks is not None and all_ticks is not None
+        assert np.array_equal(ticks, all_ticks[:, picked])
+        assert some.keys == t.keys and some.links == t.links
+
+
+def test_rows_with_nan_as_zero() -> None:
+    inspector = Inspector(etdump_path=VECTORS / "mlp_xnnpack" / "etdump.etdp")
+    for t in inspector.tables:
+        rows = t.zeroed_rows
+        for j in range(t.n_rows):
+            assert np.array_equal(rows[j], np.nan_to_num(t.samples)[j])

@@ -362,13 +362,17 @@ def build_blocks(fc: FileColumns) -> Grouping:
         run_arr = np.asarray(runs, dtype=np.int64)
         m = int(merge.counts[runs[0]])
         has_perf, group = merge.firsts[(name, bundled, _rows)]
-        positions = bounds[run_arr][:, None] + np.arange(m, dtype=np.int64)[None, :]
+        events = np.empty((len(run_arr), m), dtype=rows.dtype)
+        step = max(1, _CHUNK // max(m, 1))  # gathered a few runs at a time
+        for i in range(0, len(run_arr), step):
+            first = bounds[run_arr[i : i + step]]
+            events[i : i + step] = rows[first[:, None] + np.arange(m, dtype=np.int64)[None, :]]
         blocks.append(
             Block(
                 name=name,
                 bundled_input_index=bundled,
                 runs=run_arr,
-                events=rows[positions],
+                events=events,
                 has_perf=has_perf,
                 group=group,
             )

@@ -147,7 +147,7 @@ def module_rows(
             entry.count += 1
             entry.samples = entry.samples + times
 
-    samples = np.nan_to_num(table.samples)
+    samples = table.zeroed_rows  # NaN as 0, a row at a time (no copy of the matrix)
     for j in np.flatnonzero(attribution.row_charge >= 0).tolist():
         chain = _row_chain(table, attribution, j)
         if chain is None:

@@ -8,7 +8,7 @@ also keep the tick matrix, so that writers can print them as exact decimals quic
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -20,7 +20,14 @@ from delegate_lens.inspector.build import Block, FileColumns
 from delegate_lens.inspector.linking import RowKey, RowLink
 from delegate_lens.inspector.timescale import elapsed_float, elapsed_ticks
 
-__all__ = ["BlockTable", "DelegateTimes", "compute_samples", "exact_ticks", "row_keys"]
+__all__ = [
+    "BlockTable",
+    "DelegateTimes",
+    "ZeroedRows",
+    "compute_samples",
+    "exact_ticks",
+    "row_keys",
+]
 
 FloatArray = npt.NDArray[np.float64]
 DelegateTimes = Callable[
@@ -59,6 +66,27 @@ class BlockTable:
         return self.ticks_of()
 
     @property
+    def zeroed_rows(self) -> ZeroedRows:
+        """``samples`` row by row with NaN as 0.0 (``zeroed_rows[j]``), each row made when
+        read: no copy of the whole matrix (8 bytes per event) for readers of rows."""
+        return ZeroedRows(self.samples)
+
+    def with_runs(self, positions: Sequence[int]) -> BlockTable:
+        """This table with only the block's runs at ``positions`` (each run's samples,
+        events and converted start times are its own, so whatever is computed run by run
+        comes out the same; ``stats`` stay the whole block's): for views that show a few
+        runs of a big block."""
+        at = list(positions)
+        block = attrs.evolve(self.block, runs=self.block.runs[at], events=self.block.events[at])
+        return attrs.evolve(
+            self,
+            block=block,
+            samples=self.samples[:, at],
+            converted_start={j: v[at] for j, v in self.converted_start.items()},
+            ticks_of=lambda: None if (t := self.ticks) is None else t[:, at],
+        )
+
+    @property
     def name(self) -> str:
         return self.block.name or ""
 
@@ -69,6 +97,16 @@ class BlockTable:
     @property
     def n_runs(self) -> int:
         return len(self.block.runs)
+
+
+class ZeroedRows:
+    """The rows of a samples matrix with NaN as 0.0, each made when read."""
+
+    def __init__(self, samples: FloatArray) -> None:
+        self._samples = samples
+
+    def __getitem__(self, row: int) -> FloatArray:
+        return np.nan_to_num(self._samples[row], nan=0.0)
 
 
 def row_keys(fc: FileColumns, block: Block) -> list[RowKey]:

@@ -65,20 +65,21 @@ def timeline_runs(
     for table in inspector.tables:
         if not table.block.has_perf.any():
             continue
-        slices = block_slices(inspector, table)
-        ids = [row_ids.of(table.index, j) for j in slices.rows]
         runs = table.block.runs.tolist()
         picks = dict(sample_runs(table))
         for pos, run in enumerate(runs):
             if run in wanted:
                 picks[pos] = f"{picks[pos]}, chosen" if picks.get(pos) else "chosen"
-        for pos, why in sorted(picks.items()):
-            starts = slices.start[pos].tolist()
-            ends = slices.end[pos].tolist()
+        # the slices of the shown runs only (each run's are its own), not of every run
+        slices = block_slices(inspector, table.with_runs(sorted(picks)))
+        ids = [row_ids.of(table.index, j) for j in slices.rows]
+        for at, (pos, why) in enumerate(sorted(picks.items())):
+            starts = slices.start[at].tolist()
+            ends = slices.end[at].tolist()
             origin = min(starts) if starts else 0
             row_col, start_col, dur_col, depth_col = [], [], [], []
             stack: list[int] = []
-            for c in slices.order[pos].tolist():
+            for c in slices.order[at].tolist():
                 s, e = starts[c], ends[c]
                 while stack and stack[-1] <= s and not (stack[-1] == s == e):
                     stack.pop()
