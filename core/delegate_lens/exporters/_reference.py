@@ -16,19 +16,14 @@ import csv
 import math
 from typing import IO, TYPE_CHECKING, Any
 
+from delegate_lens.exporters._table import _STATS, _op_types_text
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from delegate_lens.exporters._rows import TableInput
 
-_STATS = ("p10", "p50", "p90", "avg", "min", "max")
 _HIDDEN = "OPERATOR_CALL"
-
-
-def _op_types(op_types: list[str]) -> str:
-    if len(op_types) < 5:
-        return str(op_types)
-    return f"['{op_types[0]}', '{op_types[1]}' ... '{op_types[-1]}'] ({len(op_types)} total)"
 
 
 def reference_rows(
@@ -46,7 +41,7 @@ def reference_rows(
             continue
         stats: list[Any] = list(r.stats.as_tuple()) if r.stats else [None] * 6
         start = list(starts) if r.stats and starts is not None else None
-        row = [r.block, r.event_name, *stats, _op_types(list(r.op_types))]
+        row = [r.block, r.event_name, *stats, _op_types_text(list(r.op_types))]
         row += [r.is_delegated_op, r.delegate_backend_name, start]
         rows.append(row)
         if include_delegate_debug_data:
