@@ -66,6 +66,21 @@ def test_the_inspector_face_loads_what_is_asked_for() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_plugin_host_loads_what_its_built_ins_use() -> None:
+    """Every command builds the plugin manager: its built-ins bring the mapping helpers, not
+    the backend classes, and no error's suggestions (difflib) are prepared."""
+    code = (
+        "import sys\n"
+        "from delegate_lens.pluginmanager import get_plugin_manager\n"
+        "assert get_plugin_manager().get_plugin('delegate_lens.builtins.mapping_validator')\n"
+        "assert 'delegate_lens.backend._mapping' in sys.modules\n"
+        "for name in ('delegate_lens.backend._details', 'delegate_lens.backend._partitioner',"
+        " 'difflib'):\n"
+        "    assert name not in sys.modules, name\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "chrome-trace"])
 def test_inspect_imports_no_optional_extra(vectors_dir: Path, fmt: str, tmp_path: Path) -> None:
     v = vectors_dir / "mlp_xnnpack"

@@ -31,7 +31,6 @@ messages) and :func:`list_plugins` (:class:`PluginInfo` for every registered plu
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.metadata
 import inspect
@@ -358,6 +357,8 @@ def _check_unknown_hooks(
             continue
         if all(impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin):
             continue
+        import difflib  # an error's suggestion: not imported by every start
+
         guess = difflib.get_close_matches(caller.name, known, n=1)
         hint = f" (did you mean {guess[0]}?)" if guess else ""
         pm.unregister(plugin)
