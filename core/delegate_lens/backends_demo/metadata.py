@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 __all__ = ["METADATA_VERSION", "decode", "encode", "parse"]
 
@@ -33,7 +32,7 @@ def encode(metadata: Mapping[str, str | int]) -> bytes:
     )
 
 
-def decode(data: bytes) -> dict[str, Any]:
+def decode(data: bytes) -> dict[str, str | int]:
     """One record -> ``{"kernel", "flops", "bytes_moved"}``; ``ValueError`` on bad bytes."""
     if len(data) < _HEAD.size:
         raise ValueError(f"demo metadata record of {len(data)} bytes is truncated (< {_HEAD.size})")
@@ -48,9 +47,9 @@ def decode(data: bytes) -> dict[str, Any]:
     return {"kernel": kernel, "flops": flops, "bytes_moved": moved}
 
 
-def parse(metadatas: Sequence[bytes]) -> dict[str, list[Any]]:
+def parse(metadatas: Sequence[bytes]) -> dict[str, list[str | int]]:
     """The samples of one Inspector row -> ``{"kernel": [...], "flops": [...], "bytes_moved": [...]}``."""
-    out: dict[str, list[Any]] = {"kernel": [], "flops": [], "bytes_moved": []}
+    out: dict[str, list[str | int]] = {"kernel": [], "flops": [], "bytes_moved": []}
     for data in metadatas:
         record = decode(data)
         for key, values in out.items():

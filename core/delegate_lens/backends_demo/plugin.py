@@ -11,7 +11,7 @@ must stay torch-free).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delegate_lens import hookimpl
 from delegate_lens.backends_demo import BACKEND_ID
@@ -71,7 +71,7 @@ def dl_encode_delegate_metadata(backend_id: str, metadata: object) -> bytes | No
 @hookimpl
 def dl_parse_delegate_metadata(
     backend_id: str, metadatas: Sequence[bytes]
-) -> dict[str, list[Any]] | None:
+) -> dict[str, list[str | int]] | None:
     if backend_id != BACKEND_ID:
         return None
     from delegate_lens.backends_demo.metadata import parse

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import flatbuffers
 import numpy as np
+import numpy.typing as npt
 
 from delegate_lens.bundled_program.config import MethodTestCase, MethodTestSuite
 from delegate_lens.bundled_program.schema import (
@@ -216,7 +217,7 @@ class _Reader:
         return bytes(self.data[start : start + count])
 
 
-def _read_tensor(r: _Reader, t: _Table) -> np.ndarray[Any, Any]:
+def _read_tensor(r: _Reader, t: _Table) -> npt.NDArray[np.generic]:
     code = r.scalar(t, 0, "<b", 0, "scalar_type")
     dtype = _DTYPES.get(code)
     if dtype is None:
@@ -249,7 +250,7 @@ def _read_tensor(r: _Reader, t: _Table) -> np.ndarray[Any, Any]:
     return out
 
 
-def _read_value(r: _Reader, t: _Table) -> Any:
+def _read_value(r: _Reader, t: _Table) -> BundledValue:
     tag = r.scalar(t, 0, "<B", 0, "val_type")
     pos = r.ref(t, 1, "val")
     if pos is None or tag == 0:

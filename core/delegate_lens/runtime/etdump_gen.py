@@ -57,6 +57,7 @@ from delegate_lens.runtime.event_tracer import EventTracer, EventTracerEntry, en
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from delegate_lens.etdump import ETDump
     from delegate_lens.etdump.columns import EventColumns
 
 __all__ = ["DEBUG_BUFFER_ALIGNMENT", "DebugBufferFullWarning", "ETDumpGen"]
@@ -158,7 +159,7 @@ class ETDumpGen(EventTracer):
 
     # ------------------------------------------------------------------ delegate side
 
-    def _metadata(self, metadata: object) -> Any:
+    def _metadata(self, metadata: object) -> bytes | tuple[str | None, object]:
         """Bytes to store, or ``(backend_id, snapshot)`` of a structured value.
 
         Structured values are encoded when the ETDump is built (once per distinct value);
@@ -338,7 +339,7 @@ class ETDumpGen(EventTracer):
         """The used part of the debug buffer (what :meth:`write` stores)."""
         return bytes(self._debug_buffer[: self._debug_used])
 
-    def _build(self) -> Any:
+    def _build(self) -> ETDump:
         from delegate_lens.etdump import ETDump, RunData
         from delegate_lens.etdump.columns import EventColumns
 

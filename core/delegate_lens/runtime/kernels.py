@@ -99,7 +99,7 @@ def _torch_attr(kind: str, name: str, cls: type) -> Any:
     return value
 
 
-def constant_value(value: Value) -> Any:
+def constant_value(value: Value) -> object:
     """The Python/torch object for a value known at load time (not lists, not runtime tensors)."""
     if isinstance(value, TensorValue):
         dtype = _torch_attr("dtype", value.dtype, torch.dtype)
