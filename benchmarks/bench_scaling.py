@@ -2,7 +2,7 @@
 over 1x, 2x, 5x, 10x, 20x the big vector.
 
     python benchmarks/bench_scaling.py [--sizes 1,2] [--repeat 3] [--full]
-        [--commands inspect,api,report,chrome-trace,perfetto,collect]
+        [--commands inspect,api,inspector,report,chrome-trace,perfetto,collect]
         [--reference-python /path/to/venv/bin/python]
 
 Inputs: ``gpt_portable_big`` (482,002 events, 2,000 runs) with its runs repeated N times,
@@ -16,6 +16,7 @@ file (its size gives the output bytes per event):
 
 * ``inspect``: ``delegate-lens inspect F --etrecord R`` (the table);
 * ``api``: ``python -c`` ``Inspector(etdump_path=F, etrecord=R).to_dataframe()``;
+* ``inspector``: the same without the DataFrame (the Inspector and its tables);
 * ``report``: ``delegate-lens report F --etrecord R -o OUT.html``;
 * ``chrome-trace`` / ``perfetto``: ``inspect --format ...``;
 * ``collect``: ``delegate-lens collect -q F --etrecord R -o DATASET`` (a new dataset each run).
@@ -50,7 +51,7 @@ from machine import describe as describe_machine
 BIG = VECTORS / "gpt_portable_big"
 ETRECORD = BIG / "etrecord.bin"
 CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-scaling"
-COMMANDS = ("inspect", "api", "report", "chrome-trace", "perfetto", "collect")
+COMMANDS = ("inspect", "api", "inspector", "report", "chrome-trace", "perfetto", "collect")
 FULL_SIZES = (1, 2, 5, 10, 20)
 
 OURS_API = (
@@ -58,6 +59,12 @@ OURS_API = (
     "from delegate_lens.inspector import Inspector\n"
     "df = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2]).to_dataframe()\n"
     "assert len(df) > 0\n"
+)
+OURS_INSPECTOR = (  # the Python API without a DataFrame: the Inspector and its tables
+    "import sys\n"
+    "from delegate_lens.inspector import Inspector\n"
+    "inspector = Inspector(etdump_path=sys.argv[1], etrecord=sys.argv[2])\n"
+    "assert sum(table.n_rows for table in inspector.tables) > 0\n"
 )
 REFERENCE_API = (
     "import sys\n"
@@ -146,6 +153,8 @@ def command_line(
     etrecord = str(ETRECORD)
     if command == "api":
         return [sys.executable, "-c", OURS_API, str(etdump), etrecord]
+    if command == "inspector":
+        return [sys.executable, "-c", OURS_INSPECTOR, str(etdump), etrecord]
     if command == "reference-api":
         assert reference_python is not None
         return [reference_python, "-c", REFERENCE_API, str(etdump), etrecord]
@@ -189,7 +198,7 @@ def measure(
         needs_file = command in ("report", "collect")
         # warm-up: page cache, bytecode; its output goes to a file to be measured
         out = folder / "warmup.out"
-        to_file = command not in ("api", "reference-api")
+        to_file = command not in ("api", "inspector", "reference-api")
         run_once(command_line(command, etdump, out if to_file else None, reference_python))
         output_bytes = _size(out) if out.exists() else None
         samples = []
