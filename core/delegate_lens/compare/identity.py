@@ -16,7 +16,7 @@ Two facts answer it, and ``compare`` reports both:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -101,7 +101,7 @@ class ProgramMatch:
             f"({100 * self.matched_share:.3g}%, minimum {100 * self.min_matched:.3g}%)"
         )
 
-    def asdict(self) -> dict[str, Any]:
+    def asdict(self) -> dict[str, object]:
         return {
             "same_program": self.same_program,
             "difference": self.difference or None,

@@ -4,7 +4,6 @@ summaries per block and per delegate backend."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import attrs
 import numpy as np
@@ -64,7 +63,7 @@ class RowIdentity:
     def is_delegated_op(self) -> bool:
         return self.delegate_debug_identifier is not None
 
-    def asdict(self) -> dict[str, Any]:
+    def asdict(self) -> dict[str, object]:
         return {
             "block": self.block,
             "name": self.name,
@@ -104,7 +103,7 @@ class RowComparison:
     significant: bool
     verdict: str = attrs.field(validator=attrs.validators.in_(VERDICTS))
 
-    def asdict(self, samples: bool = False) -> dict[str, Any]:
+    def asdict(self, samples: bool = False) -> dict[str, object]:
         out = self.identity.asdict()
         out.update(
             match=self.match,
@@ -135,7 +134,7 @@ class OneSidedRow:
     samples: FloatArray
     median: float
 
-    def asdict(self, samples: bool = False) -> dict[str, Any]:
+    def asdict(self, samples: bool = False) -> dict[str, object]:
         out = self.identity.asdict()
         out.update(side=self.side, n=int(self.samples.size), median=_finite_or_none(self.median))
         if samples:
@@ -172,7 +171,7 @@ class BlockSummary:
     def ratio(self) -> float | None:
         return self._share(self.new_total, self.base_total)
 
-    def asdict(self) -> dict[str, Any]:
+    def asdict(self) -> dict[str, object]:
         return {
             "block": self.block,
             "base_total": self.base_total,
@@ -202,7 +201,7 @@ class BackendSummary:
     def ratio(self) -> float | None:
         return self.new_time / self.base_time if self.base_time > 0 else None
 
-    def asdict(self) -> dict[str, Any]:
+    def asdict(self) -> dict[str, object]:
         return {
             "backend": self.backend,
             "base_calls": self.base_calls,
@@ -261,7 +260,7 @@ class CompareResult:
         html = hooks.html_display(self)
         return html if isinstance(html, str) else None
 
-    def asdict(self, samples: bool = False) -> dict[str, Any]:
+    def asdict(self, samples: bool = False) -> dict[str, object]:
         return {
             "base": self.base,
             "new": self.new,

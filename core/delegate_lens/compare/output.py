@@ -6,7 +6,7 @@ import csv
 import json
 import math
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO
 
 from delegate_lens.compare.identity import DEFAULT_MIN_MATCHED
 from delegate_lens.compare.model import CompareResult, OneSidedRow, RowComparison, RowIdentity
@@ -214,7 +214,7 @@ _CSV_HEADERS = [
 ]
 
 
-def _csv_value(value: object) -> Any:
+def _csv_value(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, float):
@@ -222,7 +222,7 @@ def _csv_value(value: object) -> Any:
     return value
 
 
-def _identity_cells(ident: RowIdentity) -> list[Any]:
+def _identity_cells(ident: RowIdentity) -> list[object]:
     return [
         ident.block,
         ident.name,
