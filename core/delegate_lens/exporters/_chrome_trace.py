@@ -143,12 +143,14 @@ class _Microseconds:
 class _ChromeBlock:
     """A block's slices with one text template per row (bytes, ASCII: ``json.dumps``
     escapes the rest): ``%d%s`` for the integer and fraction of ``ts`` and ``dur``, ``%s``
-    for the run and the extra args; ``exact`` has ``%s`` for every number."""
+    for the run and the extra args; ``plain`` the same without the extra args (none in
+    most chunks: one value less per slice); ``exact`` has ``%s`` for every number."""
 
     def __init__(self, block: TraceBlock) -> None:
         self.slices = block.slices
         self.method = block.method
         fast: list[bytes] = []
+        plain: list[bytes] = []
         exact: list[bytes] = []
         for j in self.slices.rows:
             row = block.rows[j]
@@ -157,13 +159,18 @@ class _ChromeBlock:
                 f'{{"name": {json.dumps(row.event_name)}, "cat": {cat}, "ph": "X", "pid": {_PID}, '
             )
             args = _static_args(row).replace("%", "%%")
-            for number, out in (("%d%s", fast), ("%s%s", exact)):
+            for number, extra, out in (
+                ("%d%s", "%s", fast),
+                ("%d%s", "", plain),
+                ("%s%s", "%s", exact),
+            ):
                 text = (
                     f',\n{head.replace("%", "%%")}"tid": %s, "ts": {number}, "dur": {number}, '
-                    f'"args": {{{args}, "run": %s%s}}}}'
+                    f'"args": {{{args}, "run": %s{extra}}}}}'
                 )
                 out.append(text.encode("ascii"))
         self.templates = _objects(fast)
+        self.plain = _objects(plain)
         self.exact = _objects(exact)
         self.metadata: dict[int, list[str | None]] = {}  # col -> JSON text per run position
         for c, (raws, parsed) in block.metadata.items():
@@ -182,12 +189,12 @@ class _ChromeBlock:
         take = positions - first
         return Nested(*(getattr(nested, f.name)[take] for f in attrs.fields(Nested)))
 
-    def extras(self, nested: Nested, positions: npt.NDArray[np.intp]) -> list[bytes]:
+    def extras(self, nested: Nested, positions: npt.NDArray[np.intp]) -> list[bytes] | None:
         """The args after ``"run"`` of each slice (flat, run by run): its metadata and
-        ``"clipped"``."""
+        ``"clipped"``; None when no slice has any."""
         clipped = nested.clipped.any()
         if not self.metadata and not clipped:
-            return [b""] * nested.cols.size
+            return None
         extra = np.full(nested.cols.shape, b"", dtype=object)
         for c, texts in self.metadata.items():
             for i, s in zip(*np.nonzero(nested.cols == c), strict=True):
@@ -212,40 +219,45 @@ class _ChromeBlock:
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
         extra = self.extras(nested, where)
         names = np.repeat(_objects([b"%d" % run for run in runs]), r).tolist()
-        values: list[Any] = [None] * (7 * len(extra))
-        values[0::7] = names
-        values[1::7] = ts_int
-        values[2::7] = ts_frac
-        values[3::7] = dur_int
-        values[4::7] = dur_frac
-        values[5::7] = names
-        values[6::7] = extra
+        k = 6 if extra is None else 7  # values per slice
+        values: list[Any] = [None] * (k * len(names))
+        values[0::k] = names
+        values[1::k] = ts_int
+        values[2::k] = ts_frac
+        values[3::k] = dur_int
+        values[4::k] = dur_frac
+        values[5::k] = names
+        if extra is not None:
+            values[6::k] = extra
         slow = set()
         for i in ts_bad + dur_bad:  # print these runs with the float's repr
             slow.add(i // r)
         for i in ts_bad:
-            values[7 * i + 1 : 7 * i + 3] = [
+            values[k * i + 1 : k * i + 3] = [
                 us.one(int(nested.start.flat[i]) - origin).encode(),
                 b"",
             ]
         for i in dur_bad:
             d = int(nested.end.flat[i]) - int(nested.start.flat[i])
-            values[7 * i + 3 : 7 * i + 5] = [us.one(d).encode(), b""]
-        n = 7 * r
+            values[k * i + 3 : k * i + 5] = [us.one(d).encode(), b""]
+        n = k * r
         cols = nested.cols
+        templates = self.plain if extra is None else self.templates
         same = bool((cols == cols[0]).all())
-        form = b"".join(self.templates[cols[0]].tolist()) if same else b""
+        form = b"".join(templates[cols[0]].tolist()) if same else b""
         every = tuple(values)  # one tuple, sliced run by run
         parts = []
         for i in range(len(runs)):
             chunk = every[n * i : n * (i + 1)]
             if i in slow:
-                chunk = tuple(v if isinstance(v, bytes) else b"%d" % v for v in chunk)
-                parts.append(b"".join(self.exact[cols[i]].tolist()) % chunk)
+                exact = [v if isinstance(v, bytes) else b"%d" % v for v in chunk]
+                if extra is None:  # the exact templates have the extra args: none
+                    exact = [x for at in range(0, n, k) for x in (*exact[at : at + k], b"")]
+                parts.append(b"".join(self.exact[cols[i]].tolist()) % tuple(exact))
             elif same:
                 parts.append(form % chunk)
             else:
-                parts.append(b"".join(self.templates[cols[i]].tolist()) % chunk)
+                parts.append(b"".join(templates[cols[i]].tolist()) % chunk)
         return parts
 
 

@@ -218,17 +218,20 @@ def block_slices(inspector: Inspector, table: BlockTable) -> Slices:
         if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
             calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
     clipped = np.zeros((k, r), dtype=bool)
+    inner: list[int] = []  # kernels and delegate events with a call, and their calls
+    outer: list[int] = []
     for c, key in enumerate(keys):
-        if lv[c] < 2:
-            continue
         p = calls.get((key.identifier is not None, key.instruction_id))
-        if p is None:
-            continue
-        s = np.clip(start[:, c], start[:, p], end[:, p])
-        e = np.clip(end[:, c], s, end[:, p])
-        clipped[:, c] = (s != start[:, c]) | (e != end[:, c])
-        start[:, c] = s
-        end[:, c] = e
+        if lv[c] >= 2 and p is not None:
+            inner.append(c)
+            outer.append(p)
+    if inner:  # the calls are never clipped: every inner slice at once
+        s0, e0 = start[:, inner], end[:, inner]
+        s = np.clip(s0, start[:, outer], end[:, outer])
+        e = np.clip(e0, s, end[:, outer])
+        clipped[:, inner] = (s != s0) | (e != e0)
+        start[:, inner] = s
+        end[:, inner] = e
     levels = np.broadcast_to(lv, (k, r))
     order = np.lexsort((-end, end > start, levels, start), axis=-1)
     return Slices(rows=rows, start=start, end=end, clipped=clipped, order=order)
