@@ -25,4 +25,5 @@ def test_python_examples_run(vectors_dir: Path, tmp_path: Path) -> None:
     assert "[('Default', 2, [0]), ('Execute', 7, [1, 2, 3, 4, 5])]" in out
     assert "['native_call__to_dim_order_copy.out', 'DELEGATE_CALL']" in out
     assert "[(2, 16), (), (2, 8)]" in out
+    assert "['block', 'event_block_name', 'event_name']\nTrue\n" in out  # typed rows -> CSV
     assert (tmp_path / "mlp.tsv").is_file() and (tmp_path / "mlp.trace.json").is_file()
