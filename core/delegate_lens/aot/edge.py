@@ -234,8 +234,8 @@ class EdgeProgramManager:
         return f"EdgeProgramManager(methods={self.methods})"
 
 
-def _preserved_ops(partitioners: Iterable[object], program: ExportedProgram) -> list[Any]:
-    ops: list[Any] = []
+def _preserved_ops(partitioners: Iterable[object], program: ExportedProgram) -> list[object]:
+    ops: list[object] = []
     for part in partitioners:
         hook = getattr(part, "ops_to_not_decompose", None)
         if hook is None:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.export import ExportedProgram
+
+if TYPE_CHECKING:
+    from torch.export.decomp_utils import CustomDecompTable
 
 from delegate_lens.etrecord.torch_io import quiet_torch
 
@@ -75,7 +78,7 @@ def assign_debug_handles(
     return groups
 
 
-def _decomp_table(preserve: Iterable[object]) -> Any:
+def _decomp_table(preserve: Iterable[object]) -> CustomDecompTable:
     table = torch.export.default_decompositions()
     for op in preserve:
         overloads = [op] if isinstance(op, torch._ops.OpOverload) else []

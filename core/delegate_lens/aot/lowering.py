@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import heapq
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -192,7 +192,7 @@ def placeholder_specs(ep: ExportedProgram) -> dict[torch.fx.Node, InputSpec]:
     return out
 
 
-def state_of(ep: ExportedProgram, spec: InputSpec) -> tuple[str, Any]:
+def state_of(ep: ExportedProgram, spec: InputSpec) -> tuple[str, object]:
     """``("state_dict" | "constants", tensor)`` for a parameter/buffer/constant input."""
     target = str(spec.target)
     if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER) and target in ep.state_dict:
@@ -293,7 +293,7 @@ def _boundary(
     return sorted(inputs, key=order.__getitem__), sorted(outputs, key=order.__getitem__)
 
 
-def _outside(members: set[torch.fx.Node]) -> Any:
+def _outside(members: set[torch.fx.Node]) -> Callable[[torch.fx.Node], bool]:
     """A ``replace_all_uses_with`` filter: only users outside ``members``."""
 
     def keep(user: torch.fx.Node) -> bool:

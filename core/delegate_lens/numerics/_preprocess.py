@@ -15,10 +15,11 @@ from typing import Any
 from delegate_lens.errors import UsageError
 from delegate_lens.numerics._comparators import Comparator
 
-GapFn = Callable[[Comparator, Any, Any, str], tuple[list[float], str]]
+GapFn = Callable[[Comparator, object, object, str], tuple[list[float], str]]
+_Pair = tuple[tuple[int, ...], object]  # (debug handles, value)
 
 
-def _tensor(value: object) -> Any:
+def _tensor(value: object) -> object:
     import numpy as np
     import torch
 
@@ -35,7 +36,7 @@ def _is_handles(value: object) -> bool:
     )
 
 
-def _check(mapping: object, name: str) -> list[tuple[Any, Any]]:
+def _check(mapping: object, name: str) -> list[tuple[_Pair, _Pair]]:
     if not isinstance(mapping, dict):
         raise UsageError(
             f"comparator {name!r}: preprocessing() must return a dict "

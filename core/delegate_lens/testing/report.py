@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 import attrs
 
@@ -72,7 +71,7 @@ class ConformanceReport:
     def failed_rules(self) -> list[str]:
         return [r for r in self.rules if self.findings_for(r)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "backend": self.backend_id,
             "ok": self.ok,
