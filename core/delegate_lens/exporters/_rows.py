@@ -7,12 +7,15 @@ reads only these, never the Inspector, so that this package sits below it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
-import numpy as np
-import numpy.typing as npt
 
-from delegate_lens.exporters._slices import Slices
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from delegate_lens.exporters._slices import Slices
 
 
 @attrs.frozen

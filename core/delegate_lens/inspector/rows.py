@@ -19,22 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from delegate_lens.exporters import (
-    JsonBlock,
-    JsonInput,
-    RowStats,
-    Slices,
-    TableInput,
-    TableRow,
-    TraceBlock,
-    TraceInput,
-    value_to_json,
-)
+from delegate_lens.exporters import RowStats, TableInput, TableRow
 from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
-from delegate_lens.inspector.memory import allocator_label
 from delegate_lens.inspector.timescale import TimeScale, decimal_places, units_per_second
 
 if TYPE_CHECKING:
+    from delegate_lens.exporters import JsonInput, Slices, TraceInput
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.tables import BlockTable
 
@@ -53,6 +43,8 @@ def _table_rows(
     inspector: Inspector, table: BlockTable, metadata: bool, details: bool = False
 ) -> list[TableRow]:
     """The typed rows of one block; ``details``: debug data as JSON values too."""
+    if details:
+        from delegate_lens.exporters import value_to_json
     stats = table.stats
     out = []
     bundled = int(table.block.bundled_input_index)
@@ -123,6 +115,8 @@ def table_input(
 
 def json_input(inspector: Inspector) -> JsonInput:
     """What the ``json`` writer takes (debug problems are said here, once)."""
+    from delegate_lens.exporters import JsonBlock, JsonInput
+
     places = decimal_places(inspector.time_factor)
     if any(table.debug_data for table in inspector.tables):
         inspector.say_debug_problems()
@@ -149,6 +143,9 @@ def json_input(inspector: Inspector) -> JsonInput:
 
 def trace_input(inspector: Inspector) -> TraceInput:
     """What the ``chrome-trace`` and ``perfetto`` writers take."""
+    from delegate_lens.exporters import TraceBlock, TraceInput
+    from delegate_lens.inspector.memory import allocator_label
+
     source = inspector.source_time_scale
     blocks = []
     for table in inspector.tables:
@@ -195,6 +192,8 @@ def block_slices(inspector: Inspector, table: BlockTable) -> Slices:
     """Every slice of one block for all its runs (see :class:`~delegate_lens.exporters.Slices`):
     a slice starts at its event's start and lasts its sample; a kernel or delegate event
     that sticks out of its instruction's call is clipped to the call."""
+    from delegate_lens.exporters import Slices
+
     fc = inspector.file_columns
     ticks_per_target = inspector.time_factor  # source ticks per target unit
     block = table.block
