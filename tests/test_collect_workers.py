@@ -5,6 +5,7 @@ order found, and no worker outlives its run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -464,6 +465,44 @@ def test_workers_end_when_their_process_is_killed(tmp_path: Path, fleet: Path) -
     while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "a worker outlived its process"
         time.sleep(0.05)
+
+
+_KEEP_AND_FORK = """
+import json, multiprocessing, os, sys, time
+from delegate_lens.dataset import collect
+collect([sys.argv[1]], sys.argv[2], workers=2, batch_bytes=3_000)
+workers = [p.pid for p in multiprocessing.active_children()]
+child = os.fork()  # holds copies of what the workers watch their parent by
+if child == 0:
+    time.sleep(60)
+    os._exit(0)
+print(json.dumps({"workers": workers, "child": child}), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_kept_workers_end_when_their_process_is_killed(tmp_path: Path, fleet: Path) -> None:
+    """Kept workers end when their process is killed between runs, even when it forked
+    another child since (which holds the other end of their parent's sentinel)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _KEEP_AND_FORK, str(fleet), str(tmp_path / "ds")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    told = json.loads(process.stdout.readline())
+    try:
+        assert len(told["workers"]) == 2 and all(_alive(pid) for pid in told["workers"])
+        process.kill()
+        process.wait(10)
+        deadline = time.monotonic() + 20
+        while any(_alive(pid) for pid in told["workers"]):
+            assert time.monotonic() < deadline, "a kept worker outlived its process"
+            time.sleep(0.05)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(told["child"], signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

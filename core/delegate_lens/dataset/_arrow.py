@@ -16,10 +16,14 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from types import ModuleType
 
+    import pyarrow
+
 __all__ = ["from_numpy", "int_lists", "string_lists", "strings", "to_numpy"]
 
 
-def _validity(pa: ModuleType, mask: npt.NDArray[np.bool_] | None) -> tuple[Any, int]:
+def _validity(
+    pa: ModuleType, mask: npt.NDArray[np.bool_] | None
+) -> tuple[pyarrow.Buffer | None, int]:
     """(Arrow validity bitmap or None, null count) of ``mask`` (True: null)."""
     if mask is None:
         return None, 0
@@ -30,15 +34,18 @@ def _validity(pa: ModuleType, mask: npt.NDArray[np.bool_] | None) -> tuple[Any, 
 
 
 def from_numpy(
-    pa: Any, values: npt.NDArray[Any], type: Any = None, mask: npt.NDArray[np.bool_] | None = None
-) -> Any:
+    pa: ModuleType,
+    values: npt.NDArray[np.generic],
+    type: pyarrow.DataType | None = None,
+    mask: npt.NDArray[np.bool_] | None = None,
+) -> pyarrow.Array:
     """The Arrow array of a 1-D numpy array of numbers or booleans (null where ``mask``),
     of ``type`` (default: numpy's own; it must have the same width)."""
     values = np.ascontiguousarray(values)
     if type is None:
         type = pa.from_numpy_dtype(values.dtype)
     if values.dtype == np.bool_:
-        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+        data = pa.py_buffer(np.packbits(values.astype(np.bool_, copy=False), bitorder="little"))
     else:
         data = pa.py_buffer(values)
     validity, nulls = _validity(pa, mask)
@@ -60,7 +67,7 @@ def _utf8(value: str) -> bytes:
         return value.encode("utf-8", "backslashreplace")
 
 
-def strings(pa: ModuleType, values: Sequence[str | None]) -> Any:
+def strings(pa: ModuleType, values: Sequence[str | None]) -> pyarrow.Array:
     """A ``string`` array of ``values`` (None: null). Text that is not valid Unicode
     (lone surrogates, as Python decodes a file name that is not UTF-8) is stored with
     those characters escaped (``\\udcff``), not refused."""
@@ -77,8 +84,11 @@ def strings(pa: ModuleType, values: Sequence[str | None]) -> Any:
 
 
 def _lists(
-    pa: ModuleType, type: object, lists: Sequence[Sequence[Any] | None], child: object
-) -> Any:
+    pa: ModuleType,
+    type: pyarrow.DataType,
+    lists: Sequence[Sequence[object] | None],
+    child: pyarrow.Array,
+) -> pyarrow.Array:
     lengths = np.fromiter((0 if x is None else len(x) for x in lists), np.int64, len(lists))
     mask = np.fromiter((x is None for x in lists), bool, count=len(lists))
     validity, nulls = _validity(pa, mask)
@@ -91,20 +101,22 @@ def _lists(
     )
 
 
-def string_lists(pa: ModuleType, lists: Sequence[Sequence[str] | None]) -> Any:
+def string_lists(pa: ModuleType, lists: Sequence[Sequence[str] | None]) -> pyarrow.Array:
     """A ``list<string>`` array (None: a null list)."""
     child = strings(pa, [s for x in lists if x is not None for s in x])
     return _lists(pa, pa.list_(pa.string()), lists, child)
 
 
-def int_lists(pa: ModuleType, lists: Sequence[Sequence[int] | None], dtype: Any = np.int32) -> Any:
+def int_lists(
+    pa: ModuleType, lists: Sequence[Sequence[int] | None], dtype: npt.DTypeLike = np.int32
+) -> pyarrow.Array:
     """A list array of ints of numpy ``dtype`` (None: a null list)."""
     flat = np.array([v for x in lists if x is not None for v in x], dtype=dtype)
     child = from_numpy(pa, flat)
     return _lists(pa, pa.list_(child.type), lists, child)
 
 
-def to_numpy(array: Any, dtype: Any) -> npt.NDArray[Any]:
+def to_numpy(array: pyarrow.Array, dtype: npt.DTypeLike) -> npt.NDArray[Any]:
     """A view of a null-free Arrow array of fixed-width numbers as numpy ``dtype`` (its
     width must be the array's), without ``Array.to_numpy`` (which asks about pandas)."""
     if array.null_count:

@@ -16,7 +16,7 @@ import mmap
 import os
 import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -29,7 +29,15 @@ from delegate_lens.dataset.sources import Source, read_labels
 from delegate_lens.dataset.store import DatasetStore
 
 if TYPE_CHECKING:
+    import pyarrow
+
+    from delegate_lens.etdump.decoded import DecodedColumns
+    from delegate_lens.etrecord import ETRecord
     from delegate_lens.inspector import Inspector
+
+_Outcome = tuple[list["_Pending"], "pyarrow.Table"] | tuple["_Pending", Exception]
+"""What became of files decoded together: ``(files, table)`` for what was collected,
+``(file, error)`` for a bad file."""
 
 __all__ = [
     "FileResult",
@@ -250,7 +258,7 @@ def _joined(blocks: Sequence[_Block | None]) -> _Block | None:
     return block if all(other is block for other in blocks) else None
 
 
-def _decode(datas: Sequence[bytes | memoryview], block: _Block | None) -> Any:
+def _decode(datas: Sequence[bytes | memoryview], block: _Block | None) -> DecodedColumns:
     """Files decoded together (a ``DecodedColumns``): in place in ``block`` (from
     :func:`_joined`), else joined in a copy."""
     from delegate_lens.etdump import decode_joined, decode_many
@@ -260,21 +268,19 @@ def _decode(datas: Sequence[bytes | memoryview], block: _Block | None) -> Any:
     return decode_many(datas)
 
 
-def _rows_per_file(table: Any, files: int) -> list[int]:
+def _rows_per_file(table: pyarrow.Table, files: int) -> list[int]:
     """Rows of each file in a table from ``files_table`` (its ``source`` codes)."""
     source = table.column("source").combine_chunks()
     return np.bincount(to_numpy(source.indices, np.int32), minlength=files).tolist()
 
 
-def _decode_group(
-    group: list[_Pending], label_names: Sequence[str]
-) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
+def _decode_group(group: list[_Pending], label_names: Sequence[str]) -> Iterator[_Outcome]:
     """Tables of ``group`` (all files in one, when all decode), or per file on failure:
     ``(files, table)`` for what was collected, ``(file, error)`` for a bad file."""
     from delegate_lens.dataset.rows import labelled_table
     from delegate_lens.inspector.build import decoded_file_columns
 
-    def table(items: list[_Pending], block: _Block | None = None) -> Any:
+    def table(items: list[_Pending], block: _Block | None = None) -> pyarrow.Table:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             decoded = _decode([item.data for item in items], block)
@@ -302,14 +308,14 @@ def _decode_group(
 
 
 def _linked_group(
-    group: list[_Pending], etrecord: object, label_names: Sequence[str]
-) -> Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]:
+    group: list[_Pending], etrecord: ETRecord, label_names: Sequence[str]
+) -> Iterator[_Outcome]:
     """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
     Inspector per file (for its links); one file at a time when the group fails."""
     from delegate_lens.dataset.rows import events_table
     from delegate_lens.inspector import Inspector
 
-    def table(item: _Pending, inspector: Inspector) -> Any:
+    def table(item: _Pending, inspector: Inspector) -> pyarrow.Table:
         return events_table(
             inspector.file_columns,
             source=item.source.path,
@@ -412,11 +418,11 @@ def _collect_batch(
         id(labels): labels for labels in label_cache.values() if not isinstance(labels, Exception)
     }
     names = sorted({name for labels in distinct.values() for name in labels})
-    tables: list[tuple[list[_Pending], Any]] = []
+    tables: list[tuple[list[_Pending], pyarrow.Table]] = []
     collected: list[_Pending] = []
     failed: dict[int, str] = {}
 
-    def take(outcomes: Iterator[tuple[list[_Pending], Any] | tuple[_Pending, Exception]]) -> None:
+    def take(outcomes: Iterator[_Outcome]) -> None:
         for done, outcome in outcomes:
             if isinstance(done, list):
                 tables.append((done, outcome))

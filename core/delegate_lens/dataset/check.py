@@ -12,6 +12,7 @@ dropped are named, to collect again.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -128,7 +129,7 @@ def _check(store: DatasetStore, repair: bool) -> DatasetCheck:
 
 
 def drop_files(
-    store: DatasetStore, path: str, name: str, files: list[dict[str, Any]], drop: set[str]
+    store: DatasetStore, path: str, name: str, files: Sequence[Mapping[str, object]], drop: set[str]
 ) -> None:
     """Write the part ``name`` (at ``path``, listing ``files``) again without the files
     whose hash is in ``drop``, then remove the old part and its manifest entry; a part left

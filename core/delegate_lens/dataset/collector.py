@@ -229,17 +229,16 @@ def _run(
         return list(itertools.chain.from_iterable(chunks))
 
 
-def known_keys(manifest: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+def known_keys(manifest: Mapping[str, Mapping[str, object]]) -> frozenset[str]:
     """What a run skips: every stored ETDump's hash (a file given without an ETRecord is
     not collected again, whatever linked it before), and ``hash+identity`` of the ETRecord
     each was linked with (the same file with that ETRecord is not collected again; with
     another one it is, and replaces its rows)."""
     keys = set(manifest)
-    keys.update(
-        dataset_key(file_hash, item["etrecord"])
-        for file_hash, item in manifest.items()
-        if item.get("etrecord")
-    )
+    for file_hash, item in manifest.items():
+        etrecord = item.get("etrecord")
+        if etrecord and isinstance(etrecord, str):
+            keys.add(dataset_key(file_hash, etrecord))
     return frozenset(keys)
 
 

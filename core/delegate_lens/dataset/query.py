@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset.schema import schema
@@ -15,7 +15,8 @@ from delegate_lens.dataset.store import DatasetStore
 from delegate_lens.errors import UsageError
 
 if TYPE_CHECKING:
-    from typing import IO
+    import duckdb
+    import pyarrow
 
 __all__ = ["FORMATS", "connect", "query", "write_result"]
 
@@ -42,7 +43,7 @@ def _dataset_directory(store: DatasetStore) -> str:
     return f"{store.location.split('://', 1)[0]}://{root}"
 
 
-def connect(dataset: str) -> Any:
+def connect(dataset: str) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the dataset as the view ``events``, locked: it
     reads files only inside the dataset's folder, loads no extension and its settings
     cannot be changed."""
@@ -81,7 +82,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _check_reading(con: Any, sql: str) -> None:
+def _check_reading(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Raise :class:`UsageError` unless ``sql`` is one SELECT (``WITH``, ``VALUES``,
     ``FROM events`` ... are SELECTs): no statement that writes, sets or loads anything."""
     duckdb = require("duckdb", "query")
@@ -99,7 +100,7 @@ def _check_reading(con: Any, sql: str) -> None:
         )
 
 
-def query(dataset: str, sql: str) -> Any:
+def query(dataset: str, sql: str) -> pyarrow.Table:
     """Run ``sql`` — one SELECT — over the dataset; the result as a ``pyarrow.Table``.
     Other statements (COPY, DROP, SET, ATTACH, INSTALL, ...), files outside the dataset
     and extensions are refused. A bad query is a :class:`UsageError` carrying DuckDB's
@@ -133,7 +134,7 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def format_table(table: Any) -> str:
+def format_table(table: pyarrow.Table) -> str:
     """The result as an aligned text table (numbers right-aligned)."""
     from delegate_lens.texttable import align_columns
 
@@ -151,7 +152,7 @@ def format_table(table: Any) -> str:
     return "\n".join(align_columns(rows, right=numeric, rule=True)) + "\n"
 
 
-def _jsonable(table: Any) -> list[dict[str, Any]]:
+def _jsonable(table: pyarrow.Table) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = table.to_pylist()
     for row in rows:
         for key, value in row.items():
@@ -160,8 +161,16 @@ def _jsonable(table: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def write_result(table: Any, stream: IO[Any], fmt: str) -> None:
+def write_result(table: pyarrow.Table, stream: IO[str] | IO[bytes], fmt: str) -> None:
     """Write a query result to ``stream`` (text for table/csv/json, binary for parquet)."""
+    if fmt == "parquet":
+        pq = require("pyarrow.parquet", "query")
+        pq.write_table(table, stream)
+        return
+    _write_text(table, cast("IO[str]", stream), fmt)  # (a text format: a text stream)
+
+
+def _write_text(table: pyarrow.Table, stream: IO[str], fmt: str) -> None:
     if fmt == "table":
         stream.write(format_table(table))
     elif fmt == "json":
@@ -175,9 +184,6 @@ def write_result(table: Any, stream: IO[Any], fmt: str) -> None:
         columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
         for r in range(table.num_rows):
             writer.writerow([_cell(col[r]) for col in columns])
-    elif fmt == "parquet":
-        pq = require("pyarrow.parquet", "query")
-        pq.write_table(table, stream)
     else:
         raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
 

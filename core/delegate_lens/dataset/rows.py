@@ -7,8 +7,8 @@ string table, links (op types, debug handles, backend, module path) are gathered
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -24,6 +24,11 @@ from delegate_lens.inspector.build import FileColumns, decoded_file_columns
 if TYPE_CHECKING:
     from types import ModuleType
 
+    import pyarrow
+
+    from delegate_lens.inspector import Inspector
+    from delegate_lens.inspector.linking import RowLink
+
 
 __all__ = [
     "FileLabels",
@@ -34,9 +39,23 @@ __all__ = [
 ]
 
 
+_S = TypeVar("_S", bound=np.generic)
+
+
+class _Per(Protocol):
+    """Per profile event, from a column of all events (``pick``) or of runs
+    (``per_event``): the same dtype."""
+
+    def __call__(self, column: npt.NDArray[_S], /) -> npt.NDArray[_S]: ...
+
+
 def _text(
-    pa: ModuleType, codes: npt.NDArray[Any], dictionary: Sequence[str | None], *, ours: bool = False
-) -> Any:
+    pa: ModuleType,
+    codes: npt.NDArray[np.integer],
+    dictionary: Sequence[str | None],
+    *,
+    ours: bool = False,
+) -> pyarrow.DictionaryArray:
     """A dictionary array (null where ``codes`` < 0). ``ours``: codes this module made,
     known to be in range (Arrow's check of every index is skipped)."""
     codes = codes.astype(np.int32, copy=False)
@@ -49,7 +68,7 @@ def _text(
     return pa.DictionaryArray.from_arrays(indices, values)
 
 
-def _null_text(pa: ModuleType, n: int) -> Any:
+def _null_text(pa: ModuleType, n: int) -> pyarrow.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), strings(pa, [""]))
 
 
@@ -57,9 +76,9 @@ def _labels_column(
     pa: ModuleType,
     labels: Sequence[Mapping[str, str]],
     names: Sequence[str],
-    file_of_run: npt.NDArray[np.integer[Any]],
-    per_event: Callable[[npt.NDArray[Any]], npt.NDArray[Any]],
-) -> Any:
+    file_of_run: npt.NDArray[np.integer],
+    per_event: _Per,
+) -> pyarrow.StructArray:
     """The struct column ``labels`` (fields ``names``, sorted; a name missing from a file's
     labels is NULL), each field a dictionary array over the values the files use. Files
     sharing one labels mapping (the same object) are looked at once."""
@@ -85,16 +104,12 @@ def _labels_column(
 
 
 def _links(
-    pa: Any,
-    inspector: Any,
-    fc: FileColumns,
-    pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]],
-    n: int,
-) -> dict[str, Any]:
+    pa: ModuleType, inspector: Inspector | None, fc: FileColumns, pick: _Per, n: int
+) -> dict[str, pyarrow.Array]:
     """op_types, debug_handles, delegate_backend, module_path and charged_to (the Inspector's
     one attribution of time) of each of the ``n`` profile events (``pick`` takes them from
     a column of all events)."""
-    links: list[Any] = []
+    links: list[RowLink] = []
     charged_to: list[str | None] = []
     if inspector is not None:
         link_of = np.full(len(fc), -1, dtype=np.int64)
@@ -119,11 +134,11 @@ def _links(
     mask = picked < 0
     take = from_numpy(pa, np.where(mask, 0, picked), mask=mask)
 
-    def handles(link: Any) -> list[int] | None:
+    def handles(link: RowLink) -> list[int] | None:
         h = link.debug_handles
         return None if h is None else [h] if isinstance(h, int) else list(h)
 
-    def first_path(link: Any) -> str | None:
+    def first_path(link: RowLink) -> str | None:
         paths = link.module_paths
         return paths[0] if paths else None
 
@@ -155,9 +170,9 @@ def events_table(
     source: str,
     file_hash: str,
     labels: Mapping[str, str],
-    inspector: object = None,
+    inspector: Inspector | None = None,
     label_names: Sequence[str] | None = None,
-) -> Any:
+) -> pyarrow.Table:
     """The ``pyarrow.Table`` of the profile events of one file (``fc`` from
     :func:`files_columns`, or the Inspector's ``file_columns`` when ``inspector`` links them
     to an ETRecord). ``label_names`` (default: ``labels``'s) are the label fields."""
@@ -170,9 +185,7 @@ def events_table(
     )
 
 
-def _identifiers(
-    fc: FileColumns, pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]
-) -> tuple[npt.NDArray[np.int64], list[str | None]]:
+def _identifiers(fc: FileColumns, pick: _Per) -> tuple[npt.NDArray[np.int64], list[str | None]]:
     """Per profile event (``pick`` takes them from a column of all events), the code of its
     delegate identifier as text (-1: none), and the dictionary of those codes: the string
     table, then int identifiers not already in it."""
@@ -201,9 +214,9 @@ def files_table(
     run_file: npt.NDArray[np.int64],
     files: Sequence[FileLabels],
     *,
-    inspector: object = None,
+    inspector: Inspector | None = None,
     label_names: Sequence[str] | None = None,
-) -> Any:
+) -> pyarrow.Table:
     """The ``pyarrow.Table`` of the profile events of several files decoded together
     (:func:`files_columns`): run ``r`` of ``fc`` is a run of ``files[run_file[r]]``
     (``run_file`` sorted). ``label_names`` (default: every name in ``files``' labels) are
@@ -226,25 +239,25 @@ def labelled_table(
     hashes: Sequence[str],
     labels: Sequence[Mapping[str, str]],
     *,
-    inspector: object = None,
+    inspector: Inspector | None = None,
     label_names: Sequence[str] | None = None,
-) -> Any:
+) -> pyarrow.Table:
     """As :func:`files_table`, with the files given column by column (no object per
     file): file ``k`` is ``sources[k]``, of hash ``hashes[k]``, labelled ``labels[k]``
     (files may share one mapping)."""
     pa = require("pyarrow", "collect")
     is_profile = fc.kind == EventKind.PROFILE
     n_runs = len(fc.run_names)
-    pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]
-    per_event: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]
+    pick: _Per
+    per_event: _Per
     if is_profile.all():  # the usual case: views of the columns; per-run values repeated
         counts = np.diff(fc.run_start, append=len(fc))  # a run's events are contiguous
 
-        def pick(column: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
+        def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
             return column
 
-        def per_event(per_run: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
-            return np.repeat(per_run, counts)
+        def per_event(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+            return np.repeat(column, counts)
 
         n = len(fc)
         event_index = np.arange(n, dtype=np.int64) - per_event(fc.run_start)
@@ -252,11 +265,11 @@ def labelled_table(
         profile = np.flatnonzero(is_profile)
         run = fc.run[profile]
 
-        def pick(column: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
+        def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
             return column[profile]
 
-        def per_event(per_run: npt.NDArray[np.generic]) -> npt.NDArray[Any]:
-            return per_run[run]
+        def per_event(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+            return column[run]
 
         n = len(profile)
         event_index = profile - fc.run_start[run]

@@ -26,10 +26,13 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from delegate_lens.dataset._extras import require
+
+if TYPE_CHECKING:
+    import pyarrow
 
 __all__ = ["FILES_KEY", "DatasetStore"]
 
@@ -38,7 +41,7 @@ MANIFEST = "_manifest"
 LOCK = ".lock"
 
 
-def _write_options(table: Any) -> dict[str, Any]:
+def _write_options(table: pyarrow.Table) -> dict[str, object]:
     """``pyarrow.parquet.write_table``'s options for a part (measured with
     ``benchmarks/bench_collect.py --only parquet``): zstd at its default level 1 (level 3
     is no smaller here and a third slower; lz4 and snappy save under a tenth of the time
@@ -253,7 +256,7 @@ class DatasetStore:
         except Exception as exc:
             return exc
 
-    def _write(self, path: str, write: Any) -> None:
+    def _write(self, path: str, write: Callable[[pyarrow.NativeFile], object]) -> None:
         """``write(stream)`` into ``path`` atomically (temporary name + rename when local)."""
         if not self.local:
             with self.fs.open_output_stream(path) as stream:
@@ -270,7 +273,7 @@ class DatasetStore:
                 self.fs.delete_file(tmp)
             raise
 
-    def write_part(self, table: Any, files: Sequence[dict[str, Any]]) -> str:
+    def write_part(self, table: pyarrow.Table, files: Sequence[Mapping[str, object]]) -> str:
         """Commit ``table`` (the events of ``files``) as a new part; returns its name."""
         pq = require("pyarrow.parquet", "collect")
         part_id = uuid.uuid4().hex
@@ -286,7 +289,8 @@ class DatasetStore:
         return name
 
 
-def _checked_files(files: Any) -> list[dict[str, Any]]:
+def _checked_files(files: object) -> list[dict[str, Any]]:
+    """``files`` (parsed JSON) when it is a list of objects, each with a ``hash``."""
     if not isinstance(files, list) or not all(
         isinstance(item, dict) and isinstance(item.get("hash"), str) for item in files
     ):
@@ -294,7 +298,8 @@ def _checked_files(files: Any) -> list[dict[str, Any]]:
     return files
 
 
-def _checked_entry(entry: Any) -> dict[str, Any]:
+def _checked_entry(entry: object) -> dict[str, Any]:
+    """``entry`` (parsed JSON) when it is a manifest entry ``{"part", "files"}``."""
     if not isinstance(entry, dict) or not isinstance(entry.get("part"), str):
         raise ValueError('not a manifest entry {"part": ..., "files": [...]}')
     _checked_files(entry.get("files"))

@@ -182,16 +182,20 @@ def _keep_freed_memory() -> None:
 def _watch_parent() -> None:
     """End this worker when its parent ends, however it ends (the pool's queues alone
     would never say so: a forked worker holds their other ends too), after the batch it
-    is writing."""
+    is writing. The parent's sentinel says so at once, unless another child the parent
+    forked later holds a copy of its other end (kept workers outlive their run): then
+    this worker sees within a second that it has another parent."""
     import multiprocessing
     from multiprocessing.connection import wait as wait_for
 
     parent = multiprocessing.parent_process()
     if parent is None:
         return
+    ppid = os.getppid()
 
     def watch() -> None:
-        wait_for([parent.sentinel])
+        while not wait_for([parent.sentinel], 1.0) and os.getppid() == ppid:
+            pass
         with _run.busy:  # (the batch being written first)
             os._exit(0)
 
