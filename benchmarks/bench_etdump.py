@@ -6,6 +6,16 @@ Measures: ``load`` of gpt_portable_big (482,002 events), ``dumps`` of gpt_portab
 (12,000 events) and of the big one, ``to_json`` of gpt_portable, and the peak RSS of a
 child process that only imports the codec and loads the big vector (``ru_maxrss``).
 Targets (issue 2): load <= 0.3 s, dumps <= 25 ms / <= 1 s, peak RSS <= 150 MB.
+
+Decode against the floor (issue 25: at most 1.5x), measured by turns in one process:
+
+* ``decode (read + columns)``: the file's bytes read, then ``decode_columns`` (what
+  ``load`` does before making run objects);
+* ``decode (mapped file)``: ``mapped.decode_file`` (what the Inspector does);
+* ``floor``: the file's bytes read, then one numpy pass over them as bytes
+  (``np.frombuffer(data, np.uint8).sum()``: every byte read once, as a decoder must);
+* ``floor, word pass``: the same with the pass over 8-byte words (memory speed: the
+  least any pass can cost; stricter than any decoder can be, printed for scale).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from machine import VECTORS, user_env
 from machine import describe as describe_machine
 
@@ -89,6 +100,51 @@ def peak_rss_mb(path: Path, repeat: int) -> tuple[list[float], list[float]]:
     return maxrss, hwm
 
 
+def _floor() -> None:
+    data = BIG.read_bytes()
+    np.frombuffer(data, dtype=np.uint8).sum()
+
+
+def _floor_words() -> None:
+    data = BIG.read_bytes()
+    np.frombuffer(data, dtype=np.uint64, count=len(data) // 8).sum()
+
+
+def decode_vs_floor(repeat: int) -> None:
+    """Decoding against the floor, each measure's runs taken by turns (so a change of the
+    machine's load hits them alike); the ratios are of the medians."""
+    from delegate_lens.etdump.mapped import decode_file
+    from delegate_lens.etdump.reader import decode_columns
+
+    measures: dict[str, Callable[[], object]] = {
+        "decode (read + columns)": lambda: decode_columns(BIG.read_bytes()),
+        "decode (mapped file)": lambda: decode_file(BIG),
+        "floor (read + one byte pass)": _floor,
+        "floor, word pass": _floor_words,
+    }
+    wall: dict[str, list[float]] = {k: [] for k in measures}
+    cpu: dict[str, list[float]] = {k: [] for k in measures}
+    for fn in measures.values():
+        fn()  # warm up
+    for _ in range(max(repeat, 15)):
+        for label, fn in measures.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            wall[label].append(time.perf_counter() - t0)
+            cpu[label].append(time.process_time() - c0)
+    for label in measures:
+        report(label, (wall[label], cpu[label]))
+    floor = statistics.median(wall["floor (read + one byte pass)"])
+    words = statistics.median(wall["floor, word pass"])
+    for label in ("decode (read + columns)", "decode (mapped file)"):
+        med = statistics.median(wall[label])
+        verdict = "OK" if med <= 1.5 * floor else "OVER target 1.5"
+        print(
+            f"{label:<34} {med / floor:.2f}x the floor ({verdict}); "
+            f"{med / words:.2f}x the word pass"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9, help="timed runs per measure (default 9)")
@@ -113,6 +169,7 @@ def main() -> int:
         f"gpt_portable ({n_small:,} events)"
     )
 
+    decode_vs_floor(args.repeat)
     report("load big (file -> ETDump)", timed(lambda: load(BIG), args.repeat), 0.3)
     report("loads big (bytes -> ETDump)", timed(lambda: loads(big_bytes), args.repeat), 0.3)
     report("dumps gpt_portable", timed(lambda: dumps(small), max(args.repeat, 21)), 0.025)

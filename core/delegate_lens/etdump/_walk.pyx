@@ -341,6 +341,26 @@ cdef int32_t _intern(Interner* it, const uint8_t* b, int64_t n, int64_t pos, int
     return code
 
 
+cdef inline int32_t _intern_hinted(Interner* it, const uint8_t* b, int64_t n, int64_t pos,
+                                   int64_t file, int64_t lo, int64_t hi,
+                                   int32_t* hint) noexcept nogil:
+    """:func:`_intern`, first trying ``hint`` (the code this field had at the same event
+    of the previous run: runs repeat their names), which spares the hash of a short
+    string; the same checks are made either way."""
+    cdef int64_t length
+    cdef int32_t code = hint[0]
+    if code >= 0 and pos >= 0 and pos + 4 <= hi:
+        length = _u32(b, pos)
+        if (length <= _SHORT and pos + 4 + length <= hi and pos + 4 + length + 8 <= n
+                and it.lengths[code] == length
+                and memcmp(b + it.starts[code], b + pos + 4, length) == 0):
+            return code
+    code = _intern(it, b, n, pos, file, lo, hi)
+    if code >= 0:
+        hint[0] = code
+    return code
+
+
 cdef inline int _vector_field(const uint8_t* b, Tab* t, int slot, int64_t hi, int64_t* vec,
                               int64_t* count) noexcept nogil:
     """The vector of uoffsets in field ``slot``: its first element and length (0, 0 when
@@ -384,6 +404,16 @@ cdef inline int32_t _string(Interner* it, const uint8_t* b, int64_t n, Tab* t, i
     if at == -2:
         return -2
     return _intern(it, b, n, at, file, lo, hi)
+
+
+cdef inline int32_t _string_hinted(Interner* it, const uint8_t* b, int64_t n, Tab* t, int slot,
+                                   int64_t file, int64_t lo, int64_t hi,
+                                   int32_t* hint) noexcept nogil:
+    """:func:`_string` through :func:`_intern_hinted`."""
+    cdef int64_t at = _offset(b, t, slot, hi)
+    if at == -2:
+        return -2
+    return _intern_hinted(it, b, n, at, file, lo, hi, hint)
 
 
 cdef int _runs(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
@@ -464,6 +494,16 @@ _LAZY = (  # bit -> (column name, dtype, default) of each column made on first n
     (ENTRY, (("debug_entry", np.int64, -1),)),
 )
 
+_ALWAYS = ("kind", "name", "chain_index", "instruction_id", "start_time", "end_time")
+_ALWAYS_WIDEST_FIRST = (
+    ("chain_index", np.int64),
+    ("start_time", np.uint64),
+    ("end_time", np.uint64),
+    ("name", np.int32),
+    ("instruction_id", np.int32),
+    ("kind", np.uint8),
+)
+
 cdef struct Cursor:
     int64_t r          # the run to go on with
     int64_t j          # its event to go on with
@@ -471,6 +511,7 @@ cdef struct Cursor:
     int64_t stop       # return (2) when e reaches this
     int have           # the lazy columns made (bits)
     int need           # the lazy columns the event at e needs (when returning 1)
+    int set            # the columns always made that some event set (bits, _ALWAYS order)
 
 
 cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
@@ -479,13 +520,13 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                  int64_t[::1] chain, int32_t[::1] instruction, int32_t[::1] ddi_int,
                  int32_t[::1] ddi_str, uint64_t[::1] start, uint64_t[::1] end,
                  int64_t[::1] meta_off, int64_t[::1] meta_len, int32_t[::1] allocator,
-                 uint64_t[::1] alloc_size, int64_t[::1] entry) noexcept nogil:
+                 uint64_t[::1] alloc_size, int64_t[::1] entry, int32_t[::1] hints) noexcept nogil:
     """Every event from ``cur``: which member is set, and that member's fields (defaults
     elsewhere). Returns 0 when done, -1 for a malformed buffer, 1 when the event at ``cur``
     needs lazy columns not made yet (``cur.need``), 2 at ``cur.stop``."""
     cdef Tab t, m
     cdef int64_t r, j, k, at, member, prof, alloc, debug, count, e = cur.e, h
-    cdef int bad = 0, need, have = cur.have
+    cdef int bad = 0, need, have = cur.have, seen = cur.set
     cdef uint8_t v_kind
     cdef int32_t v_name, v_instruction, v_ddi_int, v_ddi_str, v_allocator
     cdef int64_t v_chain, v_meta_off, v_meta_len, v_entry
@@ -499,6 +540,7 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 cur.r = r
                 cur.j = j
                 cur.e = e
+                cur.set = seen
                 return 2
             at = _entry(b, ev_vec[r] + 4 * j, h)
             if at < 0 or _table(b, at, lo[k], h, &t) < 0:
@@ -527,7 +569,7 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 if _table(b, prof, lo[k], h, &m) < 0:
                     return -1
                 v_kind = PROFILE
-                v_name = _string(it, b, n, &m, 0, k, lo[k], h)
+                v_name = _string_hinted(it, b, n, &m, 0, k, lo[k], h, &hints[j])
                 v_chain = _i32(b, &m, 1, 0, &bad)
                 v_instruction = _i32(b, &m, 2, -1, &bad)
                 v_ddi_int = _i32(b, &m, 3, -1, &bad)
@@ -558,7 +600,7 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 v_entry = _offset(b, &m, 2, h)
                 v_ddi_int = _i32(b, &m, 3, -1, &bad)
                 v_ddi_str = _string(it, b, n, &m, 4, k, lo[k], h)
-                v_name = _string(it, b, n, &m, 5, k, lo[k], h)
+                v_name = _string_hinted(it, b, n, &m, 5, k, lo[k], h, &hints[j])
                 if v_entry == -2 or v_ddi_str == -2 or v_name == -2:
                     return -1
             if bad:
@@ -581,6 +623,7 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 cur.j = j
                 cur.e = e
                 cur.need = need & ~have
+                cur.set = seen
                 return 1
             kind[e] = v_kind
             name[e] = v_name
@@ -588,6 +631,8 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
             instruction[e] = v_instruction
             start[e] = v_start
             end[e] = v_end
+            seen |= ((v_kind != 0) | (v_name != -1) << 1 | (v_chain != 0) << 2
+                     | (v_instruction != -1) << 3 | (v_start != 0) << 4 | (v_end != 0) << 5)
             if have & DDI_INT:
                 ddi_int[e] = v_ddi_int
             if have & DDI_STR:
@@ -607,6 +652,7 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
     cur.r = run_file.shape[0]
     cur.j = 0
     cur.e = e
+    cur.set = seen
     return 0
 
 
@@ -694,18 +740,16 @@ cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64
     if status < 0:
         return None
     n = int(ev_count.sum())
-    # the columns every file uses; the others (_LAZY) when an event first needs them
-    out = {
-        column: np.empty(n, dtype)
-        for column, dtype in (
-            ("chain_index", np.int64),
-            ("start_time", np.uint64),
-            ("end_time", np.uint64),
-            ("name", np.int32),
-            ("instruction_id", np.int32),
-            ("kind", np.uint8),
-        )
-    }
+    # the columns every file uses, views of one allocation (one page-fault burst, huge
+    # pages when large), widest first so that each view is aligned; the others (_LAZY)
+    # when an event first needs them
+    block = np.empty(max(n, 1) * 33, np.uint8)
+    out = {}
+    at = 0
+    for column, dtype in _ALWAYS_WIDEST_FIRST:
+        size = n * np.dtype(dtype).itemsize
+        out[column] = block[at : at + size].view(dtype)
+        at += size
     none64 = np.empty(0, np.int64)
     none32 = np.empty(0, np.int32)
     cdef uint8_t[::1] kind = out["kind"]
@@ -721,18 +765,21 @@ cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64
     cdef int32_t[::1] allocator = none32
     cdef uint64_t[::1] alloc_size = np.empty(0, np.uint64)
     cdef int64_t[::1] entry = none64
+    # per position in a run, the name code the previous run had there (-1: none yet)
+    cdef int32_t[::1] hints = np.full(max(int(ev_count.max()) if runs else 0, 1), -1, np.int32)
     cdef Cursor cur
     cur.r = 0
     cur.j = 0
     cur.e = 0
     cur.have = 0
     cur.need = 0
+    cur.set = 0
     cur.stop = batch if release is not None and batch > 0 else n + 1
     while True:
         with nogil:
             status = _events(it, b, nbuf, lo, hi, run_file_v, ev_vec_v, ev_count_v, &cur, kind,
                              name, chain, instruction, ddi_int, ddi_str, start, end, meta_off,
-                             meta_len, allocator, alloc_size, entry)
+                             meta_len, allocator, alloc_size, entry, hints)
         if status == 0:
             break
         if status < 0:
@@ -766,5 +813,8 @@ cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64
         allocator_count=alloc_count,
         allocator_names=allocator_names,
         event_count=ev_count,
+        # the columns always made that hold more than their default (the others are left
+        # out of the dict too: no pass over them to find that out)
+        set_columns=frozenset(c for k, c in enumerate(_ALWAYS) if cur.set >> k & 1),
     )
     return out

@@ -31,6 +31,8 @@ from delegate_lens.etdump.values import decode_values
 __all__ = ["available", "columns"]
 
 I64 = npt.NDArray[np.int64]
+_ALWAYS = frozenset(("kind", "name", "chain_index", "instruction_id", "start_time", "end_time"))
+"""The columns the walk always makes (the others only when an event sets them)."""
 _walk: Callable[..., dict[str, Any] | None] | None
 try:
     from delegate_lens.etdump._walk import walk as _walk
@@ -70,9 +72,10 @@ def columns(
 def _decoded(buf: Buffer, found: dict[str, Any]) -> DecodedColumns:
     cols: dict[str, npt.NDArray[Any]] = {}
     n = len(found["kind"])
+    held = found["set_columns"]  # the columns always made that some event set
     for column, (dtype, default) in COLUMN_SPECS.items():
-        arr = found.get(column)  # the walk leaves out columns no event sets
-        if arr is None or not n or not (arr != default).any():
+        arr = found.get(column)  # the walk leaves out the rare columns no event sets
+        if arr is None or not n or (column in _ALWAYS and column not in held):
             arr = np.broadcast_to(np.array(default, dtype=dtype), (n,))
         else:
             arr = arr.astype(dtype, copy=False)
