@@ -7,6 +7,7 @@ modules (benchmarks/bench_startup.py measures the time).
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import subprocess
@@ -134,3 +135,64 @@ def _current(cached: Path, source: Path) -> bool:
     mtime = int.from_bytes(header[8:12], "little")
     size = int.from_bytes(header[12:16], "little")
     return mtime == int(info.st_mtime) & 0xFFFFFFFF and size == info.st_size & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["inspect", "a.etdp"], "inspect"),
+        (["-p", "no:json_metadata", "inspect", "a.etdp"], "inspect"),
+        (["-p", "inspect", "report", "a.etdp"], "report"),  # -p's value is not the command
+        (["-pmy_plugin", "check-backend", "x"], "check-backend"),
+        (["etdump", "summary", "a.etdp"], "etdump"),
+        (["--version"], None),
+        (["-h", "inspect"], None),
+        (["inspct", "a.etdp"], None),  # a typo: the full parser names the choices
+        (["check_backend"], None),
+        ([], None),
+    ],
+)
+def test_the_command_is_told_from_the_words_before_parsing(
+    argv: list[str], command: str | None
+) -> None:
+    from delegate_lens.cli import command_named
+
+    assert command_named(argv) == command
+
+
+def _parsers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, str]:
+    """Help text of ``parser``'s sub-commands, nested ones too, by command line."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found[prefix + name] = sub.format_help()
+                found.update(_parsers(sub, f"{prefix}{name} "))
+    return found
+
+
+def test_a_command_alone_is_parsed_as_among_all() -> None:
+    """Running a command builds its parser only: the same parser, help and options, as
+    the full one has for it."""
+    from delegate_lens.cli import _COMMAND_MODULES, build_parser
+
+    full = _parsers(build_parser())
+    assert len(full) > len(_COMMAND_MODULES)
+    for module in _COMMAND_MODULES:
+        command = module.replace("_", "-")
+        alone = _parsers(build_parser(command))
+        assert alone, command
+        assert alone == {k: v for k, v in full.items() if k.split()[0] == command}
+        assert build_parser(command).format_usage() == build_parser().format_usage()
+
+
+def test_running_a_command_imports_no_other_command(vectors_dir: Path) -> None:
+    etdump = vectors_dir / "mlp_xnnpack" / "etdump.etdp"
+    code = (
+        "import sys\n"
+        "from delegate_lens.cli import main\n"
+        f"assert main(['etdump', 'summary', {str(etdump)!r}]) == 0\n"
+        "loaded = sorted(m for m in sys.modules if m.endswith('_cmd'))\n"
+        "assert loaded == ['delegate_lens.cli.etdump_cmd'], loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)

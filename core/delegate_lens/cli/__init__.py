@@ -50,7 +50,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"error: {self.prog}: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_named(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` runs, when that is clear before parsing: its first word
+    that is neither an option nor ``-p``'s value, if it names a command; None otherwise
+    (no command, ``-h``, ``--version``, a typo: the full parser answers those)."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "-p":
+            i += 2
+        elif word.startswith("-p"):  # -pMODULE
+            i += 1
+        elif word.startswith("-"):
+            return None
+        else:
+            module = word.replace("-", "_")
+            return word if module in _COMMAND_MODULES and "_" not in word else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser: every sub-command, or only ``command`` (what running it needs:
+    the other commands' modules are not imported, nor their arguments built)."""
     parser = _Parser(
         prog="delegate-lens",
         description="Follow delegate backend events back to the model operators they came from.",
@@ -68,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in _COMMAND_MODULES:
+    names = _COMMAND_MODULES if command is None else (command.replace("-", "_"),)
+    for name in names:
         module = importlib.import_module(f"delegate_lens.cli.{name}_cmd")
         module.register(sub)
     _add_plugin_option_to_subcommands(parser)
@@ -121,8 +143,9 @@ def _apply_plugin_options(options: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (the console script exits with it)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(command_named(words))
+    args = parser.parse_args(words)
     from delegate_lens.fileio import guard_inputs
 
     try:
