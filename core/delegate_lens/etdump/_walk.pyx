@@ -145,6 +145,86 @@ cdef inline uint64_t _x64(const uint8_t* b, Tab* t, int slot, int* bad) noexcept
     return 0 if at < 0 else _u64(b, at)
 
 
+# --- tables of a repeated shape -----------------------------------------------------------
+# Writers share one vtable among the tables of a type that set the same fields, so the
+# event loop keeps the last vtable it checked per table type, with each field's offset in
+# the table (checked as _field checks it): a table with that vtable is checked for its own
+# bounds only, and its fields are read at pos + offset.
+
+cdef struct Layout:
+    int64_t vt            # the vtable cached (-1: none)
+    int64_t file          # in which file (bounds differ per file)
+    int64_t table_size
+    int64_t voff[8]       # per slot: the field's offset, -1 absent, -2 outside the table
+
+
+cdef inline int _layout(const uint8_t* b, int64_t pos, int64_t file, int64_t lo, int64_t hi,
+                        Layout* L, int slots, const int* sizes) noexcept nogil:
+    """Open the table at ``pos`` as :func:`_table` does, its fields' offsets in ``L``
+    (read again only when its vtable is not the one cached): 0, or -1 when malformed."""
+    cdef int64_t vt, vt_size, table_size, entry, voff
+    cdef int s
+    if pos < lo or pos + 4 > hi:
+        return -1
+    vt = pos - <int64_t>(<int32_t>_u32(b, pos))
+    if vt != L.vt or file != L.file:
+        if vt < lo or vt + 4 > hi:
+            return -1
+        vt_size = _u16(b, vt)
+        table_size = _u16(b, vt + 2)
+        if vt_size < 4 or (vt_size & 1) or vt + vt_size > hi:
+            return -1
+        for s in range(slots):
+            entry = 4 + 2 * s
+            voff = -1 if vt_size < entry + 2 else _u16(b, vt + entry)
+            if voff == 0:
+                voff = -1
+            elif voff > 0 and (voff < 4 or voff + sizes[s] > table_size):
+                voff = -2
+            L.voff[s] = voff
+        L.vt = vt
+        L.file = file
+        L.table_size = table_size
+    if pos + (L.table_size if L.table_size > 4 else 4) > hi:
+        return -1
+    return 0
+
+
+cdef inline int64_t _at(Layout* L, int64_t pos, int slot) noexcept nogil:
+    """Position of field ``slot`` of the table at ``pos``: -1 absent, -2 outside it."""
+    cdef int64_t voff = L.voff[slot]
+    return voff if voff < 0 else pos + voff
+
+
+cdef inline int64_t _offset_at(const uint8_t* b, int64_t at, int64_t hi) noexcept nogil:
+    """:func:`_offset` of a field at ``at`` (-1 absent, -2 malformed)."""
+    cdef int64_t target
+    if at < 0:
+        return at
+    target = at + <int64_t>_u32(b, at)
+    if target >= hi:
+        return -2
+    return target
+
+
+cdef inline int32_t _i32_at(const uint8_t* b, int64_t at, int32_t default, int* bad) noexcept nogil:
+    if at == -2:
+        bad[0] = 1
+        return default
+    return default if at < 0 else <int32_t>_u32(b, at)
+
+
+cdef inline uint64_t _x64_at(const uint8_t* b, int64_t at, int* bad) noexcept nogil:
+    if at == -2:
+        bad[0] = 1
+        return 0
+    return 0 if at < 0 else _u64(b, at)
+
+
+cdef int[3] _EVENT_SIZES = [4, 4, 4]
+cdef int[8] _PROFILE_SIZES = [4, 4, 4, 4, 4, 4, 8, 8]
+
+
 # --- strings -------------------------------------------------------------------------------
 # Every string field is interned here, by content: a code per reference (first use gives
 # the next code), the distinct strings' (start, length) for Python to decode once each.
@@ -527,6 +607,11 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
     cdef Tab t, m
     cdef int64_t r, j, k, at, member, prof, alloc, debug, count, e = cur.e, h
     cdef int bad = 0, need, have = cur.have, seen = cur.set
+    cdef Layout ev_layout, pr_layout
+    ev_layout.vt = -1
+    ev_layout.file = -1
+    pr_layout.vt = -1
+    pr_layout.file = -1
     cdef uint8_t v_kind
     cdef int32_t v_name, v_instruction, v_ddi_int, v_ddi_str, v_allocator
     cdef int64_t v_chain, v_meta_off, v_meta_len, v_entry
@@ -543,11 +628,11 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 cur.set = seen
                 return 2
             at = _entry(b, ev_vec[r] + 4 * j, h)
-            if at < 0 or _table(b, at, lo[k], h, &t) < 0:
+            if at < 0 or _layout(b, at, k, lo[k], h, &ev_layout, 3, _EVENT_SIZES) < 0:
                 return -1
-            prof = _offset(b, &t, 0, h)
-            alloc = _offset(b, &t, 1, h)
-            debug = _offset(b, &t, 2, h)
+            prof = _offset_at(b, _at(&ev_layout, at, 0), h)
+            alloc = _offset_at(b, _at(&ev_layout, at, 1), h)
+            debug = _offset_at(b, _at(&ev_layout, at, 2), h)
             if prof == -2 or alloc == -2 or debug == -2:
                 return -1
             if (prof >= 0) + (alloc >= 0) + (debug >= 0) > 1:
@@ -566,15 +651,17 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
             v_alloc_size = 0
             v_entry = -1
             if prof >= 0:
-                if _table(b, prof, lo[k], h, &m) < 0:
+                if _layout(b, prof, k, lo[k], h, &pr_layout, 8, _PROFILE_SIZES) < 0:
                     return -1
                 v_kind = PROFILE
-                v_name = _string_hinted(it, b, n, &m, 0, k, lo[k], h, &hints[j])
-                v_chain = _i32(b, &m, 1, 0, &bad)
-                v_instruction = _i32(b, &m, 2, -1, &bad)
-                v_ddi_int = _i32(b, &m, 3, -1, &bad)
-                v_ddi_str = _string(it, b, n, &m, 4, k, lo[k], h)
-                member = _offset(b, &m, 5, h)
+                at = _offset_at(b, _at(&pr_layout, prof, 0), h)
+                v_name = -2 if at == -2 else _intern_hinted(it, b, n, at, k, lo[k], h, &hints[j])
+                v_chain = _i32_at(b, _at(&pr_layout, prof, 1), 0, &bad)
+                v_instruction = _i32_at(b, _at(&pr_layout, prof, 2), -1, &bad)
+                v_ddi_int = _i32_at(b, _at(&pr_layout, prof, 3), -1, &bad)
+                at = _offset_at(b, _at(&pr_layout, prof, 4), h)
+                v_ddi_str = -2 if at == -2 else _intern(it, b, n, at, k, lo[k], h)
+                member = _offset_at(b, _at(&pr_layout, prof, 5), h)
                 if v_name == -2 or v_ddi_str == -2 or member == -2:
                     return -1
                 if member >= 0:
@@ -583,8 +670,8 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                     if v_meta_off < 0:
                         return -1
                     v_meta_len = count
-                v_start = _x64(b, &m, 6, &bad)
-                v_end = _x64(b, &m, 7, &bad)
+                v_start = _x64_at(b, _at(&pr_layout, prof, 6), &bad)
+                v_end = _x64_at(b, _at(&pr_layout, prof, 7), &bad)
             elif alloc >= 0:
                 if _table(b, alloc, lo[k], h, &m) < 0:
                     return -1
