@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from pathlib import Path
 
 import pytest
 from conftest import VECTORS
 
-from delegate_lens.inspector import Inspector
+from delegate_lens.inspector import Inspector, frames
 from delegate_lens.inspector.frames import blocks_to_dataframe
 
 pd = pytest.importorskip("pandas")
@@ -38,3 +39,46 @@ def test_no_run_objects_until_asked() -> None:
     inspector = Inspector(etdump_path=VECTORS / "gpt_portable" / "etdump.etdp")
     assert inspector._etdump is None  # decoded straight to columns
     assert len(inspector.etdump.run_data) == 51  # made on first use
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_frame_is_built_without_cycle_collections(
+    collecting: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-row lists of samples and start times are not walked by a collection while
+    the frame is built (with a threshold of 1, every allocation would start one); the
+    collector is left as it was found."""
+    inspector = Inspector(
+        etdump_path=VECTORS / "gpt_portable" / "etdump.etdp",
+        etrecord=str(VECTORS / "gpt_portable" / "etrecord.bin"),
+    )
+    pd.DataFrame({"a": [1]})  # pandas' own first-use work, outside the count
+    passes: list[int] = []
+    during: list[int] = []
+    build = frames._inspector_dataframe
+
+    def counted_build(*args: object) -> object:
+        before = len(passes)
+        frame = build(*args)  # type: ignore[arg-type]
+        during.append(len(passes) - before)  # before the collector is back
+        return frame
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    monkeypatch.setattr(frames, "_inspector_dataframe", counted_build)
+    thresholds = gc.get_threshold()
+    was_on = gc.isenabled()
+    gc.set_threshold(1)
+    (gc.enable if collecting else gc.disable)()
+    gc.callbacks.append(count)
+    try:
+        frame = inspector.to_dataframe()
+        assert gc.isenabled() is collecting
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+        (gc.enable if was_on else gc.disable)()
+    assert len(frame) > 0
+    assert during == [0]
