@@ -22,8 +22,11 @@ Inspector``), the start of every notebook that opens an ETDump.
 ``-X importtime``'s wall seconds (same sums): on a machine other processes load, wall
 times grow with the load, CPU times far less.
 
+``--no-bytecode`` compiles every module at every start (an empty bytecode folder that is
+never written): the cost of running without ``.pyc`` files.
+
 Usage: python benchmarks/bench_startup.py [--vector gpt_portable_big] [--runs 5] [--top 15]
-       [--format table] [--api] [--clock wall|cpu] [-- EXTRA CLI ARGS]
+       [--format table] [--api] [--clock wall|cpu] [--no-bytecode] [-- EXTRA CLI ARGS]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -91,11 +95,11 @@ def group(name: str) -> str:
     return "other"
 
 
-def run_once(cmd: list[str]) -> tuple[dict[str, int], float]:
+def run_once(cmd: list[str], env: dict[str, str]) -> tuple[dict[str, int], float]:
     """Self times of one run's imports, and the run's wall seconds."""
     start = time.perf_counter()
     proc = subprocess.run(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=user_env(), check=False
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False
     )
     wall = time.perf_counter() - start
     stderr = proc.stderr.decode(errors="replace")
@@ -121,6 +125,12 @@ def main() -> None:
         default="wall",
         help="wall: -X importtime (default); cpu: the importing thread's CPU time, for a "
         "loaded machine",
+    )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="compile every module at every start (no .pyc read or written): what a start "
+        "costs where bytecode is missing",
     )
     parser.add_argument("extra", nargs="*", help="more inspect arguments (after --)")
     args = parser.parse_args()
@@ -151,13 +161,18 @@ def main() -> None:
         f"clock: {args.clock}; command:",
         " ".join(Path(c).name if os.sep in c else c for c in shown),
     )
-    run_once(cmd)  # warm-up: writes missing .pyc files
+    env = user_env()
+    empty = tempfile.TemporaryDirectory()
+    if args.no_bytecode:  # an empty bytecode folder, never written: every module compiled
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPYCACHEPREFIX"] = empty.name
+    run_once(cmd, env)  # warm-up: writes missing .pyc files (unless --no-bytecode)
     sums: dict[str, list[float]] = defaultdict(list)
     per_module: dict[str, list[int]] = defaultdict(list)
     walls: list[float] = []
     extras_seen: set[str] = set()
     for _ in range(args.runs):
-        selves, wall = run_once(cmd)
+        selves, wall = run_once(cmd, env)
         walls.append(wall)
         totals: dict[str, int] = defaultdict(int)
         for name, us in selves.items():
