@@ -1,8 +1,10 @@
-"""The compiled part of delegate-lens: the ETDump decoder's walk (Cython).
+"""The compiled parts of delegate-lens: the ETDump decoder's walk and chrome-trace's slice
+lines (Cython).
 
-Everything else is declared in pyproject.toml. The extension is optional: where it cannot be
+Everything else is declared in pyproject.toml. The extensions are optional: where they cannot be
 built (no C compiler, or a build without Cython), delegate-lens installs without it and
-decodes with numpy alone, a few times slower (docs/etdump.md, "The compiled walk").
+decodes with numpy alone, a few times slower (docs/etdump.md, "The compiled walk"), and
+writes chrome-trace's lines in Python (about twice the time).
 """
 
 import sys
@@ -22,7 +24,13 @@ else:
                 ["core/delegate_lens/etdump/_walk.pyx"],
                 extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
                 optional=True,  # no compiler: install anyway, without it
-            )
+            ),
+            Extension(
+                "delegate_lens.exporters._trace_lines",
+                ["core/delegate_lens/exporters/_trace_lines.pyx"],
+                extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
+                optional=True,  # no compiler: chrome-trace's lines are made in Python
+            ),
         ],
         compiler_directives={"language_level": "3"},
     )

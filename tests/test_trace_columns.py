@@ -214,3 +214,69 @@ def test_an_error_of_the_file_reaches_the_caller(room: int) -> None:
     stream = io.TextIOWrapper(io.BufferedWriter(_FullDisk(room)), encoding="utf-8")
     with pytest.raises(OSError, match="No space left"):
         write_chrome_trace(inspector, stream)
+
+
+def test_the_compiled_lines_are_built() -> None:
+    """scripts/install.sh builds the C lines (setup.py); without a compiler they are
+    optional, but here they must be there for the comparison below to mean anything."""
+    from delegate_lens.exporters import _chrome_trace
+
+    assert _chrome_trace._run_lines is not None
+
+
+def _both_ways(inspector: Inspector, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    compiled = io.StringIO()
+    write_chrome_trace(inspector, compiled)
+    monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
+    python = io.StringIO()
+    write_chrome_trace(inspector, python)
+    monkeypatch.delenv("DELEGATE_LENS_NO_COMPILED")
+    return compiled.getvalue(), python.getvalue()
+
+
+@pytest.mark.parametrize("name", ["mlp_xnnpack", "conv_xnnpack", "gpt_portable"])
+def test_compiled_lines_equal_the_python_ones_on_the_vectors(
+    name: str, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = vectors_dir / name
+    inspector = Inspector(etdump_path=folder / "etdump.etdp", etrecord=folder / "etrecord.bin")
+    compiled, python = _both_ways(inspector, monkeypatch)
+    assert compiled == python and '"ph": "X"' in compiled
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=70),
+    st.sampled_from(list(TimeScale)),
+    st.booleans(),
+)
+def test_compiled_lines_equal_the_python_ones(
+    jitters: list[int], scale: TimeScale, metadata: bool
+) -> None:
+    """Clipped slices, delegate metadata (the extra args), every time scale, few runs and
+    many (numpy nesting), and times the text cannot print (negative or huge: the Python
+    path prints those chunks)."""
+    runs = [_run(1000 * i, jitter=j) for i, j in enumerate(jitters)]
+    if metadata:
+        runs[0].events.append(
+            Event(
+                profile_event=ProfileEvent(
+                    name="conv",
+                    delegate_debug_id_int=3,
+                    delegate_debug_metadata=b"\x07%",
+                    start_time=10,
+                    end_time=20,
+                )
+            )
+        )
+    if len(jitters) % 7 == 3:
+        runs[-1].events.append(_prof("Method::execute", 0, 3 * 10**18, 3 * 10**18 + 5))
+    target = TimeScale.CYCLES if scale is TimeScale.CYCLES else TimeScale.MS
+    inspector = Inspector(
+        etdump_data=dumps(ETDump(run_data=runs)),
+        source_time_scale=scale,
+        target_time_scale=target,
+    )
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        compiled, python = _both_ways(inspector, monkeypatch)
+    assert compiled == python

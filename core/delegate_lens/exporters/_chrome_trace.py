@@ -30,7 +30,7 @@ import io
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import attrs
@@ -43,6 +43,11 @@ if TYPE_CHECKING:
     from delegate_lens.exporters._rows import TableRow, TraceBlock, TraceInput
 
 _PID = 1
+_run_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
+try:  # the slice lines in C (built at install when a C compiler is there)
+    from delegate_lens.exporters._trace_lines import run_lines as _run_lines
+except ImportError:
+    _run_lines = None
 _CHUNK_EVENTS = 1 << 14  # slices turned into text at a time
 _NEST_EVENTS = 1 << 18  # slices nested at a time
 _EXACT = 10**15  # below this, the decimal text below is exactly Python's repr of the float
@@ -152,12 +157,16 @@ class _ChromeBlock:
         fast: list[bytes] = []
         plain: list[bytes] = []
         exact: list[bytes] = []
+        self.heads: list[bytes] = []  # the text around the numbers, for the compiled lines
+        self.mids: list[bytes] = []
         for j in self.slices.rows:
             row = block.rows[j]
             cat = '"delegate"' if row.identifier is not None else '"runtime"'
             head = (
                 f'{{"name": {json.dumps(row.event_name)}, "cat": {cat}, "ph": "X", "pid": {_PID}, '
             )
+            self.heads.append(f',\n{head}"tid": '.encode("ascii"))
+            self.mids.append(f', "args": {{{_static_args(row)}, "run": '.encode("ascii"))
             args = _static_args(row).replace("%", "%%")
             for number, extra, out in (
                 ("%d%s", "%s", fast),
@@ -208,13 +217,31 @@ class _ChromeBlock:
 
     def text(
         self, runs: list[int], positions: list[int], origin: int, us: _Microseconds
-    ) -> list[bytes]:
+    ) -> list[bytes] | list[memoryview]:
         """The slice lines of some runs of this block, run by run."""
         r = len(self.slices.rows)
         if not r:
             return [b""] * len(runs)
         where = np.array(positions, dtype=np.intp)
         nested = self.nested(where)
+        if _run_lines is not None and compiled():
+            made = _run_lines(
+                self.heads,
+                self.mids,
+                np.ascontiguousarray(nested.start - origin),
+                np.ascontiguousarray(nested.end - nested.start),
+                np.ascontiguousarray(nested.cols, dtype=np.intp),
+                runs,
+                self.extras(nested, where),
+                us.divisor if us.divisor > 1 else 0,
+                us.multiplier,
+                us.fractions.tolist(),
+                _EXACT // us.multiplier,
+            )
+            if made is not None:  # else a value the text cannot print: as below
+                lines, ends = made
+                view = memoryview(lines)
+                return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
         extra = self.extras(nested, where)
@@ -261,6 +288,12 @@ class _ChromeBlock:
         return parts
 
 
+def compiled() -> bool:
+    """Whether the slice lines are made in C (built, and ``DELEGATE_LENS_NO_COMPILED``
+    not set to a non-empty value other than ``0``, as for the decoder's walk)."""
+    return _run_lines is not None and os.environ.get("DELEGATE_LENS_NO_COMPILED", "0") in ("", "0")
+
+
 def _chunks(runs: list[int], sizes: dict[int, int]) -> Iterator[list[int]]:
     chunk: list[int] = []
     events = 0
@@ -283,7 +316,7 @@ class _Sink:
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
-        self._write: Callable[[list[bytes]], object] | None = None
+        self._write: Callable[[Sequence[bytes | memoryview]], object] | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         buffer = getattr(stream, "buffer", None)
@@ -294,9 +327,11 @@ class _Sink:
             and os.linesep == "\n"
         ):
             stream.flush()
-            self._write = cast("Callable[[list[bytes]], object]", buffer.writelines)
+            self._write = cast(
+                "Callable[[Sequence[bytes | memoryview]], object]", buffer.writelines
+            )
 
-    def __call__(self, pieces: list[bytes]) -> None:
+    def __call__(self, pieces: Sequence[bytes | memoryview]) -> None:
         if self._write is None:
             self._stream.write(b"".join(pieces).decode("ascii"))
             return
@@ -304,7 +339,7 @@ class _Sink:
         self._thread = threading.Thread(target=self._run, args=(pieces,), daemon=True)
         self._thread.start()
 
-    def _run(self, pieces: list[bytes]) -> None:
+    def _run(self, pieces: Sequence[bytes | memoryview]) -> None:
         try:
             assert self._write is not None
             self._write(pieces)
@@ -371,14 +406,14 @@ def _write_events(
     sizes = {run: len(blocks[b].slices.rows) for run, (b, _pos) in where.items()}
     labels: dict[str, bytes] = {}
     for chunk in _chunks(sorted(where), sizes):
-        texts: dict[int, bytes] = {}
+        texts: dict[int, bytes | memoryview] = {}
         by_block: dict[int, list[int]] = {}
         for run in chunk:
             by_block.setdefault(where[run][0], []).append(run)
         for b, runs in by_block.items():
             lines = blocks[b].text(runs, [where[r][1] for r in runs], origin, us)
             texts.update(zip(runs, lines, strict=True))
-        parts = []
+        parts: list[bytes | memoryview] = []
         for run in chunk:
             b, pos = where[run]
             sl = blocks[b].slices

@@ -1,0 +1,18 @@
+"""Types of the compiled slice lines (``_trace_lines.pyx``)."""
+
+import numpy as np
+import numpy.typing as npt
+
+def run_lines(
+    heads: list[bytes],
+    mids: list[bytes],
+    starts: npt.NDArray[np.int64],
+    durs: npt.NDArray[np.int64],
+    cols: npt.NDArray[np.intp],
+    runs: list[int],
+    extras: list[bytes] | None,
+    divisor: int,
+    multiplier: int,
+    fractions: list[bytes],
+    limit: int,
+) -> tuple[bytearray, list[int]] | None: ...

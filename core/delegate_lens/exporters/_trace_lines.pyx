@@ -1,0 +1,147 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""chrome-trace's slice lines in C: the text :class:`_ChromeBlock.text` makes with one
+``%`` per run (``delegate_lens.exporters._chrome_trace``), byte for byte, written straight
+from the tick columns into one buffer (no Python int, tuple or format per slice).
+
+A slice's line is ``head[col] RUN ', "ts": ' TS ', "dur": ' DUR mid[col] RUN EXTRA '}}'``;
+a number is its microseconds: ``ticks / divisor`` as the integer and the fraction's text
+(``fractions[ticks % divisor]``), or ``ticks * multiplier`` and ``.0``. A value that text
+cannot print exactly as the float's repr (negative, or ``limit`` or more) makes
+:func:`run_lines` return None: the Python path prints those.
+"""
+
+from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+cdef const char* _TS = b', "ts": '
+cdef const char* _DUR = b', "dur": '
+
+
+cdef inline Py_ssize_t _digits(char* out, int64_t value) noexcept nogil:
+    """``value`` (>= 0) in decimal at ``out``; the number of bytes."""
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, i
+    if value == 0:
+        out[0] = 48
+        return 1
+    while value > 0:
+        tmp[n] = <char>(48 + value % 10)
+        value //= 10
+        n += 1
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+
+def run_lines(
+    list heads,
+    list mids,
+    const int64_t[:, ::1] starts,
+    const int64_t[:, ::1] durs,
+    const Py_ssize_t[:, ::1] cols,
+    list runs,
+    object extras,
+    int64_t divisor,
+    int64_t multiplier,
+    list fractions,
+    int64_t limit,
+):
+    """The lines of the runs of one chunk (rows of ``starts``, ``durs``, ``cols``) as one
+    bytearray and the offset where each run's lines end; None when a value is out of the
+    exact range. ``extras``: None, or one bytes per slice (run by run)."""
+    cdef Py_ssize_t k = starts.shape[0], r = starts.shape[1]
+    cdef Py_ssize_t ncols = len(heads), nfrac = len(fractions)
+    cdef Py_ssize_t i, j, c, n, size = 0, at = 0
+    cdef int64_t t, whole
+    cdef char** head_p = NULL
+    cdef Py_ssize_t* head_n = NULL
+    cdef char** mid_p = NULL
+    cdef Py_ssize_t* mid_n = NULL
+    cdef char** frac_p = NULL
+    cdef Py_ssize_t* frac_n = NULL
+    cdef char run_text[24]
+    cdef Py_ssize_t run_n
+    cdef bytes piece
+    cdef char* buf
+    cdef bytearray out
+    cdef list ends = []
+    cdef bint has_extra = extras is not None
+    for i in range(k):
+        for j in range(r):
+            if starts[i, j] < 0 or starts[i, j] >= limit or durs[i, j] < 0 or durs[i, j] >= limit:
+                return None
+    head_p = <char**>malloc(ncols * sizeof(char*))
+    head_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
+    mid_p = <char**>malloc(ncols * sizeof(char*))
+    mid_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
+    frac_p = <char**>malloc((nfrac + 1) * sizeof(char*))
+    frac_n = <Py_ssize_t*>malloc((nfrac + 1) * sizeof(Py_ssize_t))
+    if not (head_p and head_n and mid_p and mid_n and frac_p and frac_n):
+        free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
+        raise MemoryError()
+    try:
+        for c in range(ncols):
+            piece = heads[c]
+            head_p[c] = PyBytes_AS_STRING(piece)
+            head_n[c] = PyBytes_GET_SIZE(piece)
+            piece = mids[c]
+            mid_p[c] = PyBytes_AS_STRING(piece)
+            mid_n[c] = PyBytes_GET_SIZE(piece)
+        for c in range(nfrac):
+            piece = fractions[c]
+            frac_p[c] = PyBytes_AS_STRING(piece)
+            frac_n[c] = PyBytes_GET_SIZE(piece)
+        # room: every static piece, and 24 bytes for each number and run
+        for i in range(k):
+            for j in range(r):
+                c = cols[i, j]
+                size += head_n[c] + mid_n[c] + 2 + 8 + 9 + 4 * 24 + 8
+                if has_extra:
+                    size += len(<bytes>extras[i * r + j])
+        out = bytearray(size)
+        buf = PyByteArray_AS_STRING(out)
+        for i in range(k):
+            run_n = _digits(run_text, <int64_t>runs[i])
+            for j in range(r):
+                c = cols[i, j]
+                memcpy(buf + at, head_p[c], head_n[c])
+                at += head_n[c]
+                memcpy(buf + at, run_text, run_n)
+                at += run_n
+                memcpy(buf + at, _TS, 8)
+                at += 8
+                for n in range(2):
+                    t = starts[i, j] if n == 0 else durs[i, j]
+                    if n == 1:
+                        memcpy(buf + at, _DUR, 9)
+                        at += 9
+                    if divisor > 1:
+                        whole = t // divisor
+                        at += _digits(buf + at, whole)
+                        memcpy(buf + at, frac_p[t % divisor], frac_n[t % divisor])
+                        at += frac_n[t % divisor]
+                    else:
+                        at += _digits(buf + at, t * multiplier)
+                        buf[at] = 46  # '.0'
+                        buf[at + 1] = 48
+                        at += 2
+                memcpy(buf + at, mid_p[c], mid_n[c])
+                at += mid_n[c]
+                memcpy(buf + at, run_text, run_n)
+                at += run_n
+                if has_extra:
+                    piece = extras[i * r + j]
+                    memcpy(buf + at, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+                    at += PyBytes_GET_SIZE(piece)
+                buf[at] = 125  # '}}'
+                buf[at + 1] = 125
+                at += 2
+            ends.append(at)
+    finally:
+        free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
+    del out[at:]
+    return out, ends
