@@ -22,6 +22,10 @@ else:
             Extension(
                 "delegate_lens.etdump._walk",
                 ["core/delegate_lens/etdump/_walk.pyx"],
+                depends=[  # included by _walk.pyx
+                    "core/delegate_lens/etdump/_walk_reads.pxi",
+                    "core/delegate_lens/etdump/_walk_strings.pxi",
+                ],
                 extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
                 optional=True,  # no compiler: install anyway, without it
             ),
