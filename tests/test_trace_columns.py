@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -225,19 +226,30 @@ def test_the_compiled_lines_are_built() -> None:
 
 
 def _both_ways(inspector: Inspector, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    compiled = io.StringIO()
-    write_chrome_trace(inspector, compiled)
+    """The trace with the C lines, into a file (the writer thread's path), and with the
+    Python ones, into a string."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.json"
+        with path.open("w", encoding="utf-8") as stream:
+            write_chrome_trace(inspector, stream)
+        compiled = path.read_text(encoding="utf-8")
     monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
     python = io.StringIO()
     write_chrome_trace(inspector, python)
     monkeypatch.delenv("DELEGATE_LENS_NO_COMPILED")
-    return compiled.getvalue(), python.getvalue()
+    return compiled, python.getvalue()
 
 
+@pytest.mark.parametrize("chunk", [1 << 14, 300])
 @pytest.mark.parametrize("name", ["mlp_xnnpack", "conv_xnnpack", "gpt_portable"])
 def test_compiled_lines_equal_the_python_ones_on_the_vectors(
-    name: str, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, chunk: int, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Small chunks too: the C lines reuse a block's buffers in turn (one being written,
+    one free), larger or smaller than the next chunk needs."""
+    from delegate_lens.exporters import _chrome_trace
+
+    monkeypatch.setattr(_chrome_trace, "_CHUNK_EVENTS", chunk)
     folder = vectors_dir / name
     inspector = Inspector(etdump_path=folder / "etdump.etdp", etrecord=folder / "etrecord.bin")
     compiled, python = _both_ways(inspector, monkeypatch)

@@ -185,6 +185,7 @@ class _ChromeBlock:
         for c, (raws, parsed) in block.metadata.items():
             self.metadata[c] = _sample_metadata(parsed, raws, len(block.runs))
         self._nested: tuple[int, int, Nested] | None = None
+        self._buffers: list[bytearray | None] = [None, None]  # for the compiled lines
 
     def nested(self, positions: npt.NDArray[np.intp]) -> Nested:
         """The nested slices of the runs at ``positions`` (ascending), nesting ranges of
@@ -237,9 +238,13 @@ class _ChromeBlock:
                 us.multiplier,
                 us.fractions.tolist(),
                 _EXACT // us.multiplier,
+                self._buffers[0],
             )
             if made is not None:  # else a value the text cannot print: as below
                 lines, ends = made
+                # two buffers in turn: the one of the chunk before is being written
+                # (the writer takes one chunk at a time), the one before that is done
+                self._buffers = [self._buffers[1], lines]
                 view = memoryview(lines)
                 return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())

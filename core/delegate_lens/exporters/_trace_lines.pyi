@@ -15,4 +15,5 @@ def run_lines(
     multiplier: int,
     fractions: list[bytes],
     limit: int,
+    into: bytearray | None = None,
 ) -> tuple[bytearray, list[int]] | None: ...

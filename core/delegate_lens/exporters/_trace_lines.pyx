@@ -49,10 +49,13 @@ def run_lines(
     int64_t multiplier,
     list fractions,
     int64_t limit,
+    bytearray into=None,
 ):
-    """The lines of the runs of one chunk (rows of ``starts``, ``durs``, ``cols``) as one
-    bytearray and the offset where each run's lines end; None when a value is out of the
-    exact range. ``extras``: None, or one bytes per slice (run by run)."""
+    """The lines of the runs of one chunk (rows of ``starts``, ``durs``, ``cols``) in a
+    bytearray, and the offset where each run's lines end; None when a value is out of the
+    exact range. ``extras``: None, or one bytes per slice (run by run). The lines go into
+    ``into`` when it is large enough (it is never resized: views of it may be alive), else
+    into a new bytearray; the bytes after the last offset are left as they were."""
     cdef Py_ssize_t k = starts.shape[0], r = starts.shape[1]
     cdef Py_ssize_t ncols = len(heads), nfrac = len(fractions)
     cdef Py_ssize_t i, j, c, n, size = 0, at = 0
@@ -102,7 +105,7 @@ def run_lines(
                 size += head_n[c] + mid_n[c] + 2 + 8 + 9 + 4 * 24 + 8
                 if has_extra:
                     size += len(<bytes>extras[i * r + j])
-        out = bytearray(size)
+        out = into if into is not None and len(into) >= size else bytearray(size)
         buf = PyByteArray_AS_STRING(out)
         for i in range(k):
             run_n = _digits(run_text, <int64_t>runs[i])
@@ -143,5 +146,4 @@ def run_lines(
             ends.append(at)
     finally:
         free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
-    del out[at:]
     return out, ends
