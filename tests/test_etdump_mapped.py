@@ -220,3 +220,19 @@ def test_decode_file_reads_a_pipe(tmp_path: Path) -> None:
         .run_data[0]
         .columns.equals(decode_columns(SMALL).etdump(0).run_data[0].columns)
     )
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["walk", "numpy"])
+def test_decode_file_errors_deep_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """A format error found while arrays still view the map is the error raised (not a
+    complaint about closing the map)."""
+    if not compiled:
+        monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
+    data = bytearray(RICH)
+    data[len(data) // 2 :] = b"\xff" * (len(data) - len(data) // 2)
+    path = tmp_path / "mangled.etdp"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ETDumpFormatError, match=r"mangled\.etdp"):
+        decode_file(path)

@@ -54,8 +54,9 @@ def decode_file(path: str | os.PathLike[str]) -> DecodedColumns:
         view = memoryview(mapped)
         try:
             return detach(decode_columns(view, release=lambda: _drop(mapped)))
-        finally:
-            view.release()
+        finally:  # a view still held (e.g. by an error's traceback) ends with its holder
+            with contextlib.suppress(BufferError):
+                view.release()
             _close(mapped)
     except ETDumpFormatError as exc:
         raise ETDumpFormatError(f"{os.fspath(path)}: {exc}") from None
