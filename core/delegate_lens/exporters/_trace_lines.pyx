@@ -37,6 +37,82 @@ cdef inline Py_ssize_t _digits(char* out, int64_t value) noexcept nogil:
     return n
 
 
+cdef inline Py_ssize_t _number(char* buf, Py_ssize_t at, int64_t t, int64_t divisor,
+                               int64_t multiplier, char** frac_p,
+                               Py_ssize_t* frac_n) noexcept nogil:
+    """The microseconds of ``t`` ticks at ``buf + at``; the new end."""
+    if divisor > 1:
+        at += _digits(buf + at, t // divisor)
+        memcpy(buf + at, frac_p[t % divisor], frac_n[t % divisor])
+        return at + frac_n[t % divisor]
+    at += _digits(buf + at, t * multiplier)
+    buf[at] = 46  # '.0'
+    buf[at + 1] = 48
+    return at + 2
+
+
+cdef inline Py_ssize_t _head(char* buf, Py_ssize_t at, Py_ssize_t i, Py_ssize_t j,
+                             const char* run_text, Py_ssize_t run_n,
+                             const int64_t[:, ::1] starts, const int64_t[:, ::1] durs,
+                             Py_ssize_t c, char** head_p, Py_ssize_t* head_n, char** mid_p,
+                             Py_ssize_t* mid_n, char** frac_p, Py_ssize_t* frac_n,
+                             int64_t divisor, int64_t multiplier) noexcept nogil:
+    """A slice's line up to its run number in the args (what precedes the extra args)."""
+    memcpy(buf + at, head_p[c], head_n[c])
+    at += head_n[c]
+    memcpy(buf + at, run_text, run_n)
+    at += run_n
+    memcpy(buf + at, _TS, 8)
+    at += 8
+    at = _number(buf, at, starts[i, j], divisor, multiplier, frac_p, frac_n)
+    memcpy(buf + at, _DUR, 9)
+    at += 9
+    at = _number(buf, at, durs[i, j], divisor, multiplier, frac_p, frac_n)
+    memcpy(buf + at, mid_p[c], mid_n[c])
+    at += mid_n[c]
+    memcpy(buf + at, run_text, run_n)
+    return at + run_n
+
+
+cdef Py_ssize_t _run_plain(char* buf, Py_ssize_t at, Py_ssize_t i, Py_ssize_t r, int64_t run,
+                           const int64_t[:, ::1] starts, const int64_t[:, ::1] durs,
+                           const Py_ssize_t[:, ::1] cols, char** head_p, Py_ssize_t* head_n,
+                           char** mid_p, Py_ssize_t* mid_n, char** frac_p,
+                           Py_ssize_t* frac_n, int64_t divisor,
+                           int64_t multiplier) noexcept nogil:
+    """The lines of run ``i`` (no extra args); the new end."""
+    cdef char run_text[24]
+    cdef Py_ssize_t run_n = _digits(run_text, run), j
+    for j in range(r):
+        at = _head(buf, at, i, j, run_text, run_n, starts, durs, cols[i, j], head_p, head_n,
+                   mid_p, mid_n, frac_p, frac_n, divisor, multiplier)
+        buf[at] = 125  # '}}'
+        buf[at + 1] = 125
+        at += 2
+    return at
+
+
+cdef Py_ssize_t _run(char* buf, Py_ssize_t at, Py_ssize_t i, Py_ssize_t r, int64_t run,
+                     const int64_t[:, ::1] starts, const int64_t[:, ::1] durs,
+                     const Py_ssize_t[:, ::1] cols, char** head_p, Py_ssize_t* head_n,
+                     char** mid_p, Py_ssize_t* mid_n, char** frac_p, Py_ssize_t* frac_n,
+                     int64_t divisor, int64_t multiplier, list extras) except -1:
+    """The lines of run ``i`` with their extra args; the new end."""
+    cdef char run_text[24]
+    cdef Py_ssize_t run_n = _digits(run_text, run), j
+    cdef bytes piece
+    for j in range(r):
+        at = _head(buf, at, i, j, run_text, run_n, starts, durs, cols[i, j], head_p, head_n,
+                   mid_p, mid_n, frac_p, frac_n, divisor, multiplier)
+        piece = extras[i * r + j]
+        memcpy(buf + at, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+        at += PyBytes_GET_SIZE(piece)
+        buf[at] = 125  # '}}'
+        buf[at + 1] = 125
+        at += 2
+    return at
+
+
 def run_lines(
     list heads,
     list mids,
@@ -59,15 +135,14 @@ def run_lines(
     cdef Py_ssize_t k = starts.shape[0], r = starts.shape[1]
     cdef Py_ssize_t ncols = len(heads), nfrac = len(fractions)
     cdef Py_ssize_t i, j, c, n, size = 0, at = 0
-    cdef int64_t t, whole
+    cdef Py_ssize_t* ends_c = NULL
+    cdef int64_t* run_c = NULL
     cdef char** head_p = NULL
     cdef Py_ssize_t* head_n = NULL
     cdef char** mid_p = NULL
     cdef Py_ssize_t* mid_n = NULL
     cdef char** frac_p = NULL
     cdef Py_ssize_t* frac_n = NULL
-    cdef char run_text[24]
-    cdef Py_ssize_t run_n
     cdef bytes piece
     cdef char* buf
     cdef bytearray out
@@ -107,43 +182,26 @@ def run_lines(
                     size += len(<bytes>extras[i * r + j])
         out = into if into is not None and len(into) >= size else bytearray(size)
         buf = PyByteArray_AS_STRING(out)
+        ends_c = <Py_ssize_t*>malloc((k + 1) * sizeof(Py_ssize_t))
+        run_c = <int64_t*>malloc((k + 1) * sizeof(int64_t))
+        if ends_c == NULL or run_c == NULL:
+            raise MemoryError()
+        if has_extra:  # Python objects to read: with the GIL
+            for i in range(k):
+                at = _run(buf, at, i, r, <int64_t>runs[i], starts, durs, cols, head_p, head_n,
+                          mid_p, mid_n, frac_p, frac_n, divisor, multiplier, extras)
+                ends_c[i] = at
+        else:  # the writer thread runs meanwhile
+            for i in range(k):
+                run_c[i] = runs[i]
+            with nogil:
+                for i in range(k):
+                    at = _run_plain(buf, at, i, r, run_c[i], starts, durs, cols, head_p,
+                                    head_n, mid_p, mid_n, frac_p, frac_n, divisor, multiplier)
+                    ends_c[i] = at
         for i in range(k):
-            run_n = _digits(run_text, <int64_t>runs[i])
-            for j in range(r):
-                c = cols[i, j]
-                memcpy(buf + at, head_p[c], head_n[c])
-                at += head_n[c]
-                memcpy(buf + at, run_text, run_n)
-                at += run_n
-                memcpy(buf + at, _TS, 8)
-                at += 8
-                for n in range(2):
-                    t = starts[i, j] if n == 0 else durs[i, j]
-                    if n == 1:
-                        memcpy(buf + at, _DUR, 9)
-                        at += 9
-                    if divisor > 1:
-                        whole = t // divisor
-                        at += _digits(buf + at, whole)
-                        memcpy(buf + at, frac_p[t % divisor], frac_n[t % divisor])
-                        at += frac_n[t % divisor]
-                    else:
-                        at += _digits(buf + at, t * multiplier)
-                        buf[at] = 46  # '.0'
-                        buf[at + 1] = 48
-                        at += 2
-                memcpy(buf + at, mid_p[c], mid_n[c])
-                at += mid_n[c]
-                memcpy(buf + at, run_text, run_n)
-                at += run_n
-                if has_extra:
-                    piece = extras[i * r + j]
-                    memcpy(buf + at, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
-                    at += PyBytes_GET_SIZE(piece)
-                buf[at] = 125  # '}}'
-                buf[at + 1] = 125
-                at += 2
-            ends.append(at)
+            ends.append(ends_c[i])
     finally:
         free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
+        free(ends_c); free(run_c)
     return out, ends
