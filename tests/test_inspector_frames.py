@@ -82,3 +82,19 @@ def test_the_frame_is_built_without_cycle_collections(
         (gc.enable if was_on else gc.disable)()
     assert len(frame) > 0
     assert during == [0]
+
+
+def test_the_frame_makes_no_event_and_no_run_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frame comes from the tables' columns: no Event per row, no run objects."""
+    inspector = Inspector(
+        etdump_path=VECTORS / "gpt_portable" / "etdump.etdp",
+        etrecord=str(VECTORS / "gpt_portable" / "etrecord.bin"),
+    )
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("an Event was made")
+
+    monkeypatch.setattr(Inspector, "make_event", refuse)
+    frame = inspector.to_dataframe()
+    assert len(frame) == sum(table.n_rows for table in inspector.tables)
+    assert inspector._etdump is None and inspector._blocks is None
