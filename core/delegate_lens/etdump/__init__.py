@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from delegate_lens.etdump.columns import EventColumns, EventKind
     from delegate_lens.etdump.decoded import DecodedColumns
     from delegate_lens.etdump.jsonview import from_json, to_json, write_json
+    from delegate_lens.etdump.mapped import decode_file
     from delegate_lens.etdump.model import (
         FRAMEWORK_EVENTS,
         AllocationEvent,
@@ -85,6 +86,7 @@ _HOME = {
     "joined_layout": "reader",
     "load": "reader",
     "loads": "reader",
+    "decode_file": "mapped",
     "DebugEntries": "values",
     "TensorColumns": "values",
     "ValueColumns": "values",
@@ -121,6 +123,7 @@ __all__ = [
     "ValueColumns",
     "ValueType",
     "decode_columns",
+    "decode_file",
     "decode_joined",
     "decode_many",
     "dump",
