@@ -1,10 +1,10 @@
 """The compiled parts of delegate-lens: the ETDump decoder's walk and chrome-trace's slice
-lines (Cython).
+lines and nesting (Cython).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where they cannot be
 built (no C compiler, or a build without Cython), delegate-lens installs without it and
 decodes with numpy alone, a few times slower (docs/etdump.md, "The compiled walk"), and
-writes chrome-trace's lines in Python (about twice the time).
+writes the timelines' lines and nesting with numpy and Python (about twice the time).
 """
 
 import sys

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dumps
+from delegate_lens.exporters import _compiled
 from delegate_lens.exporters import _slices as slices
 from delegate_lens.exporters import write_chrome_trace as write_trace
 from delegate_lens.exporters._chrome_trace import _Microseconds
@@ -106,6 +108,7 @@ def test_trace_equals_the_per_slice_model(n_runs: int) -> None:
 
 
 def test_both_nesting_paths_write_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")  # numpy and Python
     runs = [_run(997 * i, jitter=(i % 4) * 5) for i in range(50)]
     inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
     vector = io.StringIO()
@@ -180,14 +183,22 @@ def _tracks(draw: Any) -> tuple[np.ndarray, np.ndarray]:
 def test_numpy_nesting_equals_the_stack_walk(tracks: tuple[np.ndarray, np.ndarray]) -> None:
     start, end = tracks
     expected = slices._nest_loop(start, end)
-    old = slices._VECTOR_RUNS
+    old, switch = slices._VECTOR_RUNS, os.environ.get("DELEGATE_LENS_NO_COMPILED")
     try:
         slices._VECTOR_RUNS = 0  # every block through the numpy path
+        os.environ["DELEGATE_LENS_NO_COMPILED"] = "1"
         got = slices.nest(start, end)
     finally:
         slices._VECTOR_RUNS = old
+        if switch is None:
+            del os.environ["DELEGATE_LENS_NO_COMPILED"]
+        else:
+            os.environ["DELEGATE_LENS_NO_COMPILED"] = switch
     for a, b in zip(got, expected, strict=True):
         assert np.array_equal(a, b)
+    assert _compiled.nest_runs is not None
+    for a, b in zip(_compiled.nest_runs(start, end), expected, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)  # the C stack walk
 
 
 class _FullDisk(io.RawIOBase):
@@ -220,9 +231,7 @@ def test_an_error_of_the_file_reaches_the_caller(room: int) -> None:
 def test_the_compiled_lines_are_built() -> None:
     """scripts/install.sh builds the C lines (setup.py); without a compiler they are
     optional, but here they must be there for the comparison below to mean anything."""
-    from delegate_lens.exporters import _chrome_trace
-
-    assert _chrome_trace._run_lines is not None
+    assert _compiled.run_lines is not None and _compiled.nest_runs is not None
 
 
 def _both_ways(inspector: Inspector, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:

@@ -37,17 +37,13 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.exporters import _compiled
 from delegate_lens.exporters._slices import Nested
 
 if TYPE_CHECKING:
     from delegate_lens.exporters._rows import TableRow, TraceBlock, TraceInput
 
 _PID = 1
-_run_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
-try:  # the slice lines in C (built at install when a C compiler is there)
-    from delegate_lens.exporters._trace_lines import run_lines as _run_lines
-except ImportError:
-    _run_lines = None
 _CHUNK_EVENTS = 1 << 14  # slices turned into text at a time
 _NEST_EVENTS = 1 << 18  # slices nested at a time
 _EXACT = 10**15  # below this, the decimal text below is exactly Python's repr of the float
@@ -225,8 +221,8 @@ class _ChromeBlock:
             return [b""] * len(runs)
         where = np.array(positions, dtype=np.intp)
         nested = self.nested(where)
-        if _run_lines is not None and compiled():
-            made = _run_lines(
+        if _compiled.run_lines is not None and _compiled.compiled():
+            made = _compiled.run_lines(
                 self.heads,
                 self.mids,
                 np.ascontiguousarray(nested.start - origin),
@@ -291,12 +287,6 @@ class _ChromeBlock:
             else:
                 parts.append(b"".join(templates[cols[i]].tolist()) % chunk)
         return parts
-
-
-def compiled() -> bool:
-    """Whether the slice lines are made in C (built, and ``DELEGATE_LENS_NO_COMPILED``
-    not set to a non-empty value other than ``0``, as for the decoder's walk)."""
-    return _run_lines is not None and os.environ.get("DELEGATE_LENS_NO_COMPILED", "0") in ("", "0")
 
 
 def _chunks(runs: list[int], sizes: dict[int, int]) -> Iterator[list[int]]:

@@ -18,6 +18,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.exporters import _compiled
+
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -72,6 +74,8 @@ def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArr
     to end no later than the slice left on top, its parent.
     """
     k, r = start.shape
+    if _compiled.nest_runs is not None and _compiled.compiled():
+        return _compiled.nest_runs(np.ascontiguousarray(start), np.ascontiguousarray(end))
     if k < _VECTOR_RUNS:
         return _nest_loop(start, end)
     # one numpy step per slice position serves every run: the columns are made rows

@@ -1,4 +1,4 @@
-"""Types of the compiled slice lines (``_trace_lines.pyx``)."""
+"""Types of the timeline writers' compiled loops (``_trace_lines.pyx``)."""
 
 import numpy as np
 import numpy.typing as npt
@@ -17,3 +17,6 @@ def run_lines(
     limit: int,
     into: bytearray | None = None,
 ) -> tuple[bytearray, list[int]] | None: ...
+def nest_runs(
+    start: npt.NDArray[np.int64], end: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int32]]: ...

@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, nonecheck=False
-"""chrome-trace's slice lines in C: the text :class:`_ChromeBlock.text` makes with one
+"""The timeline writers' loops in C: :func:`nest_runs`, the stack walk of
+``delegate_lens.exporters._slices.nest``, and :func:`run_lines`, chrome-trace's slice
+lines: the text :class:`_ChromeBlock.text` makes with one
 ``%`` per run (``delegate_lens.exporters._chrome_trace``), byte for byte, written straight
 from the tick columns into one buffer (no Python int, tuple or format per slice).
 
@@ -11,9 +13,11 @@ cannot print exactly as the float's repr (negative, or ``limit`` or more) makes
 :func:`run_lines` return None: the Python path prints those.
 """
 
+import numpy as np
+
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -205,3 +209,35 @@ def run_lines(
         free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
         free(ends_c); free(run_c)
     return out, ends
+
+
+def nest_runs(const int64_t[:, ::1] start, const int64_t[:, ::1] end):
+    """``nest(start, end)`` (``_slices``): each run's stack walk in C, every run in turn."""
+    cdef Py_ssize_t k = start.shape[0], r = start.shape[1], i, j, n
+    cdef int64_t s, e
+    out = np.array(end, dtype=np.int64, copy=True)
+    cut = np.zeros((k, r), dtype=np.uint8)
+    depth = np.zeros((k, r), dtype=np.int32)
+    cdef int64_t[:, ::1] o = out
+    cdef uint8_t[:, ::1] c = cut
+    cdef int32_t[:, ::1] d = depth
+    cdef int64_t* stack = <int64_t*>malloc((r + 1) * sizeof(int64_t))  # open slices' ends
+    if stack == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(k):
+            n = 0
+            for j in range(r):
+                s = start[i, j]
+                e = end[i, j]
+                while n > 0 and stack[n - 1] <= s and not (stack[n - 1] == s and s == e):
+                    n -= 1
+                d[i, j] = <int32_t>n
+                if n > 0 and e > stack[n - 1]:
+                    e = stack[n - 1]
+                    c[i, j] = 1
+                stack[n] = e
+                n += 1
+                o[i, j] = e
+    free(stack)
+    return out, cut.view(np.bool_), depth
