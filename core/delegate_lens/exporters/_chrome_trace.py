@@ -212,6 +212,14 @@ class _ChromeBlock:
         out: list[bytes] = extra.ravel().tolist()
         return out
 
+    def _views(self, lines: bytearray, ends: list[int]) -> list[memoryview]:
+        """Each run's lines in ``lines`` (the C lines), which becomes the newer of the two
+        buffers used in turn: the one of the chunk before is being written (the writer
+        takes one chunk at a time), the one before that is done."""
+        self._buffers = [self._buffers[1], lines]
+        view = memoryview(lines)
+        return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
     def text(
         self, runs: list[int], positions: list[int], origin: int, us: _Microseconds
     ) -> list[bytes] | list[memoryview]:
@@ -220,6 +228,26 @@ class _ChromeBlock:
         if not r:
             return [b""] * len(runs)
         where = np.array(positions, dtype=np.intp)
+        if _compiled.block_lines is not None and _compiled.compiled() and not self.metadata:
+            sl = self.slices
+            made = _compiled.block_lines(
+                self.heads,
+                self.mids,
+                np.ascontiguousarray(sl.start),
+                np.ascontiguousarray(sl.end),
+                np.ascontiguousarray(sl.clipped).view(np.uint8),
+                np.ascontiguousarray(sl.order, dtype=np.intp),
+                where,
+                runs,
+                origin,
+                us.divisor if us.divisor > 1 else 0,
+                us.multiplier,
+                us.fractions.tolist(),
+                _EXACT // us.multiplier,
+                self._buffers[0],
+            )
+            if made is not None:  # else a value the text cannot print: as below
+                return self._views(*made)
         nested = self.nested(where)
         if _compiled.run_lines is not None and _compiled.compiled():
             made = _compiled.run_lines(
@@ -237,12 +265,7 @@ class _ChromeBlock:
                 self._buffers[0],
             )
             if made is not None:  # else a value the text cannot print: as below
-                lines, ends = made
-                # two buffers in turn: the one of the chunk before is being written
-                # (the writer takes one chunk at a time), the one before that is done
-                self._buffers = [self._buffers[1], lines]
-                view = memoryview(lines)
-                return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+                return self._views(*made)
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
         extra = self.extras(nested, where)

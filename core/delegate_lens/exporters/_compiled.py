@@ -18,10 +18,11 @@ NestRuns = Callable[
 ]
 nest_runs: NestRuns | None
 run_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
+block_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
 try:
-    from delegate_lens.exporters._trace_lines import nest_runs, run_lines
+    from delegate_lens.exporters._trace_lines import block_lines, nest_runs, run_lines
 except ImportError:  # not built: numpy and Python
-    nest_runs = run_lines = None
+    block_lines = nest_runs = run_lines = None
 
 
 def compiled() -> bool:

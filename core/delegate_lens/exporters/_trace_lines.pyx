@@ -241,3 +241,130 @@ def nest_runs(const int64_t[:, ::1] start, const int64_t[:, ::1] end):
                 o[i, j] = e
     free(stack)
     return out, cut.view(np.bool_), depth
+
+
+cdef const char* _CLIPPED = b', "clipped": true'
+
+
+def block_lines(
+    list heads,
+    list mids,
+    const int64_t[:, ::1] start,
+    const int64_t[:, ::1] end,
+    const uint8_t[:, ::1] clipped,
+    const Py_ssize_t[:, ::1] order,
+    const Py_ssize_t[::1] positions,
+    list runs,
+    int64_t origin,
+    int64_t divisor,
+    int64_t multiplier,
+    list fractions,
+    int64_t limit,
+    bytearray into=None,
+):
+    """:func:`run_lines` from a block's slices as they are (``Slices``: ``start``, ``end``,
+    ``clipped``, each run's track ``order``) for the runs at ``positions``: each run's
+    slices taken in track order and nested (the stack walk of :func:`nest_runs`) as they
+    are written, a clipped slice's args ending ``"clipped": true``. None when a value is
+    out of the exact range (the caller then nests with numpy and prints in Python)."""
+    cdef Py_ssize_t k = positions.shape[0], r = start.shape[1], ncols = len(heads)
+    cdef Py_ssize_t nfrac = len(fractions), i, j, c, p, n, at = 0, size = 0, run_n
+    cdef int64_t s, e
+    cdef bint cut
+    cdef char run_text[24]
+    cdef char** head_p = NULL
+    cdef Py_ssize_t* head_n = NULL
+    cdef char** mid_p = NULL
+    cdef Py_ssize_t* mid_n = NULL
+    cdef char** frac_p = NULL
+    cdef Py_ssize_t* frac_n = NULL
+    cdef int64_t* stack = NULL
+    cdef int64_t* run_c = NULL
+    cdef Py_ssize_t* ends_c = NULL
+    cdef bint bad = False
+    cdef bytes piece
+    cdef bytearray out
+    cdef char* buf
+    cdef list ends = []
+    head_p = <char**>malloc(ncols * sizeof(char*))
+    head_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
+    mid_p = <char**>malloc(ncols * sizeof(char*))
+    mid_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
+    frac_p = <char**>malloc((nfrac + 1) * sizeof(char*))
+    frac_n = <Py_ssize_t*>malloc((nfrac + 1) * sizeof(Py_ssize_t))
+    stack = <int64_t*>malloc((r + 1) * sizeof(int64_t))
+    run_c = <int64_t*>malloc((k + 1) * sizeof(int64_t))
+    ends_c = <Py_ssize_t*>malloc((k + 1) * sizeof(Py_ssize_t))
+    try:
+        if not (head_p and head_n and mid_p and mid_n and frac_p and frac_n and stack
+                and run_c and ends_c):
+            raise MemoryError()
+        for c in range(ncols):
+            piece = heads[c]
+            head_p[c] = PyBytes_AS_STRING(piece)
+            head_n[c] = PyBytes_GET_SIZE(piece)
+            piece = mids[c]
+            mid_p[c] = PyBytes_AS_STRING(piece)
+            mid_n[c] = PyBytes_GET_SIZE(piece)
+            size += head_n[c] + mid_n[c]
+        for c in range(nfrac):
+            piece = fractions[c]
+            frac_p[c] = PyBytes_AS_STRING(piece)
+            frac_n[c] = PyBytes_GET_SIZE(piece)
+        for i in range(k):
+            run_c[i] = runs[i]
+        # room: each run's static text (every column once), 24 bytes per number and run
+        size = k * (size + r * (2 + 8 + 9 + 4 * 24 + 17 + 8))
+        out = into if into is not None and len(into) >= size else bytearray(size)
+        buf = PyByteArray_AS_STRING(out)
+        with nogil:
+            for i in range(k):
+                p = positions[i]
+                run_n = _digits(run_text, run_c[i])
+                n = 0
+                for j in range(r):
+                    c = order[p, j]
+                    s = start[p, c]
+                    e = end[p, c]
+                    while n > 0 and stack[n - 1] <= s and not (stack[n - 1] == s and s == e):
+                        n -= 1
+                    cut = clipped[p, c] != 0
+                    if n > 0 and e > stack[n - 1]:
+                        e = stack[n - 1]
+                        cut = True
+                    stack[n] = e
+                    n += 1
+                    if s - origin < 0 or s - origin >= limit or e - s < 0 or e - s >= limit:
+                        bad = True
+                        break
+                    memcpy(buf + at, head_p[c], head_n[c])
+                    at += head_n[c]
+                    memcpy(buf + at, run_text, run_n)
+                    at += run_n
+                    memcpy(buf + at, _TS, 8)
+                    at += 8
+                    at = _number(buf, at, s - origin, divisor, multiplier, frac_p, frac_n)
+                    memcpy(buf + at, _DUR, 9)
+                    at += 9
+                    at = _number(buf, at, e - s, divisor, multiplier, frac_p, frac_n)
+                    memcpy(buf + at, mid_p[c], mid_n[c])
+                    at += mid_n[c]
+                    memcpy(buf + at, run_text, run_n)
+                    at += run_n
+                    if cut:
+                        memcpy(buf + at, _CLIPPED, 17)
+                        at += 17
+                    buf[at] = 125  # '}}'
+                    buf[at + 1] = 125
+                    at += 2
+                if bad:
+                    break
+                ends_c[i] = at
+        if bad:
+            return None
+        for i in range(k):
+            ends.append(ends_c[i])
+    finally:
+        free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
+        free(stack); free(run_c); free(ends_c)
+    return out, ends
