@@ -144,3 +144,44 @@ def test_the_documented_map_names_every_unit_in_its_layer() -> None:
         assert item.startswith(f"{level + 1}. **")
         for unit in units - {"__main__"}:
             assert f"`{unit}`" in item, f"docs/architecture.md: {unit} not in layer {level + 1}"
+
+
+@pytest.mark.parametrize("unit", ["inspector", "exporters"])
+def test_no_import_circle_inside(unit: str) -> None:
+    """The modules of the Inspector and of the writers import each other one way (the
+    writers take typed rows: none imports the Inspector back)."""
+    modules = {_module_name(p): p for p in sorted((PACKAGE / unit).rglob("*.py"))}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for source, path in modules.items():
+        for target in _imports(path):
+            while target and target not in modules:  # a name's module
+                target = target.rpartition(".")[0]
+            if target and target != source and target != f"delegate_lens.{unit}":
+                edges[source].add(target)
+    assert _a_circle(edges) == []
+
+
+def _a_circle(edges: dict[str, set[str]]) -> list[str]:
+    """One circle of ``edges`` (its modules, the first repeated at the end), or []."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def walk(module: str) -> list[str]:
+        path.append(module)
+        for nxt in sorted(edges.get(module, ())):
+            if nxt in path:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in done and (found := walk(nxt)):
+                return found
+        done.add(path.pop())
+        return []
+
+    for module in sorted(edges):
+        if module not in done and (found := walk(module)):
+            return found
+    return []
+
+
+def test_the_circle_check_can_fail() -> None:
+    assert _a_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _a_circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
