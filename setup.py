@@ -2,7 +2,7 @@
 lines and nesting (Cython).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where they cannot be
-built (no C compiler, or a build without Cython), delegate-lens installs without it and
+built (no C compiler, or a build without Cython), delegate-lens installs without them and
 decodes with numpy alone, a few times slower (docs/etdump.md, "The compiled walk"), and
 writes the timelines' lines and nesting with numpy and Python (about twice the time).
 """
