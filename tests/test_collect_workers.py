@@ -147,9 +147,20 @@ def test_a_killed_worker_is_named(
     assert not _ours()
 
 
+def _cannot_load(text: str) -> Exception:
+    raise RuntimeError(f"{text}: this error cannot be rebuilt")
+
+
 class _Unpicklable(Exception):
-    def __init__(self, a: str, b: str) -> None:  # (pickles, but does not come back)
+    """Pickles, but does not come back (whatever reducers are registered for exceptions:
+    once distributed is imported, one rebuilds an exception whose __init__ takes other
+    arguments, and an earlier test in the same process imported it)."""
+
+    def __init__(self, a: str, b: str) -> None:
         super().__init__(f"{a} {b}")
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (_cannot_load, (str(self),))
 
 
 def _raise_unpicklable(*args: Any) -> Any:

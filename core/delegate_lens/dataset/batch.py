@@ -6,12 +6,16 @@ its links. Small local files are read straight into one buffer per group, at the
 :func:`~delegate_lens.etdump.reader.joined_layout` gives them, and decoded from there
 (:func:`~delegate_lens.etdump.reader.decode_joined`): no bytes object per file, no copy to
 join them. A file that cannot be read or decoded is reported and skipped; the others of its
-batch are still collected.
+batch are still collected. A file of more than ``PIECE_ROWS`` events is written as a part
+of its own, a piece of ``PIECE_ROWS`` events at a time (its whole table is never held:
+about 150 bytes per event with its links), and a memory-mapped file's pages are let go
+once it is decoded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import mmap
 import os
 import warnings
@@ -20,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from delegate_lens.dataset._arrow import to_numpy
 from delegate_lens.dataset._cycles import no_cycle_collection
 from delegate_lens.dataset._extras import require
+from delegate_lens.dataset._reading import _ALONE_BYTES, _GROUP_BYTES, _Block, _read_all
 from delegate_lens.dataset.sources import Source, read_labels
 from delegate_lens.dataset.store import DatasetStore
 
@@ -34,8 +38,9 @@ if TYPE_CHECKING:
     from delegate_lens.etdump.decoded import DecodedColumns
     from delegate_lens.etrecord import ETRecord
     from delegate_lens.inspector import Inspector
+    from delegate_lens.inspector.build import FileColumns
 
-_Outcome = tuple[list["_Pending"], "pyarrow.Table"] | tuple["_Pending", Exception]
+_Outcome = tuple[list["_Pending"], "pyarrow.Table | _Pieces"] | tuple["_Pending", Exception]
 """What became of files decoded together: ``(files, table)`` for what was collected,
 ``(file, error)`` for a bad file."""
 
@@ -47,9 +52,7 @@ __all__ = [
     "etrecord_identity",
 ]
 
-_ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
-_GROUP_BYTES = 32 << 20  # smaller files are decoded together, this many bytes at a time
-_GAP = 16  # joined_layout's bytes after the last file
+PIECE_ROWS = 1 << 18  # a file with more events is written as a part of its own, in pieces
 
 
 @attrs.frozen
@@ -64,37 +67,6 @@ class FileResult:
     file_hash: str | None = None
     error: str | None = None
     part: str | None = None
-
-
-def _read(path: str, size: int = -1) -> bytes | memoryview:
-    """The file's bytes: a read-only memory map for a big local file (no copy: the
-    decoder and the hash read the page cache directly), else read whole. ``size`` is the
-    size the file had when found (-1: unknown)."""
-    if "://" in path:
-        fs = require("pyarrow.fs", "collect")
-        filesystem, inner = fs.FileSystem.from_uri(path)
-        with filesystem.open_input_stream(inner) as stream:
-            return bytes(stream.read())
-    from delegate_lens.fileio import reraise_as_input_error
-
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            if size < 0:
-                size = os.fstat(fd).st_size
-            if size >= _ALONE_BYTES:
-                return memoryview(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
-            data = os.read(fd, size + 1)  # one more: a file that grew is read whole
-            if len(data) <= size:
-                return data
-            chunks = [data]
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        reraise_as_input_error(exc, path, "ETDump")
 
 
 def content_hash(data: bytes | memoryview) -> str:
@@ -125,85 +97,6 @@ def dataset_key(file_hash: str, etrecord: str | None) -> str:
     another ETRecord is collected again and replaces its old rows (see
     :func:`delegate_lens.dataset.collector.known_keys`)."""
     return file_hash if etrecord is None else f"{file_hash}+{etrecord}"
-
-
-@attrs.define(eq=False)
-class _Block:
-    """Small files read straight into one buffer, each where
-    :func:`~delegate_lens.etdump.reader.joined_layout` places it."""
-
-    data: memoryview
-    starts: npt.NDArray[np.int64]
-    sizes: npt.NDArray[np.int64]
-    # every file read in its place (none failed, none changed size since it was found)
-    whole: bool = True
-
-
-def _read_block(sources: Sequence[Source]) -> tuple[_Block, list[bytes | memoryview | Exception]]:
-    """Read ``sources`` (local, each smaller than ``_ALONE_BYTES``) into one buffer: the
-    block, and each file's bytes (a view of the block) or why it could not be read. A file
-    whose size changed since it was found is read again on its own (its bytes are then not
-    a view of the block, and the block is not ``whole``)."""
-    from delegate_lens.etdump.reader import joined_layout
-
-    starts, sizes = joined_layout([source.size for source in sources])
-    # numpy's zeroed memory: fresh pages, which numpy marks for huge pages when big (one
-    # fault per 2 MB where the kernel can, against 512 for a bytearray's)
-    view = np.zeros(int(starts[-1] + sizes[-1]) + _GAP, np.uint8).data
-    block = _Block(view, starts, sizes)
-    out: list[bytes | memoryview | Exception] = []
-    for source, start, size in zip(sources, starts.tolist(), sizes.tolist()):
-        try:
-            try:
-                fd = os.open(source.path, os.O_RDONLY)
-                try:
-                    # one byte more, into the gap after the file: a file that grew is seen
-                    got = os.readv(fd, [view[start : start + size + 1]])
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                from delegate_lens.fileio import reraise_as_input_error
-
-                reraise_as_input_error(exc, source.path, "ETDump")
-            if got == size:
-                out.append(view[start : start + size])
-                continue
-            block.whole = False
-            out.append(_read(source.path))  # changed since found: read whole, on its own
-        except Exception as exc:
-            block.whole = False
-            out.append(exc)
-    return block, out
-
-
-def _read_all(
-    sources: Sequence[Source],
-) -> list[tuple[bytes | memoryview | Exception, _Block | None]]:
-    """Every file's bytes (or why it could not be read), and the block it was read into:
-    small local files in blocks of up to ``_GROUP_BYTES``, one block per ETRecord (files
-    with the same ETRecord are decoded together), others alone."""
-    out: list[tuple[bytes | memoryview | Exception, _Block | None]] = [(b"", None)] * len(sources)
-    gathering: dict[str | None, tuple[list[int], int]] = {}  # etrecord -> (indices, bytes)
-    groups: list[list[int]] = []
-    for i, source in enumerate(sources):
-        if 0 <= source.size < _ALONE_BYTES and "://" not in source.path:
-            indices, size = gathering.get(source.etrecord, ([], 0))
-            if indices and size + source.size > _GROUP_BYTES:
-                groups.append(indices)
-                indices, size = [], 0
-            indices.append(i)
-            gathering[source.etrecord] = (indices, size + source.size)
-            continue
-        try:
-            out[i] = (_read(source.path, source.size), None)
-        except Exception as exc:
-            out[i] = (exc, None)
-    groups.extend(indices for indices, _ in gathering.values())
-    for indices in groups:
-        block, datas = _read_block([sources[i] for i in indices])
-        for i, data in zip(indices, datas):
-            out[i] = (data, block)
-    return out
 
 
 @attrs.define(eq=False)
@@ -265,7 +158,29 @@ def _decode(datas: Sequence[bytes | memoryview], block: _Block | None) -> Decode
 
     if block is not None:
         return decode_joined(block.data, block.starts, block.sizes)
-    return decode_many(datas)
+    decoded = decode_many(datas)
+    for data in datas:  # a mapped file's pages, read: the page cache has them
+        if isinstance(data, memoryview) and isinstance(data.obj, mmap.mmap):
+            data.obj.madvise(mmap.MADV_DONTNEED)  # (read again from there if need be)
+    return decoded
+
+
+@attrs.define(eq=False)
+class _Pieces:
+    """A big file's table in pieces of ``PIECE_ROWS`` events, made as they are written
+    (into a part of its own): ``rows`` in all."""
+
+    rows: int
+    tables: Iterator[pyarrow.Table]
+
+
+def _table_of(pieces: Iterator[pyarrow.Table], fc: FileColumns) -> pyarrow.Table | _Pieces:
+    """One file's table: whole when small, else in pieces (the first made now)."""
+    from delegate_lens.etdump.columns import EventKind
+
+    rows = int(np.count_nonzero(fc.kind == EventKind.PROFILE))
+    first = next(pieces)
+    return first if rows <= PIECE_ROWS else _Pieces(rows, itertools.chain([first], pieces))
 
 
 def _rows_per_file(table: pyarrow.Table, files: int) -> list[int]:
@@ -277,21 +192,24 @@ def _rows_per_file(table: pyarrow.Table, files: int) -> list[int]:
 def _decode_group(group: list[_Pending], label_names: Sequence[str]) -> Iterator[_Outcome]:
     """Tables of ``group`` (all files in one, when all decode), or per file on failure:
     ``(files, table)`` for what was collected, ``(file, error)`` for a bad file."""
-    from delegate_lens.dataset.rows import labelled_table
+    from delegate_lens.dataset.rows import labelled_pieces
     from delegate_lens.inspector.build import decoded_file_columns
 
-    def table(items: list[_Pending], block: _Block | None = None) -> pyarrow.Table:
+    def table(items: list[_Pending], block: _Block | None = None) -> pyarrow.Table | _Pieces:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             decoded = _decode([item.data for item in items], block)
-            return labelled_table(
-                decoded_file_columns(decoded),
+            fc = decoded_file_columns(decoded)
+            pieces = labelled_pieces(
+                fc,
                 decoded.run_file,
                 [item.source.path for item in items],
                 [item.file_hash for item in items],
                 [item.labels for item in items],
                 label_names=label_names,
+                piece_rows=PIECE_ROWS if len(items) == 1 else None,
             )
+            return _table_of(pieces, fc) if len(items) == 1 else next(pieces)
 
     try:
         yield group, table(group, _joined([item.block for item in group]))
@@ -312,18 +230,22 @@ def _linked_group(
 ) -> Iterator[_Outcome]:
     """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
     Inspector per file (for its links); one file at a time when the group fails."""
-    from delegate_lens.dataset.rows import events_table
+    from delegate_lens.dataset.rows import labelled_pieces
     from delegate_lens.inspector import Inspector
 
-    def table(item: _Pending, inspector: Inspector) -> pyarrow.Table:
-        return events_table(
-            inspector.file_columns,
-            source=item.source.path,
-            file_hash=item.file_hash,
-            labels=item.labels,
+    def table(item: _Pending, inspector: Inspector) -> pyarrow.Table | _Pieces:
+        fc = inspector.file_columns
+        pieces = labelled_pieces(
+            fc,
+            np.zeros(len(fc.run_names), dtype=np.int64),
+            [item.source.path],
+            [item.file_hash],
+            [item.labels],
             inspector=inspector,
             label_names=label_names,
+            piece_rows=PIECE_ROWS,
         )
+        return _table_of(pieces, fc)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -342,6 +264,15 @@ def _linked_group(
                 yield [item], table(item, inspector)
             except Exception as exc:
                 yield item, exc
+
+
+def _listing(items: Sequence[_Pending], rows: Mapping[int, int]) -> list[dict[str, object]]:
+    """A part's file list: each file's hash, path, rows and ETRecord identity."""
+    return [
+        {"hash": item.file_hash, "source": item.source.path, "rows": rows[item.index]}
+        | ({} if item.etrecord is None else {"etrecord": item.etrecord})
+        for item in items
+    ]
 
 
 def _labels_of(
@@ -421,14 +352,25 @@ def _collect_batch(
     tables: list[tuple[list[_Pending], pyarrow.Table]] = []
     collected: list[_Pending] = []
     failed: dict[int, str] = {}
+    rows: dict[int, int] = {}
+    alone: dict[int, str] = {}  # a big file's own part
+    store = DatasetStore(location)
 
     def take(outcomes: Iterator[_Outcome]) -> None:
         for done, outcome in outcomes:
-            if isinstance(done, list):
+            if isinstance(outcome, Exception):
+                assert not isinstance(done, list)
+                failed[done.index] = _message(done.source.path, outcome)
+            elif isinstance(outcome, _Pieces):  # written now, a piece at a time
+                assert isinstance(done, list)
+                (item,) = done
+                rows[item.index] = outcome.rows
+                store.create()
+                alone[item.index] = store.write_part(outcome.tables, _listing([item], rows))
+            else:
+                assert isinstance(done, list)
                 tables.append((done, outcome))
                 collected.extend(done)
-            else:
-                failed[done.index] = _message(done.source.path, outcome)
 
     for group in _groups(plain):
         take(_decode_group(group, names))
@@ -446,7 +388,6 @@ def _collect_batch(
         for group in _groups(items):
             take(_linked_group(group, etrecord, names))
 
-    rows: dict[int, int] = {}
     for done, table in tables:
         for item, count in zip(done, _rows_per_file(table, len(done))):
             rows[item.index] = count
@@ -454,21 +395,23 @@ def _collect_batch(
     if tables:
         tables.sort(key=lambda pair: pair[0][0].index)  # the part's rows in input order
         collected.sort(key=lambda item: item.index)
-        files = [
-            {"hash": item.file_hash, "source": item.source.path, "rows": rows[item.index]}
-            | ({} if item.etrecord is None else {"etrecord": item.etrecord})
-            for item in collected
-        ]
-        store = DatasetStore(location)
         store.create()
-        part = store.write_part(pa.concat_tables([table for _, table in tables]), files)
+        part = store.write_part(
+            pa.concat_tables([table for _, table in tables]), _listing(collected, rows)
+        )
     for item in (*plain, *linked):
         i = item.index
         if i in failed:
             results[i] = FileResult(item.source.path, "failed", 0, 0, item.file_hash, failed[i])
         else:
             results[i] = FileResult(
-                item.source.path, "collected", len(item.data), rows[i], item.file_hash, None, part
+                item.source.path,
+                "collected",
+                len(item.data),
+                rows[i],
+                item.file_hash,
+                None,
+                alone.get(i, part),
             )
     for i, file_hash, size in copies:  # a repeated file: as its first copy went
         first = first_of[file_hash]

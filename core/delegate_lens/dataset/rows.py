@@ -7,7 +7,7 @@ string table, links (op types, debug handles, backend, module path) are gathered
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
@@ -35,6 +35,7 @@ __all__ = [
     "events_table",
     "files_columns",
     "files_table",
+    "labelled_pieces",
     "labelled_table",
 ]
 
@@ -103,36 +104,33 @@ def _labels_column(
     return pa.StructArray.from_arrays(fields, names=list(names))
 
 
-def _links(
-    pa: ModuleType, inspector: Inspector | None, fc: FileColumns, pick: _Per, n: int
-) -> dict[str, pyarrow.Array]:
-    """op_types, debug_handles, delegate_backend, module_path and charged_to (the Inspector's
-    one attribution of time) of each of the ``n`` profile events (``pick`` takes them from
-    a column of all events)."""
+@attrs.frozen(eq=False)
+class _Links:
+    """Each event's Inspector row (``link_of``, -1: none) and, per row, what the columns
+    op_types, debug_handles, delegate_backend, module_path and charged_to (the Inspector's
+    one attribution of time) hold: taken per event with one ``take`` each."""
+
+    link_of: npt.NDArray[np.int32]
+    columns: dict[str, pyarrow.Array]
+
+
+def _link_rows(pa: ModuleType, inspector: Inspector | None, fc: FileColumns) -> _Links | None:
+    """The links of ``fc``'s events, from ``inspector`` (None: none linked)."""
+    if inspector is None:
+        return None
     links: list[RowLink] = []
     charged_to: list[str | None] = []
-    if inspector is not None:
-        link_of = np.full(len(fc), -1, dtype=np.int64)
-        for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
-            rows = np.flatnonzero(table.block.has_perf)
-            events = table.block.events[:, rows]  # (runs, rows)
-            link_of[events] = len(links) + rows[None, :]
-            links.extend(table.links)
-            charged_to.extend(
-                attribution.charges[c].key if c >= 0 else None
-                for c in attribution.row_charge.tolist()
-            )
+    link_of = np.full(len(fc), -1, dtype=np.int32)
+    for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
+        rows = np.flatnonzero(table.block.has_perf)
+        events = table.block.events[:, rows]  # (runs, rows)
+        link_of[events] = len(links) + rows[None, :]
+        links.extend(table.links)
+        charged_to.extend(
+            attribution.charges[c].key if c >= 0 else None for c in attribution.row_charge.tolist()
+        )
     if not links:
-        return {
-            "op_types": pa.nulls(n, pa.list_(pa.string())),
-            "debug_handles": pa.nulls(n, pa.list_(pa.int32())),
-            "delegate_backend": _null_text(pa, n),
-            "module_path": _null_text(pa, n),
-            "charged_to": _null_text(pa, n),
-        }
-    picked = pick(link_of)
-    mask = picked < 0
-    take = from_numpy(pa, np.where(mask, 0, picked), mask=mask)
+        return None
 
     def handles(link: RowLink) -> list[int] | None:
         h = link.debug_handles
@@ -142,17 +140,35 @@ def _links(
         paths = link.module_paths
         return paths[0] if paths else None
 
-    return {
-        "op_types": string_lists(pa, [list(link.op_types) for link in links]).take(take),
-        "debug_handles": int_lists(pa, [handles(link) for link in links]).take(take),
-        "delegate_backend": strings(pa, [link.delegate_backend_name for link in links])
-        .dictionary_encode()
-        .take(take),
-        "module_path": strings(pa, [first_path(link) for link in links])
-        .dictionary_encode()
-        .take(take),
-        "charged_to": strings(pa, charged_to).dictionary_encode().take(take),
-    }
+    return _Links(
+        link_of,
+        {
+            "op_types": string_lists(pa, [list(link.op_types) for link in links]),
+            "debug_handles": int_lists(pa, [handles(link) for link in links]),
+            "delegate_backend": strings(
+                pa, [link.delegate_backend_name for link in links]
+            ).dictionary_encode(),
+            "module_path": strings(pa, [first_path(link) for link in links]).dictionary_encode(),
+            "charged_to": strings(pa, charged_to).dictionary_encode(),
+        },
+    )
+
+
+def _links(pa: ModuleType, links: _Links | None, pick: _Per, n: int) -> dict[str, pyarrow.Array]:
+    """The link columns of ``n`` profile events (``pick`` takes them from a column of all
+    events)."""
+    if links is None:
+        return {
+            "op_types": pa.nulls(n, pa.list_(pa.string())),
+            "debug_handles": pa.nulls(n, pa.list_(pa.int32())),
+            "delegate_backend": _null_text(pa, n),
+            "module_path": _null_text(pa, n),
+            "charged_to": _null_text(pa, n),
+        }
+    picked = pick(links.link_of)
+    mask = picked < 0
+    take = from_numpy(pa, np.where(mask, 0, picked), mask=mask)
+    return {name: column.take(take) for name, column in links.columns.items()}
 
 
 @attrs.frozen
@@ -245,34 +261,31 @@ def labelled_table(
     """As :func:`files_table`, with the files given column by column (no object per
     file): file ``k`` is ``sources[k]``, of hash ``hashes[k]``, labelled ``labels[k]``
     (files may share one mapping)."""
+    (table,) = labelled_pieces(
+        fc, run_file, sources, hashes, labels, inspector=inspector, label_names=label_names
+    )
+    return table
+
+
+def labelled_pieces(
+    fc: FileColumns,
+    run_file: npt.NDArray[np.int64],
+    sources: Sequence[str],
+    hashes: Sequence[str],
+    labels: Sequence[Mapping[str, str]],
+    *,
+    inspector: Inspector | None = None,
+    label_names: Sequence[str] | None = None,
+    piece_rows: int | None = None,
+) -> Iterator[pyarrow.Table]:
+    """:func:`labelled_table` in pieces of ``piece_rows`` events (None: one piece), each
+    made when it is asked for: a writer holding one piece at a time holds a few bytes per
+    event of a big file, not the whole table (about 150 bytes per event with links)."""
     pa = require("pyarrow", "collect")
     is_profile = fc.kind == EventKind.PROFILE
     n_runs = len(fc.run_names)
-    pick: _Per
-    per_event: _Per
-    if is_profile.all():  # the usual case: views of the columns; per-run values repeated
-        counts = np.diff(fc.run_start, append=len(fc))  # a run's events are contiguous
-
-        def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
-            return column
-
-        def per_event(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
-            return np.repeat(column, counts)
-
-        n = len(fc)
-        event_index = np.arange(n, dtype=np.int64) - per_event(fc.run_start)
-    else:
-        profile = np.flatnonzero(is_profile)
-        run = fc.run[profile]
-
-        def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
-            return column[profile]
-
-        def per_event(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
-            return column[run]
-
-        n = len(profile)
-        event_index = profile - fc.run_start[run]
+    profile = None if is_profile.all() else np.flatnonzero(is_profile)
+    n = len(fc) if profile is None else len(profile)
     if len(sources) == 1:
         file_of_run = np.zeros(n_runs, dtype=np.int32)
         run_in_file = np.arange(n_runs, dtype=np.int32)
@@ -280,47 +293,88 @@ def labelled_table(
         file_of_run = run_file.astype(np.int32)
         first_run = np.searchsorted(run_file, np.arange(len(sources), dtype=np.int64))
         run_in_file = (np.arange(n_runs, dtype=np.int64) - first_run[run_file]).astype(np.int32)
-    file_of_event = per_event(file_of_run)
-    identifier, dictionary = _identifiers(fc, pick)
-    delegated = identifier >= 0
-    name = pick(fc.name)
-    event_name = np.where(delegated, identifier, name) if delegated.any() else name
-    start = pick(fc.start_time).view(np.int64)
-    end = pick(fc.end_time).view(np.int64)
-    iid = pick(fc.instruction_id)
-    no_iid = iid == -1
     block_names: dict[str, int] = {}
     code_of: dict[str | None, int] = {}
     for run_name in dict.fromkeys(fc.run_names):  # the distinct names, in first-run order
         code_of[run_name] = block_names.setdefault(run_name or "", len(block_names))
     block_of_run = np.fromiter(map(code_of.__getitem__, fc.run_names), np.int32, count=n_runs)
-    columns = {
-        "source": _text(pa, file_of_event, sources, ours=True),
-        "file_hash": _text(pa, file_of_event, hashes, ours=True),
-        "run": from_numpy(pa, per_event(run_in_file)),
-        "block": _text(pa, per_event(block_of_run), list(block_names), ours=True),
-        "event_index": from_numpy(pa, event_index.astype(np.int32)),
-        "event_name": _text(pa, event_name, dictionary),
-        "instruction_id": from_numpy(pa, iid, mask=no_iid),
-        "chain_index": from_numpy(pa, pick(fc.chain_index).astype(np.int64, copy=False)),
-        "start_time": from_numpy(pa, start),
-        "duration": from_numpy(pa, end - start),
-        "is_delegated": from_numpy(pa, delegated),
-        "delegate_identifier": _text(pa, identifier, dictionary),
-        **_links(pa, inspector, fc, pick, n),
-    }
-    plain = schema()
-    arrays = [columns[f.name] for f in plain]
-    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, plain)]
-    table = pa.Table.from_arrays(arrays, schema=plain)
     if label_names is None:
         label_names = sorted(
             {name for mine in {id(m): m for m in labels}.values() for name in mine}
         )
-    if not label_names:
-        return table
-    column = _labels_column(pa, labels, sorted(label_names), file_of_run, per_event)
-    return table.add_column(2, pa.field("labels", column.type), column)
+    names = sorted(label_names)
+    links = _link_rows(pa, inspector, fc)
+    plain = schema()
+
+    def piece(start_at: int, end_at: int) -> pyarrow.Table:
+        pick: _Per
+        per_event: _Per
+        if profile is None and (start_at, end_at) == (0, n):
+            # the whole file, every event a profile event (the usual case): views of the
+            # columns; per-run values repeated
+            counts = np.diff(fc.run_start, append=len(fc))  # a run's events are contiguous
+
+            def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+                return column
+
+            def per_event(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+                return np.repeat(column, counts)
+
+            event_index = np.arange(n, dtype=np.int64) - per_event(fc.run_start)
+        else:
+            if profile is None:  # a piece: views of the columns
+                events = np.arange(start_at, end_at, dtype=np.int64)
+                run = np.searchsorted(fc.run_start, events, side="right") - 1
+
+                def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+                    return column[start_at:end_at]
+
+            else:
+                events = profile[start_at:end_at]
+                run = fc.run[events]
+
+                def pick(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+                    return column[events]
+
+            def per_event(column: npt.NDArray[_S], /) -> npt.NDArray[_S]:
+                return column[run]
+
+            event_index = events - fc.run_start[run]
+        file_of_event = per_event(file_of_run)
+        identifier, dictionary = _identifiers(fc, pick)
+        delegated = identifier >= 0
+        name = pick(fc.name)
+        event_name = np.where(delegated, identifier, name) if delegated.any() else name
+        start = pick(fc.start_time).view(np.int64)
+        end = pick(fc.end_time).view(np.int64)
+        iid = pick(fc.instruction_id)
+        no_iid = iid == -1
+        columns = {
+            "source": _text(pa, file_of_event, sources, ours=True),
+            "file_hash": _text(pa, file_of_event, hashes, ours=True),
+            "run": from_numpy(pa, per_event(run_in_file)),
+            "block": _text(pa, per_event(block_of_run), list(block_names), ours=True),
+            "event_index": from_numpy(pa, event_index.astype(np.int32)),
+            "event_name": _text(pa, event_name, dictionary),
+            "instruction_id": from_numpy(pa, iid, mask=no_iid),
+            "chain_index": from_numpy(pa, pick(fc.chain_index).astype(np.int64, copy=False)),
+            "start_time": from_numpy(pa, start),
+            "duration": from_numpy(pa, end - start),
+            "is_delegated": from_numpy(pa, delegated),
+            "delegate_identifier": _text(pa, identifier, dictionary),
+            **_links(pa, links, pick, end_at - start_at),
+        }
+        arrays = [columns[f.name] for f in plain]
+        arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, plain)]
+        table = pa.Table.from_arrays(arrays, schema=plain)
+        if not names:
+            return table
+        column = _labels_column(pa, labels, names, file_of_run, per_event)
+        return table.add_column(2, pa.field("labels", column.type), column)
+
+    step = n if piece_rows is None else max(1, piece_rows)
+    for start_at in range(0, n, step) if n else (0,):
+        yield piece(start_at, min(n, start_at + step))
 
 
 def files_columns(datas: Sequence[bytes | memoryview]) -> tuple[FileColumns, npt.NDArray[np.int64]]:

@@ -41,7 +41,7 @@ MANIFEST = "_manifest"
 LOCK = ".lock"
 
 
-def _write_options(table: pyarrow.Table) -> dict[str, object]:
+def _write_options(schema: pyarrow.Schema) -> dict[str, object]:
     """``pyarrow.parquet.write_table``'s options for a part (measured with
     ``benchmarks/bench_collect.py --only parquet``): zstd at its default level 1 (level 3
     is no smaller here and a third slower; lz4 and snappy save under a tenth of the time
@@ -50,13 +50,13 @@ def _write_options(table: pyarrow.Table) -> dict[str, object]:
     plain for the small ones delta does not shrink (faster to write, as small)."""
     delta = ("run", "chain_index", "start_time", "duration")
     plain = ("event_index", "instruction_id")
-    dictionary = [f.name for f in table.schema if f.name not in delta + plain]
+    dictionary = [f.name for f in schema if f.name not in delta + plain]
     # min/max statistics only where readers prune with them (which files, labels, runs);
     # those of the per-event columns cost a tenth of the write and rarely prune anything,
     # nor do block's (every part has the same few blocks; 3% of the write)
-    with_statistics = [f.name for f in table.schema if f.name in ("source", "file_hash", "run")]
-    if "labels" in table.schema.names:  # a struct: its leaves are named labels.<name>
-        with_statistics += [f"labels.{field.name}" for field in table.schema.field("labels").type]
+    with_statistics = [f.name for f in schema if f.name in ("source", "file_hash", "run")]
+    if "labels" in schema.names:  # a struct: its leaves are named labels.<name>
+        with_statistics += [f"labels.{field.name}" for field in schema.field("labels").type]
     return {
         "compression": "zstd",
         "use_dictionary": dictionary,
@@ -273,16 +273,35 @@ class DatasetStore:
                 self.fs.delete_file(tmp)
             raise
 
-    def write_part(self, table: pyarrow.Table, files: Sequence[Mapping[str, object]]) -> str:
-        """Commit ``table`` (the events of ``files``) as a new part; returns its name."""
+    def write_part(
+        self,
+        table: pyarrow.Table | Iterator[pyarrow.Table],
+        files: Sequence[Mapping[str, object]],
+    ) -> str:
+        """Commit ``table`` (the events of ``files``; or its pieces, of one schema, each
+        written as it comes) as a new part; returns its name."""
         pq = require("pyarrow.parquet", "collect")
         part_id = uuid.uuid4().hex
         name = f"part-{part_id}.parquet"
         listing = json.dumps(list(files), separators=(",", ":")).encode()
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), FILES_KEY: listing})
-        self._write(
-            self._path(name), lambda stream: pq.write_table(table, stream, **_write_options(table))
-        )
+        if isinstance(table, Iterator):  # pieces
+            pieces = table
+            first = next(pieces)
+            metadata = {**(first.schema.metadata or {}), FILES_KEY: listing}
+            schema = first.schema.with_metadata(metadata)
+
+            def write(stream: pyarrow.NativeFile) -> None:
+                with pq.ParquetWriter(stream, schema, **_write_options(schema)) as writer:
+                    writer.write_table(first)
+                    for piece in pieces:
+                        writer.write_table(piece)
+
+            self._write(self._path(name), write)
+        else:  # a whole table
+            metadata = {**(table.schema.metadata or {}), FILES_KEY: listing}
+            whole = table.replace_schema_metadata(metadata)
+            options = _write_options(whole.schema)
+            self._write(self._path(name), lambda stream: pq.write_table(whole, stream, **options))
         # {"part": name, "files": listing}, the listing encoded once
         entry = b'{"part":%s,"files":%s}' % (json.dumps(name).encode(), listing)
         self._write(self._path(MANIFEST, f"{part_id}.json"), lambda stream: stream.write(entry))

@@ -219,12 +219,23 @@ def _collect_packed(packed: _Packed) -> _PackedResults | None:
         try:
             results = collect_batch(_run.location, sources, _run.known)
         except Exception as exc:
-            try:  # it goes back pickled: one that does not come back whole, as its text
-                pickle.loads(pickle.dumps(exc))
-            except Exception:
-                raise CollectError(f"{exc!r}") from None
-            raise
-        return tuple([getattr(r, name) for r in results] for name in _RESULT_FIELDS)
+            if _comes_back(exc):
+                raise
+            text = f"{exc!r}"
+        else:
+            return tuple([getattr(r, name) for r in results] for name in _RESULT_FIELDS)
+    # raised here, not where it was caught: with no context (the error that would not
+    # come back), which some reducers pickle too (distributed's, once it is imported)
+    raise CollectError(text)
+
+
+def _comes_back(exc: Exception) -> bool:
+    """Whether ``exc`` goes back to the caller whole (pickled, then unpickled there)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return False
+    return True
 
 
 def _start_method() -> str:
