@@ -59,9 +59,9 @@ def test_the_inspector_face_loads_what_is_asked_for() -> None:
         "assert 'delegate_lens.inspector.api' not in sys.modules\n"
         "from delegate_lens.inspector import Inspector\n"
         "assert Inspector.__module__ == 'delegate_lens.inspector.api'\n"
-        "assert 'delegate_lens.inspector.rows' not in sys.modules\n"
+        "assert 'delegate_lens.inspector._writer_input' not in sys.modules\n"
         "assert 'delegate_lens.inspector.reference_utils' not in sys.modules\n"
-        "assert face.table_rows.__module__ == 'delegate_lens.inspector.rows'\n"
+        "assert face.table_rows.__module__ == 'delegate_lens.inspector._writer_input'\n"
         "assert set(face.__all__) <= set(dir(face))\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

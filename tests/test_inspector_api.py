@@ -13,8 +13,7 @@ import pytest
 
 from delegate_lens.errors import ETDumpFormatError, MissingExtraError
 from delegate_lens.exporters import write_csv, write_json
-from delegate_lens.inspector import Inspector, InspectorWarning
-from delegate_lens.inspector.rows import json_input, table_input
+from delegate_lens.inspector import Inspector, InspectorWarning, json_input, table_input
 
 
 @pytest.fixture(scope="module")

@@ -214,7 +214,7 @@ def test_exports_are_valid_for_any_etdump(runs: Any) -> None:
     import io
 
     from delegate_lens.exporters import write_chrome_trace, write_json
-    from delegate_lens.inspector.rows import json_input, trace_input
+    from delegate_lens.inspector import json_input, trace_input
 
     inspector = Inspector(etdump_data=_to_etdump(runs))
     out = io.StringIO()

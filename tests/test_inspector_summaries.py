@@ -113,7 +113,7 @@ def test_memory_per_allocator_per_run_in_api_table_and_trace() -> None:
 
 def test_table_fits_the_terminal_and_is_unchanged_without_a_width() -> None:
     from delegate_lens.exporters import write_table
-    from delegate_lens.inspector.rows import table_input
+    from delegate_lens.inspector import table_input
 
     inspector = Inspector(etdump_path=GPT / "etdump.etdp", etrecord=GPT / "etrecord.bin")
     wide = io.StringIO()
@@ -171,7 +171,7 @@ def test_cli_by_op_type() -> None:
 
 def test_terminal_view_names_delegate_rows_and_shows_metadata() -> None:
     from delegate_lens.exporters import write_table
-    from delegate_lens.inspector.rows import table_input
+    from delegate_lens.inspector import table_input
 
     xnnpack = Inspector(etdump_path=MLP / "etdump.etdp", etrecord=MLP / "etrecord.bin")
     out = io.StringIO()

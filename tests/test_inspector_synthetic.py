@@ -451,7 +451,7 @@ def test_json_export_stays_strict_json_with_nan_values() -> None:
     import math
 
     from delegate_lens.exporters import write_json
-    from delegate_lens.inspector.rows import json_input
+    from delegate_lens.inspector import json_input
 
     inspector = inspect(
         [delegate_run(0)], delegate_metadata_parser=lambda raws: {"ratio": [math.nan] * len(raws)}
@@ -551,7 +551,7 @@ def test_chrome_trace_tracks_name_the_method_each_run_linked_to() -> None:
     import io
 
     from delegate_lens.exporters import write_chrome_trace
-    from delegate_lens.inspector.rows import trace_input
+    from delegate_lens.inspector import trace_input
 
     runs = [
         operator_run(1000 * i, ["add", "mul"] if i % 2 == 0 else ["mul", "sub"]) for i in range(3)

@@ -27,8 +27,7 @@ from delegate_lens.etdump import (
     dumps,
 )
 from delegate_lens.exporters import write_chrome_trace, write_perfetto
-from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.rows import trace_input
+from delegate_lens.inspector import Inspector, trace_input
 
 BOOTTIME = 6
 

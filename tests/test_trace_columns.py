@@ -21,8 +21,7 @@ from delegate_lens.exporters import _compiled
 from delegate_lens.exporters import _slices as slices
 from delegate_lens.exporters import write_chrome_trace as write_trace
 from delegate_lens.exporters._chrome_trace import _Microseconds
-from delegate_lens.inspector import Inspector, TimeScale
-from delegate_lens.inspector.rows import block_slices, trace_input
+from delegate_lens.inspector import Inspector, TimeScale, block_slices, trace_input
 from delegate_lens.inspector.timescale import units_per_second
 
 

@@ -1,7 +1,7 @@
 """Built-in Inspector exporters on ``dl_exporters``: ``table``, ``json``, ``tsv``, ``csv``,
 ``chrome-trace`` and ``perfetto``.
 
-Each builds the Inspector's typed rows or columns (``delegate_lens.inspector.rows``) and
+Each builds the Inspector's typed rows or columns (``delegate_lens.inspector``: ``table_input``, ``json_input``, ``trace_input``) and
 hands them to a writer of :mod:`delegate_lens.exporters`, into a text stream (``perfetto``:
 a binary one); the heavy modules are imported only when an exporter runs. No torch.
 """
@@ -21,8 +21,8 @@ __all__ = ["BUILTIN_EXPORTERS", "dl_exporters"]
 
 def _table(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.exporters import terminal_width, write_table
+    from delegate_lens.inspector import table_input
     from delegate_lens.inspector.memory import write_memory_table
-    from delegate_lens.inspector.rows import table_input
 
     # the command's view, the same rows on a terminal and in a pipe (fitted on a terminal)
     write_table(table_input(inspector), stream, width=terminal_width(stream), view=True)
@@ -34,35 +34,35 @@ def _table(inspector: Inspector, stream: IO[str]) -> None:
 
 def _json(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.exporters import write_json
-    from delegate_lens.inspector.rows import json_input
+    from delegate_lens.inspector import json_input
 
     write_json(json_input(inspector), stream)
 
 
 def _tsv(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.exporters import write_tsv
-    from delegate_lens.inspector.rows import table_input
+    from delegate_lens.inspector import table_input
 
     write_tsv(table_input(inspector, metadata=False), stream)
 
 
 def _csv(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.exporters import write_csv
-    from delegate_lens.inspector.rows import table_input
+    from delegate_lens.inspector import table_input
 
     write_csv(table_input(inspector, metadata=False), stream)
 
 
 def _chrome_trace(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.exporters import write_chrome_trace
-    from delegate_lens.inspector.rows import trace_input
+    from delegate_lens.inspector import trace_input
 
     write_chrome_trace(trace_input(inspector), stream)
 
 
 def _perfetto(inspector: Inspector, stream: IO[bytes]) -> None:
     from delegate_lens.exporters import load_protos, write_perfetto
-    from delegate_lens.inspector.rows import trace_input
+    from delegate_lens.inspector import trace_input
 
     load_protos()  # a missing extra is said before any work
     write_perfetto(trace_input(inspector), stream)

@@ -214,7 +214,7 @@ def _write_atomic(target: Path, exporter: Exporter, inspector: Inspector) -> Non
 
 def _table_cells(inspector: Inspector) -> tuple[list[str], list[list[str]]]:
     from delegate_lens.exporters import table_cells, terminal_width
-    from delegate_lens.inspector.rows import table_input
+    from delegate_lens.inspector import table_input
 
     return table_cells(table_input(inspector), width=terminal_width(sys.stdout), view=True)
 

@@ -3,7 +3,7 @@ the writers of the built-in formats.
 
 A writer takes typed rows and columns (:class:`TableInput`, :class:`JsonInput`,
 :class:`TraceInput`), never the Inspector: the Inspector builds them
-(``delegate_lens.inspector.rows``: ``table_input`` and friends) and its own methods
+(``delegate_lens.inspector``: ``table_input`` and friends) and its own methods
 (``print_data_tabular``, ``save_data_to_tsv``) hand them to these writers. The built-in
 ``dl_exporters`` plugin (``delegate_lens.builtins.exporters``) joins the two.
 

@@ -10,6 +10,14 @@ from typing import TYPE_CHECKING
 from delegate_lens._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from delegate_lens.inspector._writer_input import (
+        TableRow,
+        block_slices,
+        json_input,
+        table_input,
+        table_rows,
+        trace_input,
+    )
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.build import FileColumns, decoded_file_columns
     from delegate_lens.inspector.linking import InspectorWarning
@@ -19,7 +27,6 @@ if TYPE_CHECKING:
         parse_vgf_neural_statistics_delegate_metadata,
         parse_vgf_neural_statistics_metadata,
     )
-    from delegate_lens.inspector.rows import TableRow, table_rows
     from delegate_lens.inspector.timescale import TimeScale
 
 # Names load their module on first use (PEP 562): a module of the package (the CLI's
@@ -32,13 +39,17 @@ _HOME = {
     "Inspector": "api",
     "InspectorWarning": "linking",
     "PerfData": "model",
-    "TableRow": "rows",
+    "TableRow": "_writer_input",
     "TimeScale": "timescale",
     "compare_results": "reference_utils",
     "decoded_file_columns": "build",
     "parse_vgf_neural_statistics_delegate_metadata": "reference_utils",
     "parse_vgf_neural_statistics_metadata": "reference_utils",
-    "table_rows": "rows",
+    "table_rows": "_writer_input",
+    "table_input": "_writer_input",
+    "json_input": "_writer_input",
+    "trace_input": "_writer_input",
+    "block_slices": "_writer_input",
 }
 
 __all__ = [
@@ -50,11 +61,15 @@ __all__ = [
     "PerfData",
     "TableRow",
     "TimeScale",
+    "block_slices",
     "compare_results",
     "decoded_file_columns",
+    "json_input",
     "parse_vgf_neural_statistics_delegate_metadata",
     "parse_vgf_neural_statistics_metadata",
+    "table_input",
     "table_rows",
+    "trace_input",
 ]
 
 __getattr__, __dir__ = lazy_names(

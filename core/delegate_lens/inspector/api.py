@@ -309,7 +309,7 @@ class Inspector(TimeViews):
         its columns (``start_time`` included) in its grid with an index column, cell for
         cell as the reference prints it (``delegate-lens inspect`` prints a compact one)."""
         from delegate_lens.exporters import reference_rows
-        from delegate_lens.inspector.rows import table_input
+        from delegate_lens.inspector._writer_input import table_input
         from delegate_lens.texttable import format_fancy_grid
 
         table = table_input(self, metadata=include_delegate_debug_data, start_times=True)
@@ -326,7 +326,7 @@ class Inspector(TimeViews):
         an index column, floats in full) to a path (atomically) or a text stream."""
         from delegate_lens.exporters import reference_rows, write_reference_tsv
         from delegate_lens.fileio import write_atomic
-        from delegate_lens.inspector.rows import table_input
+        from delegate_lens.inspector._writer_input import table_input
 
         table = table_input(self, metadata=include_delegate_debug_data, start_times=True)
         headers, rows = reference_rows(table, include_units, include_delegate_debug_data)

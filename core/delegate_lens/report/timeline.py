@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from delegate_lens.errors import UsageError
-from delegate_lens.inspector.rows import block_slices
+from delegate_lens.inspector import block_slices
 from delegate_lens.report.rows import RowIds
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """What the Inspector hands to the writers (:mod:`delegate_lens.exporters`): its rows and
-columns as the typed values the writers take, so that no writer reads the Inspector.
+columns as the typed values the writers take, so that no writer reads the Inspector (the
+names are on the face, ``delegate_lens.inspector``).
 
 :func:`table_rows` gives one :class:`~delegate_lens.exporters.TableRow` per row of every
 block, in block then row order, with plain Python values (the numpy tables behind them,
@@ -27,16 +28,6 @@ if TYPE_CHECKING:
     from delegate_lens.exporters import JsonInput, Slices, TraceInput
     from delegate_lens.inspector.api import Inspector
     from delegate_lens.inspector.tables import BlockTable
-
-__all__ = [
-    "RowStats",
-    "TableRow",
-    "block_slices",
-    "json_input",
-    "table_input",
-    "table_rows",
-    "trace_input",
-]
 
 
 def _table_rows(
