@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import sys
+import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from types import CodeType, TracebackType
-from typing import Any
+from typing import Any, TextIO
 
 import pluggy
 
@@ -50,6 +52,41 @@ def _caller(pm: pluggy.PluginManager, hook_name: str) -> pluggy.HookCaller:
     if not isinstance(caller, pluggy.HookCaller) or not hook_name.startswith("dl_"):
         raise UsageError(f"unknown hook {hook_name!r}")
     return caller
+
+
+_stdout_lock = threading.Lock()
+_stdout_users = 0  # hook calls running now, in every thread
+_stdout_saved: TextIO | None = None  # the stdout to give back when the last of them ends
+
+
+def _new_stdout_lock() -> None:  # a forked child (collect's workers) gets a free lock
+    global _stdout_lock
+    _stdout_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_stdout_lock)
+
+
+@contextlib.contextmanager
+def _plugin_stdout_to_stderr() -> Iterator[None]:
+    """``sys.stdout`` is ``sys.stderr`` while any hook call runs, in any thread, and is given
+    back when the last one ends. (``contextlib.redirect_stdout`` per call is not enough:
+    compare reads its two sides in two threads, and a call that began during another's
+    saved stderr as the stdout to give back; ending last, it left stdout on stderr.)"""
+    global _stdout_users, _stdout_saved
+    with _stdout_lock:
+        if _stdout_users == 0:
+            _stdout_saved = sys.stdout
+            sys.stdout = sys.stderr
+        _stdout_users += 1
+    try:
+        yield
+    finally:
+        with _stdout_lock:
+            _stdout_users -= 1
+            if _stdout_users == 0 and _stdout_saved is not None:
+                sys.stdout, _stdout_saved = _stdout_saved, None
 
 
 class _Failed(Exception):
@@ -119,7 +156,7 @@ def _invoke(
     an exception, ``sys.exit()``, or (*firstresult*: the answer is used as it is) a result
     of another type than the hook declares; the callers of other hooks check each result."""
     impls = caller.get_hookimpls()
-    with contextlib.redirect_stdout(sys.stderr):
+    with _plugin_stdout_to_stderr():
         if any(impl.hookwrapper or impl.wrapper for impl in impls) and not skip:
             try:  # wrappers: pluggy calls them (results then unchecked)
                 return caller(**kwargs)
@@ -328,7 +365,7 @@ def call_each(
         args = [kwargs[arg] for arg in impl.argnames]
         name = str(impl.plugin_name)
         try:
-            with contextlib.redirect_stdout(sys.stderr):
+            with _plugin_stdout_to_stderr():
                 result = impl.function(*args)
         except DelegateLensError:
             raise
