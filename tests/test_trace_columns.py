@@ -300,3 +300,34 @@ def test_compiled_lines_equal_the_python_ones(
     with pytest.MonkeyPatch.context() as monkeypatch:
         compiled, python = _both_ways(inspector, monkeypatch)
     assert compiled == python
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tracks(), st.lists(st.integers(0, 3), min_size=12, max_size=12), st.booleans())
+def test_track_order_is_the_four_key_sort(
+    tracks: tuple[np.ndarray, np.ndarray], levels: list[int], reverse: bool
+) -> None:
+    """The C insertion sort (and its numpy fallback for runs far from sorted) orders as a
+    stable sort on start, level, zero length first, longest first."""
+    from delegate_lens.exporters import track_order
+
+    start, end = tracks
+    if reverse:  # far from sorted: more moves than the C sort takes
+        start, end = start[:, ::-1].copy(), end[:, ::-1].copy()
+    lv = np.array(levels[: start.shape[1]], dtype=np.int64)
+    expected = np.lexsort((-end, end > start, np.broadcast_to(lv, start.shape), start), axis=-1)
+    assert np.array_equal(track_order(start, end, lv), expected)
+    assert _compiled.track_order is not None
+    got = _compiled.track_order(start, end, lv)
+    assert got is None or np.array_equal(got, expected)
+
+
+def test_a_run_far_from_sorted_takes_numpy_sort() -> None:
+    from delegate_lens.exporters import track_order
+
+    start = np.arange(300, dtype=np.int64)[::-1].reshape(1, 300).copy()
+    end = start + 5
+    lv = np.zeros(300, dtype=np.int64)
+    assert _compiled.track_order is not None
+    assert _compiled.track_order(start, end, lv) is None  # too many moves
+    assert np.array_equal(track_order(start, end, lv), np.arange(300)[::-1].reshape(1, 300))

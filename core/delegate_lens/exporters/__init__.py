@@ -12,7 +12,7 @@ A writer takes typed rows and columns (:class:`TableInput`, :class:`JsonInput`,
 - the reference's table and TSV: :func:`reference_rows`, :func:`write_reference_tsv`;
 - the ``json`` contract: :func:`write_json` (:func:`format_decimals`, :func:`value_to_json`);
 - timelines: :func:`write_chrome_trace`, :func:`write_perfetto` (:func:`load_protos`),
-  over :class:`Slices` nested by :func:`nest`.
+  over :class:`Slices` ordered by :func:`track_order` and nested by :func:`nest`.
 
 Only :class:`Exporter` and :func:`get_exporters` load with the package; the writers
 (numpy, the perfetto protos) load on first use. No torch.
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         TraceBlock,
         TraceInput,
     )
-    from delegate_lens.exporters._slices import Nested, Slices, nest
+    from delegate_lens.exporters._slices import Nested, Slices, nest, track_order
     from delegate_lens.exporters._table import (
         stat_columns,
         table_cells,
@@ -67,6 +67,7 @@ _HOME = {
     "stat_columns": "_table",
     "table_cells": "_table",
     "terminal_width": "_table",
+    "track_order": "_slices",
     "value_to_json": "_json",
     "write_chrome_trace": "_chrome_trace",
     "write_csv": "_table",
@@ -97,6 +98,7 @@ __all__ = [
     "stat_columns",
     "table_cells",
     "terminal_width",
+    "track_order",
     "value_to_json",
     "write_chrome_trace",
     "write_csv",

@@ -19,10 +19,22 @@ NestRuns = Callable[
 nest_runs: NestRuns | None
 run_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
 block_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
+track_order: (
+    Callable[
+        [npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+        npt.NDArray[np.intp] | None,
+    ]
+    | None
+)
 try:
-    from delegate_lens.exporters._trace_lines import block_lines, nest_runs, run_lines
+    from delegate_lens.exporters._trace_lines import (
+        block_lines,
+        nest_runs,
+        run_lines,
+        track_order,
+    )
 except ImportError:  # not built: numpy and Python
-    block_lines = nest_runs = run_lines = None
+    block_lines = nest_runs = run_lines = track_order = None
 
 
 def compiled() -> bool:

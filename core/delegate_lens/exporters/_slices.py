@@ -65,6 +65,21 @@ class Slices:
         return Nested(order, start, end, clipped | more, depth)
 
 
+def track_order(start: IntArray, end: IntArray, levels: IntArray) -> npt.NDArray[np.intp]:
+    """Each run's track order of ``(runs, slices)`` slices, ``levels`` per slice: by start;
+    at the same start outer levels first, within a level zero-length slices first, then
+    longest; ties in slice order (a stable sort)."""
+    if _compiled.track_order is not None and _compiled.compiled():
+        order = _compiled.track_order(
+            np.ascontiguousarray(start),
+            np.ascontiguousarray(end),
+            np.ascontiguousarray(levels, dtype=np.int64),
+        )
+        if order is not None:  # else runs far from sorted: numpy's sort
+            return order
+    return np.lexsort((-end, end > start, np.broadcast_to(levels, start.shape), start), axis=-1)
+
+
 def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArray[np.int32]]:
     """Clip ``(runs, slices)`` slices in track order so that each run's slices nest:
     the clipped ends, which slices were clipped, and each slice's depth.

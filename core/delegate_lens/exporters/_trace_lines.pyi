@@ -36,3 +36,6 @@ def block_lines(
     limit: int,
     into: bytearray | None = None,
 ) -> tuple[bytearray, list[int]] | None: ...
+def track_order(
+    start: npt.NDArray[np.int64], end: npt.NDArray[np.int64], levels: npt.NDArray[np.int64]
+) -> npt.NDArray[np.intp] | None: ...

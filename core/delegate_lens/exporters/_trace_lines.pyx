@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, nonecheck=False
-"""The timeline writers' loops in C: :func:`nest_runs`, the stack walk of
-``delegate_lens.exporters._slices.nest``, and :func:`run_lines`, chrome-trace's slice
+"""The timeline writers' loops in C: :func:`track_order`, each run's slices in track order
+(what the Inspector's ``block_slices`` sorts with numpy), :func:`nest_runs`, the stack walk
+of ``delegate_lens.exporters._slices.nest``, and :func:`run_lines`, chrome-trace's slice
 lines: the text :class:`_ChromeBlock.text` makes with one
 ``%`` per run (``delegate_lens.exporters._chrome_trace``), byte for byte, written straight
 from the tick columns into one buffer (no Python int, tuple or format per slice).
@@ -368,3 +369,45 @@ def block_lines(
         free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
         free(stack); free(run_c); free(ends_c)
     return out, ends
+
+
+cdef inline bint _before(Py_ssize_t a, Py_ssize_t b, const int64_t* s, const int64_t* e,
+                         const int64_t* lv) noexcept nogil:
+    """Slice ``a`` goes strictly before ``b``: by start, level, zero length first, longest."""
+    if s[a] != s[b]:
+        return s[a] < s[b]
+    if lv[a] != lv[b]:
+        return lv[a] < lv[b]
+    if (e[a] > s[a]) != (e[b] > s[b]):
+        return e[b] > s[b]
+    return e[a] > e[b]
+
+
+def track_order(
+    const int64_t[:, ::1] start, const int64_t[:, ::1] end, const int64_t[::1] levels
+):
+    """``np.lexsort((-end, end > start, levels, start), axis=-1)`` by a stable insertion
+    sort of each run (a run's rows are nearly in track order: a call or ``Method::execute``
+    is logged after what it holds); None when a run needs more than a few moves per slice
+    (then the numpy sort, whose cost does not depend on the order)."""
+    cdef Py_ssize_t k = start.shape[0], r = start.shape[1], i, j, m, x
+    cdef Py_ssize_t budget = 8 * r + 64, moves
+    order = np.empty((k, r), dtype=np.intp)
+    cdef Py_ssize_t[:, ::1] o = order
+    cdef const int64_t* lv = &levels[0] if r else NULL
+    cdef bint far = False
+    with nogil:
+        for i in range(k):
+            moves = 0
+            for j in range(r):
+                x = j
+                m = j
+                while m > 0 and _before(x, o[i, m - 1], &start[i, 0], &end[i, 0], lv):
+                    o[i, m] = o[i, m - 1]
+                    m -= 1
+                moves += j - m
+                o[i, m] = x
+            if moves > budget:
+                far = True
+                break
+    return None if far else order

@@ -183,7 +183,7 @@ def block_slices(inspector: Inspector, table: BlockTable) -> Slices:
     """Every slice of one block for all its runs (see :class:`~delegate_lens.exporters.Slices`):
     a slice starts at its event's start and lasts its sample; a kernel or delegate event
     that sticks out of its instruction's call is clipped to the call."""
-    from delegate_lens.exporters import Slices
+    from delegate_lens.exporters import Slices, track_order
 
     fc = inspector.file_columns
     ticks_per_target = inspector.time_factor  # source ticks per target unit
@@ -222,6 +222,5 @@ def block_slices(inspector: Inspector, table: BlockTable) -> Slices:
         clipped[:, inner] = (s != s0) | (e != e0)
         start[:, inner] = s
         end[:, inner] = e
-    levels = np.broadcast_to(lv, (k, r))
-    order = np.lexsort((-end, end > start, levels, start), axis=-1)
+    order = track_order(start, end, lv.astype(np.int64))
     return Slices(rows=rows, start=start, end=end, clipped=clipped, order=order)
