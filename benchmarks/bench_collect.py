@@ -19,7 +19,11 @@ Measures, each into a fresh dataset (medians of ``--repeat`` runs):
   table, Parquet, and a whole ``collect_batch``), medians of ``--stage-repeat``;
 * ``--only parquet`` (not by default): Parquet write options compared, CPU time and size;
 * ``--only fresh`` (not by default): the small case with each run in a new interpreter, as
-  the CLI runs (every process cold; imports not timed).
+  the CLI runs (every process cold; imports not timed);
+* ``--against DIR``: the same parts, by turns (``--rounds`` each), with this tree's
+  package and with the one under ``DIR/core`` (another checkout, e.g. an older engine from
+  ``git archive REV core | tar -x -C DIR``), each round in a new process: a before/after
+  comparison in the same minutes.
 
 MB/s per core = ETDump MB / seconds / workers. Targets: >= 100 MB/s per core, >= 1.7x with
 2 workers, query < 1 s. Other jobs load this machine: ``uptime`` is printed with each figure.
@@ -493,7 +497,12 @@ def main() -> None:
         action="append",
         help="run only these parts",
     )
+    parser.add_argument("--against", metavar="DIR", help="compare with DIR/core, by turns")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each with --against")
     args = parser.parse_args()
+    if args.against:
+        against(args.against, args.rounds)
+        return
     parts = set(args.only or ("big", "small", "stages", "query"))
     print(describe_machine())
     print(f"cpu count {os.cpu_count()}, inputs cached in {CACHE}")
@@ -516,6 +525,22 @@ def main() -> None:
         bench_parquet(big_copies(args.big), small_dumps(args.small), max(args.repeat, 5))
     if "query" in parts:
         bench_query(args.events, max(args.repeat, 5))
+
+
+def against(other: str, rounds: int) -> None:
+    """Run this benchmark (its other arguments) with this tree's package and with
+    ``other``'s, by turns, each round in a new process."""
+    argv = [a for a in sys.argv[1:] if a != "--against" and not a.startswith("--against=")]
+    if other in argv:
+        argv.remove(other)
+    argv = [a for i, a in enumerate(argv) if not (i and argv[i - 1] == "--rounds")]
+    argv = [a for a in argv if a != "--rounds" and not a.startswith("--rounds=")]
+    trees = {"this tree": str(REPO / "core"), other: str(Path(other) / "core")}
+    for round_ in range(1, rounds + 1):
+        for name, core in trees.items():
+            print(f"=== {name}, round {round_}  [{uptime()}]", flush=True)
+            env = {**user_env(), "PYTHONPATH": os.pathsep.join([core, str(REPO / "tests")])}
+            subprocess.run([sys.executable, __file__, *argv], env=env, check=True)
 
 
 if __name__ == "__main__":
