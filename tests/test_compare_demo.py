@@ -187,7 +187,9 @@ def test_slowdown_is_flagged_at_exactly_that_operator(demo_dumps: dict[str, Path
     op = sigmoid[0]
     assert op.match == "delegate"
     assert op.identity.delegate_backend_name == "DemoBackend"
-    assert op.ratio > SLOW_FACTOR / 4 and op.ratio_ci[0] > 2, table
+    # the slowed op grew the most of all delegated ops, and surely more than 2x (no figure
+    # of how much: a loaded machine shrinks a 40x slowdown's measured ratio)
+    assert op.ratio == max(row.ratio for row in delegated) and op.ratio_ci[0] > 2, table
     others = [row for row in slower if row is not op]
     assert all(row.identity.instruction_id == op.identity.instruction_id for row in others), table
     assert all(set(op.identity.op_types) < set(row.identity.op_types) for row in others), table
