@@ -409,12 +409,13 @@ def test_a_worker_gets_its_callers_setting(
     monkeypatch.chdir(tmp_path)
     apply_plugin_options(["no:delegate_lens_no_such_plugin"])
     try:
-        pool = engine._Pool(2)
+        pool = engine._Pool(2, setup=engine._run_setup("the-dataset", frozenset()))
         try:
-            pool.begin("the-dataset", frozenset())
+            has = pool.executor.submit(_what_a_worker_has).result(timeout=60)
+            pool.begin(engine._run_setup("another", frozenset()))  # as kept workers do
             for started in pool.starting:
                 started.result(timeout=60)
-            has = pool.executor.submit(_what_a_worker_has).result(timeout=60)
+            again = pool.executor.submit(_what_a_worker_has).result(timeout=60)
         finally:
             pool.close(stop=False)
         assert has == (
@@ -424,6 +425,7 @@ def test_a_worker_gets_its_callers_setting(
             True,
             "the-dataset",
         )
+        assert again == (*has[:-1], "another")
         serial = collect([str(fleet)], "serial")
         report = collect([str(fleet)], "ds", workers=2, batch_bytes=3_000)
         assert [r.source for r in report.results] == [r.source for r in serial.results]

@@ -107,8 +107,11 @@ class _WorkerRun:
 _run = _WorkerRun()
 
 
-def _start_worker(stop: Event, barrier: Barrier, plugin_options: tuple[str, ...] | None) -> None:
-    """The pool's initializer: runs once in each worker, before its first task."""
+def _start_worker(
+    stop: Event, barrier: Barrier, plugin_options: tuple[str, ...] | None, setup: bytes | None
+) -> None:
+    """The pool's initializer: runs once in each worker, before its first task (``setup``:
+    its first run's, see :func:`_begin_run`)."""
     # Ctrl-C is the caller's to handle: it stops the run, and this worker ends after the
     # batch it is writing (no half-written part, no second traceback). SIGINT came in
     # blocked (:func:`_sigint_blocked`): one sent meanwhile is dropped here, not raised.
@@ -125,7 +128,9 @@ def _start_worker(stop: Event, barrier: Barrier, plugin_options: tuple[str, ...]
 
             if pluginmanager._pm is None:  # (not inherited: from a fork server, spawned)
                 pluginmanager.apply_plugin_options(plugin_options)
-    except Exception as exc:  # the run's start raises it
+        if setup is not None:
+            _set_run(setup)
+    except Exception as exc:  # the first batch raises it (and a later run's start)
         _run.error = _cannot_start(exc)
 
 
@@ -135,15 +140,24 @@ def _cannot_start(exc: Exception) -> Exception:
     return CollectError(f"collect: a worker process could not start: {exc}")
 
 
+def _run_setup(location: str, known: frozenset[str]) -> bytes:
+    """What a worker needs of a run: its dataset, known hashes and working folder,
+    pickled once per run."""
+    return pickle.dumps((location, known, os.getcwd()), pickle.HIGHEST_PROTOCOL)
+
+
+def _set_run(setup: bytes) -> None:
+    location, known, folder = pickle.loads(setup)
+    os.chdir(folder)  # the run's relative paths are the caller's
+    _run.location, _run.known = location, known
+
+
 def _begin_run(setup: bytes) -> None:
-    """A worker's first task of each run (one per worker: each waits at the pool's
-    barrier until every worker has taken one): the run's dataset, known hashes and
-    working folder (``setup``, pickled once per run)."""
+    """A kept worker's first task of a later run (one per worker: each waits at the
+    pool's barrier until every worker has taken one): the run's ``setup``."""
     error = _run.error
     try:
-        location, known, folder = pickle.loads(setup)
-        os.chdir(folder)  # the run's relative paths are the caller's
-        _run.location, _run.known = location, known
+        _set_run(setup)
     except Exception as exc:
         error = error or _cannot_start(exc)
     assert _run.barrier is not None
@@ -209,6 +223,8 @@ def _collect_packed(packed: _Packed) -> _PackedResults | None:
     with _run.busy:
         if _run.stop is not None and _run.stop.is_set():
             return None
+        if _run.error is not None:
+            raise _run.error
         paths, sizes, etrecords, labels_files, which, shared = packed
         sources = [
             Source(path, size, etrecord, labels_file, shared[k])
@@ -282,7 +298,11 @@ class _Pool:
     """``workers`` processes (an executor), kept from run to run: each run starts with
     :meth:`begin` and is tracked by the batches submitted and not yet done."""
 
-    def __init__(self, workers: int, setting: Setting | None = None) -> None:
+    def __init__(
+        self, workers: int, setting: Setting | None = None, setup: bytes | None = None
+    ) -> None:
+        """``setup``: the first run's (:func:`_run_setup`), given to each worker as it
+        starts (no :meth:`begin` for that run)."""
         import multiprocessing
 
         self.setting = setting or Setting.now(workers)
@@ -297,16 +317,15 @@ class _Pool:
             workers,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(self.stop, self.barrier, self.setting.options),
+            initargs=(self.stop, self.barrier, self.setting.options, setup),
         )
         self.running: dict[Future[_PackedResults | None], list[Source]] = {}
         self.starting: list[Future[None]] = []  # this run's starts (one per worker)
         self.processes: list[BaseProcess] = []  # in the order started
 
-    def begin(self, location: str, known: frozenset[str]) -> None:
-        """Start a run: each worker takes one start (the run's dataset, known hashes and
-        working folder, pickled once), before any batch of the run."""
-        setup = pickle.dumps((location, known, os.getcwd()), pickle.HIGHEST_PROTOCOL)
+    def begin(self, setup: bytes) -> None:
+        """Start a later run with kept workers: each takes one start (:func:`_begin_run`)
+        before any batch of the run."""
         self.starting = [self._submit(_begin_run, setup) for _ in range(self.workers)]
 
     def usable(self) -> bool:
@@ -419,9 +438,17 @@ def run_workers(
     first = next(pending, None)
     if first is None:
         return iter(())
-    pool = _keeping.take(_Pool, workers, _Pool)
+    setup = _run_setup(location, known)
+    started: list[_Pool] = []
+
+    def start(count: int, setting: Setting) -> _Pool:
+        started.append(_Pool(count, setting, setup))  # (its workers start with the run's)
+        return started[-1]
+
+    pool = _keeping.take(_Pool, workers, start)
     try:
-        pool.begin(location, known)
+        if not started:
+            pool.begin(setup)
         pool.submit(first)
     except BaseException:
         pool.close(stop=True)
