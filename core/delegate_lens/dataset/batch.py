@@ -52,7 +52,7 @@ __all__ = [
     "etrecord_identity",
 ]
 
-PIECE_ROWS = 1 << 18  # a file with more events is written as a part of its own, in pieces
+PIECE_ROWS = 1 << 17  # a file with more events is written as a part of its own, in pieces
 
 
 @attrs.frozen
