@@ -64,7 +64,7 @@ def uptime() -> str:
 def vary_in_place(data: bytes, shift: int) -> bytes:
     """``data`` with every profile event's times moved by ``shift`` ticks in place: the
     reference writer's own layout and size, other bytes (so not skipped as a duplicate)."""
-    from delegate_lens.etdump.buffer import Buffer
+    from delegate_lens.etdump._buffer import Buffer
 
     buf = Buffer(data)
     root = 4 + int(np.frombuffer(data, "<u4", 1, 4)[0])
@@ -310,11 +310,17 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
 
     import pyarrow.parquet as pq
 
-    from delegate_lens.dataset.batch import _decode, _joined, _read_all, collect_batch, content_hash
-    from delegate_lens.dataset.rows import labelled_table
-    from delegate_lens.dataset.sources import find_sources
-    from delegate_lens.dataset.store import _write_options
-    from delegate_lens.inspector.build import decoded_file_columns
+    from delegate_lens.dataset._batch import (
+        _decode,
+        _joined,
+        _read_all,
+        collect_batch,
+        content_hash,
+    )
+    from delegate_lens.dataset._event_table import labelled_table
+    from delegate_lens.dataset._sources import find_sources
+    from delegate_lens.dataset._store import _write_options
+    from delegate_lens.inspector._build import decoded_file_columns
 
     every = find_sources([str(small)])
     cases = [("big vector copy", find_sources([str(next(iter(sorted(big.glob("*.etdp")))))]))]
@@ -378,7 +384,7 @@ def bench_stages(big: Path, small: Path, repeat: int) -> None:
 
 def _parquet_variants(table: Any) -> dict[str, dict[str, Any]]:
     """Write options to compare: ``store._write_options`` and variations of it."""
-    from delegate_lens.dataset.store import _write_options
+    from delegate_lens.dataset._store import _write_options
 
     base = _write_options(table)
     ints = list(base["column_encoding"])
@@ -407,8 +413,8 @@ def bench_parquet(big: Path, small: Path, repeat: int) -> None:
 
     import pyarrow.parquet as pq
 
-    from delegate_lens.dataset.rows import files_columns, labelled_table
-    from delegate_lens.dataset.sources import find_sources
+    from delegate_lens.dataset._event_table import files_columns, labelled_table
+    from delegate_lens.dataset._sources import find_sources
 
     cases = [("big vector copy", find_sources([str(next(iter(sorted(big.glob("*.etdp")))))]))]
     cases.append(("2,000 small dumps", find_sources([str(small)])[:2000]))
@@ -437,8 +443,8 @@ def bench_parquet(big: Path, small: Path, repeat: int) -> None:
 def bench_query(events: int, repeat: int) -> None:
     import hashlib
 
-    from delegate_lens.dataset.rows import events_table, files_columns
-    from delegate_lens.dataset.store import _write_options
+    from delegate_lens.dataset._event_table import events_table, files_columns
+    from delegate_lens.dataset._store import _write_options
 
     fc, _ = files_columns([BIG.read_bytes()])
 

@@ -49,7 +49,7 @@ def run_once(cmd: list[str]) -> float:
 def breakdown(base: Path, new: Path, etrecord: Path, runs: int) -> list[tuple[str, float]]:
     t0 = time.perf_counter()
     from delegate_lens.compare import compare, write_result
-    from delegate_lens.compare.api import _two_inspectors
+    from delegate_lens.compare._api import _two_inspectors
 
     t1 = time.perf_counter()
     loads, compares, writes = [], [], []

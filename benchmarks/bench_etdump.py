@@ -113,8 +113,8 @@ def _floor_words() -> None:
 def decode_vs_floor(repeat: int) -> None:
     """Decoding against the floor, each measure's runs taken by turns (so a change of the
     machine's load hits them alike); the ratios are of the medians."""
-    from delegate_lens.etdump.mapped import decode_file
-    from delegate_lens.etdump.reader import decode_columns
+    from delegate_lens.etdump._mapped import decode_file
+    from delegate_lens.etdump._reader import decode_columns
 
     measures: dict[str, Callable[[], object]] = {
         "decode (read + columns)": lambda: decode_columns(BIG.read_bytes()),
@@ -157,7 +157,7 @@ def main() -> int:
     maxrss, hwm = peak_rss_mb(BIG, max(3, args.repeat // 3))
 
     from delegate_lens.etdump import dumps, load, loads
-    from delegate_lens.etdump.jsonview import to_json
+    from delegate_lens.etdump._jsonview import to_json
 
     big_bytes = BIG.read_bytes()
     small = load(SMALL)

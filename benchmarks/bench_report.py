@@ -68,7 +68,7 @@ def main() -> None:
 
     from delegate_lens.inspector import Inspector
     from delegate_lens.report import build_report_data, render_html
-    from delegate_lens.report.html import VENDOR_SCRIPTS, _asset
+    from delegate_lens.report._html import VENDOR_SCRIPTS, _asset
 
     t0 = time.perf_counter()
     inspector = Inspector(etdump_path=vector / "etdump.etdp", etrecord=str(vector / "etrecord.bin"))

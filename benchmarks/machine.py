@@ -41,7 +41,7 @@ def cpu_model() -> str:
 
 
 def _compiled_walk() -> bool:
-    from delegate_lens.etdump import fastwalk
+    from delegate_lens.etdump import _fastwalk as fastwalk
 
     return fastwalk.available()
 

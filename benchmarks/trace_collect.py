@@ -24,7 +24,10 @@ from typing import Any
 
 from machine import describe as describe_machine
 
-from delegate_lens.dataset import batching, collect, engines, workers
+from delegate_lens.dataset import _batching as batching
+from delegate_lens.dataset import _engines as engines
+from delegate_lens.dataset import _workers as workers
+from delegate_lens.dataset import collect
 
 
 def _usage() -> tuple[int, float]:

@@ -43,7 +43,7 @@ def dl_partitioner(backend_id: str, compile_specs: Sequence[Any]) -> Any | None:
     if _flaw(backend_id) is None:
         return None
     from delegate_lens import DelegationSpec
-    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+    from delegate_lens.backends_demo._partitioner import DemoPartitioner
 
     partitioner = DemoPartitioner(compile_specs)
     partitioner.delegation_spec = DelegationSpec(backend_id, list(compile_specs))
@@ -58,7 +58,7 @@ def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[An
     import torch
 
     from delegate_lens import PreprocessResult
-    from delegate_lens.backends_demo.preprocess import preprocess
+    from delegate_lens.backends_demo._preprocess import preprocess
 
     result = preprocess(edge_program, compile_specs)
     mapping = dict(result.debug_handle_map or {})
@@ -79,7 +79,7 @@ def dl_preprocess(backend_id: str, edge_program: Any, compile_specs: Sequence[An
             for ident, hs in mapping.items()
         }
     elif flaw == "summary-hides-fused-node":
-        from delegate_lens.backends_demo.blob import from_bytes
+        from delegate_lens.backends_demo._blob import from_bytes
 
         fused = {
             n.meta["debug_handle"]
@@ -100,7 +100,7 @@ def dl_runtime_backend(backend_id: str) -> Any | None:
     flaw = _flaw(backend_id)
     if flaw is None:
         return None
-    from delegate_lens.backends_demo.runtime import DemoRuntime
+    from delegate_lens.backends_demo._runtime import DemoRuntime
     from delegate_lens.runtime import event_tracer_log_profiling_delegate
 
     class BrokenRuntime(DemoRuntime):
@@ -128,7 +128,7 @@ def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
     flaw = _flaw(backend_id)
     if flaw is None:
         return None
-    from delegate_lens.backends_demo.metadata import encode
+    from delegate_lens.backends_demo._metadata import encode
 
     data = encode(metadata)
     return b"\x09" + data[1:] if flaw == "unreadable-metadata" else data  # version 9
@@ -138,7 +138,7 @@ def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
 def dl_parse_delegate_metadata(backend_id: str, metadatas: Sequence[bytes]) -> Any | None:
     if _flaw(backend_id) in (None, "unparsed-metadata"):
         return None
-    from delegate_lens.backends_demo.metadata import parse
+    from delegate_lens.backends_demo._metadata import parse
 
     return parse(metadatas)
 
@@ -148,7 +148,7 @@ def dl_testing_profile(backend_id: str) -> Any | None:
     flaw = _flaw(backend_id)
     if flaw is None:
         return None
-    from delegate_lens.backends_demo.testing import profile
+    from delegate_lens.backends_demo._testing import profile
 
     if flaw == "no-ops":
         from delegate_lens.testing import BackendProfile

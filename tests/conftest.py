@@ -50,7 +50,7 @@ def no_kept_workers() -> Iterator[None]:
     yield
     import sys
 
-    workers = sys.modules.get("delegate_lens.dataset.workers")
+    workers = sys.modules.get("delegate_lens.dataset._workers")
     if workers is not None:
         workers.shutdown_workers()
         import multiprocessing

@@ -18,8 +18,8 @@ def demo_run(
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.backends_demo.models import make_model
-    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+    from delegate_lens.backends_demo._models import make_model
+    from delegate_lens.backends_demo._partitioner import DemoPartitioner
     from delegate_lens.runtime import ETDumpGen, Program
 
     module, inputs = make_model(model)

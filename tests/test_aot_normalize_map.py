@@ -14,7 +14,7 @@ pytestmark = pytest.mark.torch
 
 
 def _normalize(mapping: Any) -> Any:
-    from delegate_lens.aot.lowering import _normalize_map
+    from delegate_lens.aot._lowering import _normalize_map
 
     return _normalize_map("B", PreprocessResult(b"", mapping))
 

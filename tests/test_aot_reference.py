@@ -182,7 +182,7 @@ def test_reference_inspector_links_our_files(
 ) -> None:
     """The demo's ETRecord + ETDump, read by the reference Inspector: delegate events link
     back to the operators of our Debug Handle Maps."""
-    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.backends_demo._demo import run_demo
     from delegate_lens.pluginmanager import reset_plugin_manager
 
     assert REFERENCE_PYTHON is not None
@@ -191,7 +191,7 @@ def test_reference_inspector_links_our_files(
     from delegate_lens.pluginmanager import get_plugin_manager
 
     get_plugin_manager().register(
-        __import__("delegate_lens.backends_demo.plugin", fromlist=["plugin"])
+        __import__("delegate_lens.backends_demo._plugin", fromlist=["plugin"])
     )
     try:
         result = run_demo(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dumps, load
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.attribution import (
+from delegate_lens.inspector._attribution import (
     EXECUTE,
     RowRole,
     attribute,
@@ -158,7 +158,7 @@ def test_every_view_takes_the_same_numbers(tmp_path: Path) -> None:
 
 def test_dataset_rows_are_charged_like_the_inspector(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    from delegate_lens.dataset.rows import events_table
+    from delegate_lens.dataset._event_table import events_table
 
     inspector = _inspector(GPT)
     table = events_table(
@@ -197,7 +197,7 @@ def test_delegate_events_are_charged_and_the_rest_is_unattributed() -> None:
 @pytest.fixture(scope="module")
 def demo_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pytest.importorskip("torch")
-    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.backends_demo._demo import run_demo
 
     result = run_demo(
         runs=3, out_dir=tmp_path_factory.mktemp("demo"), echo=lambda _: None, show_table=False

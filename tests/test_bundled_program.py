@@ -28,7 +28,7 @@ from delegate_lens.bundled_program import (
     deserialize_from_flatbuffer_to_bundled_program,
     serialize_from_bundled_program_to_flatbuffer,
 )
-from delegate_lens.bundled_program import flatbuffer as fb
+from delegate_lens.bundled_program import _flatbuffer as fb
 from delegate_lens.bundled_program.schema import SCALAR_TYPES
 from delegate_lens.errors import BundledProgramError
 from delegate_lens.program import (
@@ -135,7 +135,7 @@ def test_suites_are_sorted_by_method_name() -> None:
 
 def test_torch_tensors_become_numpy_without_torch_in_the_package() -> None:
     code = (
-        "import sys, delegate_lens.bundled_program as b, delegate_lens.runtime.bundled\n"
+        "import sys, delegate_lens.bundled_program as b, delegate_lens.runtime._bundled\n"
         "assert 'torch' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

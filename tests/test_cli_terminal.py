@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from delegate_lens.cli import main
-from delegate_lens.cli.terminal import (
+from delegate_lens.cli._terminal import (
     delayed_progress,
     is_fancy_terminal,
     require_rich,

@@ -16,8 +16,8 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("duckdb")
 
 from delegate_lens.dataset import collect, query
-from delegate_lens.dataset.batch import collect_batch
-from delegate_lens.dataset.sources import find_sources
+from delegate_lens.dataset._batch import collect_batch
+from delegate_lens.dataset._sources import find_sources
 from delegate_lens.errors import UsageError
 from delegate_lens.etdump import EventKind, load
 
@@ -152,7 +152,7 @@ def test_workers_fork_only_without_other_python_threads() -> None:
     import sys
     import threading
 
-    from delegate_lens.dataset.workers import _start_method
+    from delegate_lens.dataset._workers import _start_method
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
@@ -228,7 +228,8 @@ def test_worker_processes_start_when_the_runner_is_called(
 ) -> None:
     """collect calls the runner before starting its progress bar (a thread): the workers
     must be forked then, not when the first result is asked for."""
-    from delegate_lens.dataset import engines, workers
+    from delegate_lens.dataset import _engines as engines
+    from delegate_lens.dataset import _workers as workers
 
     methods: list[str] = []
     real = workers._start_method
@@ -247,12 +248,12 @@ def test_batches_are_made_as_files_are_found() -> None:
     the first two batches per worker are small and made before the rest are found; then
     batches take a quarter per worker of what is ahead, shrinking towards the end. One
     worker takes batch_bytes (or MAX_BATCH_FILES files) at a time."""
-    from delegate_lens.dataset.collector import (
+    from delegate_lens.dataset._batching import (
         MIN_BATCH_BYTES,
         STREAM_FIRST_BYTES,
         iter_batches,
     )
-    from delegate_lens.dataset.sources import Source
+    from delegate_lens.dataset._sources import Source
 
     taken: list[int] = []
 
@@ -304,7 +305,7 @@ def test_process_runner_shares_batches_and_passes_errors_on(
     one part, but for batches this process took back at the end, which it collects
     together as one part); an error in a batch reaches the consumer, from either
     process."""
-    from delegate_lens.dataset import engines
+    from delegate_lens.dataset import _engines as engines
 
     sources = find_sources([str(small_fleet)])
     batches = [[source] for source in sources]

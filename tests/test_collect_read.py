@@ -14,8 +14,8 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("duckdb")
 
 from delegate_lens.dataset import query
-from delegate_lens.dataset.batch import _read_all, collect_batch, content_hash
-from delegate_lens.dataset.sources import Source, find_sources
+from delegate_lens.dataset._batch import _read_all, collect_batch, content_hash
+from delegate_lens.dataset._sources import Source, find_sources
 
 SQL = "select * from events order by source, run, event_index"
 
@@ -87,7 +87,8 @@ def test_cycle_collector_paused_then_restored(
 ) -> None:
     import gc
 
-    from delegate_lens.dataset import _cycles, batch
+    from delegate_lens.dataset import _batch as batch
+    from delegate_lens.dataset import _cycles
 
     during: list[bool] = []
     real_hash = batch.content_hash

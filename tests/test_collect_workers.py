@@ -26,15 +26,15 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("duckdb")
 
 from delegate_lens.dataset import DatasetStore, collect, find_sources, query
-from delegate_lens.dataset import workers as engine
-from delegate_lens.dataset.batching import (
+from delegate_lens.dataset import _workers as engine
+from delegate_lens.dataset._batching import (
     MAX_BATCH_FILES,
     MIN_BATCH_BYTES,
     STREAM_FIRST_BYTES,
     Batcher,
 )
-from delegate_lens.dataset.engines import run_processes
-from delegate_lens.dataset.sources import Source
+from delegate_lens.dataset._engines import run_processes
+from delegate_lens.dataset._sources import Source
 from delegate_lens.errors import CollectError, UsageError
 
 _FORK = "fork" in multiprocessing.get_all_start_methods()
@@ -311,7 +311,7 @@ def test_kept_workers_do_not_hold_the_dataset_lock(fleet: Path, tmp_path: Path) 
     forked child's copy of the descriptor) and kept after it do not hold it: the next
     run into the same dataset, in this process or in another, takes it at once (with
     the copy kept, the one here waited forever, and so did the other process)."""
-    from delegate_lens.dataset import collector
+    from delegate_lens.dataset import _collector as collector
 
     def waits() -> None:
         raise AssertionError("the dataset's lock is still held after the run")
@@ -438,7 +438,7 @@ def test_a_worker_gets_its_callers_setting(
 
 _SLOW_WORKER = """
 import os, sys, time
-from delegate_lens.dataset import collect, workers
+from delegate_lens.dataset import collect, _workers as workers
 real = workers.collect_batch
 def slow(location, sources, known):
     if os.getpid() != {parent}:

@@ -24,7 +24,7 @@ from delegate_lens.compare import (
     compare,
     write_result,
 )
-from delegate_lens.compare.stats import compare_samples, interval_samples, median_ci_ranks
+from delegate_lens.compare._stats import compare_samples, interval_samples, median_ci_ranks
 from delegate_lens.errors import MissingExtraError, UsageError
 from delegate_lens.inspector import Inspector
 

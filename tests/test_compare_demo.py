@@ -31,8 +31,8 @@ def demo_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """ETDumps ``base``, ``again`` (same program) and ``slow`` (sigmoid x40) of convnet,
     with their ETRecords ``base.etrecord`` / ``slow.etrecord``."""
     torch = pytest.importorskip("torch")
-    from delegate_lens.backends_demo.demo import run_demo
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._demo import run_demo
+    from delegate_lens.backends_demo._models import make_model
     from delegate_lens.runtime import ETDumpGen, Program
 
     root = tmp_path_factory.mktemp("compare_demo")
@@ -76,8 +76,8 @@ def _interleaved(root: Path, model: str, slowdown: str, runs: int) -> dict[str, 
     traced calls each, one call of each side in turn on one thread; their ETRecords
     ``base.etrecord`` / ``slow.etrecord``."""
     torch = pytest.importorskip("torch")
-    from delegate_lens.backends_demo.demo import run_demo
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._demo import run_demo
+    from delegate_lens.backends_demo._models import make_model
     from delegate_lens.runtime import ETDumpGen, Program
 
     quiet: dict[str, Any] = {"runs": 1, "debug_buffer_size": 0, "show_table": False}

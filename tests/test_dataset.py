@@ -247,7 +247,7 @@ def test_the_etrecord_is_part_of_the_key(tmp_path: Path, vectors_dir: Path) -> N
     again with the right one); given again without one, it is skipped."""
     import zipfile
 
-    from delegate_lens.dataset.batch import etrecord_identity
+    from delegate_lens.dataset._batch import etrecord_identity
 
     mlp = vectors_dir / "mlp_xnnpack"
     etdump = tmp_path / "run.etdp"

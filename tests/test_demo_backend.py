@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from delegate_lens.backends_demo import metadata as demo_metadata
-from delegate_lens.backends_demo.blob import BlobError, DemoBlob, DemoOp, from_bytes, to_bytes
+from delegate_lens.backends_demo import _metadata as demo_metadata
+from delegate_lens.backends_demo._blob import BlobError, DemoBlob, DemoOp, from_bytes, to_bytes
 
 # --------------------------------------------------------------------------- torch-free parts
 
@@ -73,7 +73,7 @@ def test_plugin_is_built_in_and_answers_only_its_backend() -> None:
 
     pm = get_plugin_manager()
     plugin = pm.get_plugin("demo_backend")
-    assert plugin is not None and plugin.__name__ == "delegate_lens.backends_demo.plugin"
+    assert plugin is not None and plugin.__name__ == "delegate_lens.backends_demo._plugin"
     assert plugin.dl_runtime_backend(backend_id="Other") is None
     assert plugin.dl_parse_delegate_metadata(backend_id="Other", metadatas=[b""]) is None
     data = pm.hook.dl_encode_delegate_metadata(
@@ -94,7 +94,7 @@ def _lower(model: str, identifiers: str = "int") -> tuple[Any, Any, tuple[Any, .
 
     import delegate_lens as dl
     from delegate_lens.backends_demo import DemoPartitioner
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._models import make_model
 
     module, inputs = make_model(model)
     ep = torch.export.export(module, inputs)

@@ -59,12 +59,12 @@ def test_the_names_the_tables_show_select_backend_ops(target: str, kernels: list
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.aot.lowering import LoweredBackendModule
-    from delegate_lens.backends_demo.blob import from_bytes
-    from delegate_lens.backends_demo.demo import check_slowdown_target
-    from delegate_lens.backends_demo.models import make_model
-    from delegate_lens.backends_demo.partitioner import DemoPartitioner
-    from delegate_lens.backends_demo.runtime import DemoExecutable
+    from delegate_lens.aot._lowering import LoweredBackendModule
+    from delegate_lens.backends_demo._blob import from_bytes
+    from delegate_lens.backends_demo._demo import check_slowdown_target
+    from delegate_lens.backends_demo._models import make_model
+    from delegate_lens.backends_demo._partitioner import DemoPartitioner
+    from delegate_lens.backends_demo._runtime import DemoExecutable
 
     module, inputs = make_model("mlp")
     spec = dl.CompileSpec("identifiers", b"str")

@@ -1,5 +1,5 @@
 """The docs import delegate-lens only through its faces: a package's ``__init__`` or a
-top-level module, never a module inside a subpackage (``delegate_lens.testing.harness``)."""
+top-level module, never a module inside a subpackage (``delegate_lens.testing._harness``)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,6 @@ def test_docs_import_only_faces(where: str, module: str) -> None:
 
 
 def test_the_check_can_fail() -> None:
-    assert not _is_face("delegate_lens.testing.harness")
+    assert not _is_face("delegate_lens.testing._harness")
     assert _is_face("delegate_lens.testing") and _is_face("delegate_lens.errors")
     assert _is_face("delegate_lens.inspector.numerical_comparator")  # a package

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from docblocks import DOCS, blocks, run_blocks_torch_free
 
-from delegate_lens.etrecord.entries import (
+from delegate_lens.etrecord._entries import (
     DEFAULT_MAX_COMPRESSION_RATIO,
     DEFAULT_MAX_ENTRY_SIZE,
     DEFAULT_MAX_INFLATED_TOTAL,

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from test_etdump_robustness import MLP, RICH, SMALL, _named_profiles_file, mutated
 
 from delegate_lens.errors import ETDumpFormatError
-from delegate_lens.etdump import DecodedColumns, decode_columns, decode_many, fastwalk
-from delegate_lens.etdump.buffer import Buffer
-from delegate_lens.etdump.reader import _as_bytes, _Decoder, _guarded, _root_position
+from delegate_lens.etdump import DecodedColumns, decode_columns, decode_many
+from delegate_lens.etdump import _fastwalk as fastwalk
+from delegate_lens.etdump._buffer import Buffer
+from delegate_lens.etdump._reader import _as_bytes, _Decoder, _guarded, _root_position
 
 VECTOR_FILES = sorted(VECTORS.glob("*/etdump.etdp"))
 BASES = {"small": SMALL, "rich": RICH, "mlp": MLP}

@@ -25,7 +25,7 @@ from delegate_lens.etdump import (
     load,
     loads,
 )
-from delegate_lens.etdump.jsonview import to_json
+from delegate_lens.etdump._jsonview import to_json
 
 
 def _slot(slot: int) -> int:

@@ -13,13 +13,13 @@ from test_etdump_robustness import MLP, RICH, SMALL, _field, _first_run, _root
 
 from delegate_lens.errors import ETDumpFormatError
 from delegate_lens.etdump import dumps, loads
-from delegate_lens.etdump.reader import (
+from delegate_lens.etdump._reader import (
     decode_columns,
     decode_joined,
     decode_many,
     joined_layout,
 )
-from delegate_lens.inspector.build import concat_runs, decoded_file_columns
+from delegate_lens.inspector._build import concat_runs, decoded_file_columns
 from delegate_lens.testing.strategies import etdump_runs
 
 BASES = [SMALL, RICH, MLP]

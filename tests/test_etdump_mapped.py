@@ -1,6 +1,6 @@
 """Decoding with little memory: the compiled walk's columns made on first need and its
 release calls between batches, and files decoded through a map that is dropped as the walk
-goes and closed after (delegate_lens.etdump.mapped)."""
+goes and closed after (delegate_lens.etdump._mapped)."""
 
 from __future__ import annotations
 
@@ -25,12 +25,14 @@ from delegate_lens.etdump import (
     ProfileEvent,
     RunData,
     dumps,
-    fastwalk,
 )
-from delegate_lens.etdump.buffer import Buffer
-from delegate_lens.etdump.mapped import decode_file
-from delegate_lens.etdump.model import Bool, Value, ValueType
-from delegate_lens.etdump.reader import _root_position, decode_columns
+from delegate_lens.etdump import (
+    _fastwalk as fastwalk,
+)
+from delegate_lens.etdump._buffer import Buffer
+from delegate_lens.etdump._mapped import decode_file
+from delegate_lens.etdump._objects import Bool, Value, ValueType
+from delegate_lens.etdump._reader import _root_position, decode_columns
 
 VECTOR_FILES = sorted(VECTORS.glob("*/etdump.etdp"))
 LAZY = (

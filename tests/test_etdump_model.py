@@ -36,7 +36,7 @@ from delegate_lens.etdump import (
     dumps,
     loads,
 )
-from delegate_lens.etdump.jsonview import from_json, to_json, write_json
+from delegate_lens.etdump._jsonview import from_json, to_json, write_json
 
 # The format's defaults (-1 for ids, 0 elsewhere) are drawn often: the writer omits a field
 # equal to its default and the reader restores it, a path plain random ints rarely reach.
@@ -146,8 +146,8 @@ def test_strings_that_are_not_unicode_text_are_a_format_error() -> None:
 
 def test_import_is_torch_free() -> None:
     code = (
-        "import sys, delegate_lens.etdump, delegate_lens.etdump.jsonview, delegate_lens.etdump.summary;"
-        "import delegate_lens.cli.etdump_cmd;"
+        "import sys, delegate_lens.etdump, delegate_lens.etdump._jsonview, delegate_lens.etdump._summary;"
+        "import delegate_lens.cli._etdump_cmd;"
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -235,7 +235,7 @@ def test_decoded_debug_entries_are_a_lazy_mapping() -> None:
     from conftest import VECTORS
 
     from delegate_lens.etdump import load
-    from delegate_lens.etdump.values import DebugEntries
+    from delegate_lens.etdump._values import DebugEntries
 
     run = load(VECTORS / "mlp_xnnpack" / "etdump.etdp").run_data[1]
     entries = run.columns.debug_entries

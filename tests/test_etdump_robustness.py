@@ -34,7 +34,7 @@ from delegate_lens.etdump import (
     dumps,
     loads,
 )
-from delegate_lens.etdump.jsonview import from_json, to_json
+from delegate_lens.etdump._jsonview import from_json, to_json
 
 MLP = (VECTORS / "mlp_xnnpack" / "etdump.etdp").read_bytes()
 SMALL = dumps(

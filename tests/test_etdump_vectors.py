@@ -20,7 +20,7 @@ from delegate_lens.etdump import (
     load,
     loads,
 )
-from delegate_lens.etdump.jsonview import from_json, to_json
+from delegate_lens.etdump._jsonview import from_json, to_json
 
 BIG = VECTORS / "gpt_portable_big" / "etdump.etdp"
 
@@ -142,7 +142,7 @@ def test_small_decode_chunks_give_the_same_result(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Events are decoded in chunks; chunk borders (and debug entries across them) are seamless."""
-    import delegate_lens.etdump.reader as reader
+    import delegate_lens.etdump._reader as reader
 
     etdump, reference = _vector(name)
     monkeypatch.setattr(reader, "_EVENT_CHUNK", 5)

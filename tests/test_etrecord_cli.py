@@ -120,9 +120,9 @@ def test_show_does_not_import_torch() -> None:
 def test_show_prints_int_identifiers_as_ints_and_str_identifiers_quoted() -> None:
     import io
 
-    from delegate_lens.cli.etrecord_cmd import write_summary
+    from delegate_lens.cli._etrecord_cmd import write_summary
     from delegate_lens.etrecord import ETRecord, parse_etrecord
-    from delegate_lens.etrecord.maps import dumps_json
+    from delegate_lens.etrecord._maps import dumps_json
 
     entries = parse_etrecord(MLP).entries()
     entries["delegate_map"] = dumps_json(

@@ -24,8 +24,8 @@ from delegate_lens.etrecord import (
     op_type_of,
     parse_etrecord,
 )
-from delegate_lens.etrecord.graph import split_module_stack
-from delegate_lens.etrecord.maps import canonical_identifier
+from delegate_lens.etrecord._graph import split_module_stack
+from delegate_lens.etrecord._maps import canonical_identifier
 
 MLP = VECTORS / "mlp_xnnpack" / "etrecord.bin"
 SUFFIXES = ("_state_dict", "_constants", "_example_inputs")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from delegate_lens.etrecord import ETRecord, ModuleFrame, dumps_json
-from delegate_lens.etrecord.graph import split_module_stack
+from delegate_lens.etrecord._graph import split_module_stack
 
 _ident = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=8)
 # paths as torch writes them: dotted names, indexing and calls whose commas sit in brackets

@@ -31,7 +31,7 @@ def demo_in_executorch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     from delegate_lens_executorch import real_partitioner
     from executorch.exir import to_edge_transform_and_lower
 
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._models import make_model
 
     model, inputs = make_model("mlp")
     folder = tmp_path_factory.mktemp("demo")

@@ -147,13 +147,13 @@ def test_demo_backend_is_built_in_even_without_autoload() -> None:
 
     pm = build_plugin_manager(autoload=False)
     plugin = pm.get_plugin("demo_backend")
-    assert plugin is not None and plugin.__name__ == "delegate_lens.backends_demo.plugin"
+    assert plugin is not None and plugin.__name__ == "delegate_lens.backends_demo._plugin"
     assert describe_plugin("demo_backend", pm).endswith("(built-in)")
     assert pm.hook.dl_runtime_backend(backend_id="DemoBackend") is not None
     # -p MODULE naming it again is not a second registration
-    pm = build_plugin_manager(["delegate_lens.backends_demo.plugin"], autoload=False)
+    pm = build_plugin_manager(["delegate_lens.backends_demo._plugin"], autoload=False)
     assert len([p for p in pm.get_plugins() if p is plugin]) == 1
-    for option in ("no:demo_backend", "no:delegate_lens.backends_demo.plugin"):
+    for option in ("no:demo_backend", "no:delegate_lens.backends_demo._plugin"):
         pm = build_plugin_manager([option], autoload=False)
         assert pm.get_plugin("demo_backend") is None
         assert pm.hook.dl_runtime_backend(backend_id="DemoBackend") is None

@@ -29,7 +29,7 @@ GPT = VECTORS / "gpt_portable" / "etdump.etdp"
 _SLOW_COLLECT = textwrap.dedent(
     """
     import sys, time
-    from delegate_lens.dataset import store
+    from delegate_lens.dataset import _store as store
 
     write_part = store.DatasetStore.write_part
 
@@ -216,7 +216,7 @@ def test_unreachable_scheduler_leaves_no_dataset(tmp_path: Path) -> None:
 _KILLED_COLLECT = textwrap.dedent(
     """
     import sys, time
-    from delegate_lens.dataset import store
+    from delegate_lens.dataset import _store as store
 
     def stuck(self, path, write):  # a part half written, then the process dies
         folder, name = path.rsplit("/", 1)

@@ -11,7 +11,7 @@ import pytest
 from conftest import VECTORS
 
 from delegate_lens.cli import main
-from delegate_lens.cli.terminal import escape_controls
+from delegate_lens.cli._terminal import escape_controls
 
 MLP = VECTORS / "mlp_xnnpack"
 TITLE = "\x1b]0;pwned\x07"  # sets the terminal's title

@@ -146,7 +146,7 @@ def test_settings_file_in_the_current_folder_cannot_raise_a_limit(
 def test_an_etrecord_is_read_once_per_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import delegate_lens.etrecord.record as record_module
+    import delegate_lens.etrecord._record as record_module
 
     path = tmp_path / "e.etrecord"
     path.write_bytes((MLP / "etrecord.bin").read_bytes())

@@ -15,9 +15,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "delegate_lens"
 
 # bottom to top; a unit may import units of its own layer's lower layers only
 LAYERS: list[set[str]] = [
-    {"errors", "texttable", "_lazy"},
+    {"errors", "_texttable", "_lazy"},
     {"config", "fileio"},
-    {"hookspecs", "pluginmanager", "hookcalls", "hooks", "bridge"},
+    {"hookspecs", "pluginmanager", "hookcalls", "hooks", "_bridge"},
     {"program", "backend"},
     {"etdump", "etrecord"},
     {"numerics", "exporters"},

@@ -46,7 +46,7 @@ def test_the_plugin_markers_load_the_plugin_host_when_asked_for() -> None:
 def test_time_scales_import_no_numpy() -> None:
     loaded = imported_after(
         "from delegate_lens.inspector import TimeScale\n"
-        "import delegate_lens.inspector.timescale as t\n"
+        "import delegate_lens.inspector._timescale as t\n"
         "assert TimeScale.coerce('US') is TimeScale.US and t.scale_factor(TimeScale.NS, "
         "TimeScale.MS) == 1e6"
     )
@@ -56,11 +56,11 @@ def test_time_scales_import_no_numpy() -> None:
 def test_the_inspector_face_loads_what_is_asked_for() -> None:
     code = (
         "import sys, delegate_lens.inspector as face\n"
-        "assert 'delegate_lens.inspector.api' not in sys.modules\n"
+        "assert 'delegate_lens.inspector._api' not in sys.modules\n"
         "from delegate_lens.inspector import Inspector\n"
-        "assert Inspector.__module__ == 'delegate_lens.inspector.api'\n"
+        "assert Inspector.__module__ == 'delegate_lens.inspector._api'\n"
         "assert 'delegate_lens.inspector._writer_input' not in sys.modules\n"
-        "assert 'delegate_lens.inspector.reference_utils' not in sys.modules\n"
+        "assert 'delegate_lens.inspector._reference_utils' not in sys.modules\n"
         "assert face.table_rows.__module__ == 'delegate_lens.inspector._writer_input'\n"
         "assert set(face.__all__) <= set(dir(face))\n"
     )
@@ -193,6 +193,6 @@ def test_running_a_command_imports_no_other_command(vectors_dir: Path) -> None:
         "from delegate_lens.cli import main\n"
         f"assert main(['etdump', 'summary', {str(etdump)!r}]) == 0\n"
         "loaded = sorted(m for m in sys.modules if m.endswith('_cmd'))\n"
-        "assert loaded == ['delegate_lens.cli.etdump_cmd'], loaded\n"
+        "assert loaded == ['delegate_lens.cli._etdump_cmd'], loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("fresh_plugin_manager")
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.backends_demo._demo import run_demo
 
     out = tmp_path_factory.mktemp("view")
     quiet = {"echo": lambda _: None, "show_table": False, "debug_buffer_size": 0}

@@ -186,7 +186,7 @@ def test_importing_the_inspector_imports_no_torch() -> None:
         "import sys\n"
         "import delegate_lens\n"
         "from delegate_lens import Inspector, TimeScale, EventBlock\n"
-        "import delegate_lens.builtins.exporters, delegate_lens.cli.inspect_cmd\n"
+        "import delegate_lens.builtins.exporters, delegate_lens.cli._inspect_cmd\n"
         "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -246,7 +246,7 @@ def test_output_flags_of_decoded_and_in_memory_runs_agree(mlp: Inspector) -> Non
     """Decoded runs give their output flags as a column; runs built from Event objects
     are read value by value: both must flag the same events."""
     from delegate_lens.etdump import ETDump, EventColumns, RunData
-    from delegate_lens.inspector.build import concat_runs
+    from delegate_lens.inspector._build import concat_runs
 
     decoded = mlp.etdump
     rebuilt = ETDump(

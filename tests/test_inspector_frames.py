@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import VECTORS
 
-from delegate_lens.inspector import Inspector, frames
-from delegate_lens.inspector.frames import blocks_to_dataframe
+from delegate_lens.inspector import Inspector
+from delegate_lens.inspector import _frames as frames
+from delegate_lens.inspector._frames import blocks_to_dataframe
 
 pd = pytest.importorskip("pandas")
 

@@ -24,8 +24,10 @@ from delegate_lens.etdump import (
     decode_columns,
     dumps,
 )
-from delegate_lens.inspector import Inspector, build, tables
-from delegate_lens.inspector.memory import memory_usage
+from delegate_lens.inspector import Inspector
+from delegate_lens.inspector import _build as build
+from delegate_lens.inspector import _tables as tables
+from delegate_lens.inspector._memory import memory_usage
 
 pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 SMALL_VECTORS = [p for p in sorted(VECTORS.glob("*/etdump.etdp")) if "big" not in p.parent.name]

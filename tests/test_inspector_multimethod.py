@@ -52,7 +52,7 @@ def _trace_alternately(programs: dict[str, Any], x: Any, lower: bool) -> tuple[A
 
     exported = {name: torch.export.export(m, (x,)) for name, m in programs.items()}
     if lower:
-        from delegate_lens.backends_demo.partitioner import DemoPartitioner
+        from delegate_lens.backends_demo._partitioner import DemoPartitioner
 
         edge = dl.to_edge_transform_and_lower(
             exported, partitioner=[DemoPartitioner([])], generate_etrecord=True

@@ -23,7 +23,7 @@ from delegate_lens.etdump import (
     ValueType,
     dumps,
 )
-from delegate_lens.etdump.columns import file_wide_columns
+from delegate_lens.etdump._columns import file_wide_columns
 from delegate_lens.exporters import format_decimals
 from delegate_lens.inspector import Inspector
 
@@ -251,7 +251,7 @@ def test_grouping_by_sorting_matches_the_model_too(runs: Any) -> None:
     """The fallback for huge key spaces (np.unique instead of a lookup table)."""
     from unittest import mock
 
-    from delegate_lens.inspector import build
+    from delegate_lens.inspector import _build as build
 
     with mock.patch.object(build, "_TABLE_LIMIT", 0):
         inspector = Inspector(etdump_data=_to_etdump(runs))

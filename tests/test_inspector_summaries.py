@@ -22,7 +22,7 @@ from delegate_lens.etdump import (
     dumps,
 )
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.memory import AllocatorUsage
+from delegate_lens.inspector._memory import AllocatorUsage
 
 MLP = VECTORS / "mlp_xnnpack"
 GPT = VECTORS / "gpt_portable"
@@ -226,8 +226,8 @@ def test_typed_rows_match_the_event_blocks(mlp: Inspector) -> None:
 
 def test_decoded_file_wide_columns_are_used_once_without_copies() -> None:
     from delegate_lens.etdump import load
-    from delegate_lens.etdump.columns import file_wide_columns
-    from delegate_lens.inspector.build import concat_runs
+    from delegate_lens.etdump._columns import file_wide_columns
+    from delegate_lens.inspector._build import concat_runs
 
     etdump = load(MLP / "etdump.etdp")
     runs = [run.columns for run in etdump.run_data]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from delegate_lens.inspector import Inspector
-from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
+from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
 
 
 def _inspector(vector: Path) -> Inspector:

@@ -345,7 +345,7 @@ def test_nothing_selected_raises_or_warns() -> None:
 
 def test_structure_with_buffer_mutation_and_two_outputs_is_kept() -> None:
     ep = torch.export.export(_Rich(), (torch.randn(3, 4), torch.randn(3, 4)))
-    from delegate_lens.aot.handles import quiet_torch
+    from delegate_lens.aot._handles import quiet_torch
 
     with quiet_torch():
         ep = ep.run_decompositions({})  # the buffer mutation becomes an output

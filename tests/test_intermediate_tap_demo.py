@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import torch.utils._pytree as pytree  # noqa: E402
 
 import delegate_lens as dl  # noqa: E402
-from delegate_lens.aot.lowering import is_delegate_call, lowered_modules  # noqa: E402
+from delegate_lens.aot._lowering import is_delegate_call, lowered_modules  # noqa: E402
 from delegate_lens.backends_demo import DemoPartitioner  # noqa: E402
 from delegate_lens.intermediate_output_tap import (  # noqa: E402
     FULL_TENSOR,

@@ -40,8 +40,8 @@ def demo_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.backends_demo.models import make_model
-    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+    from delegate_lens.backends_demo._models import make_model
+    from delegate_lens.backends_demo._partitioner import DemoPartitioner
     from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
     from delegate_lens.runtime import ETDumpGen, Program
 

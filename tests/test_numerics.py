@@ -14,7 +14,7 @@ from numerics_helpers import demo_run
 
 from delegate_lens import Inspector
 from delegate_lens.errors import InspectorError, PluginError, UsageError
-from delegate_lens.inspector.linking import InspectorWarning
+from delegate_lens.inspector._linking import InspectorWarning
 from delegate_lens.numerics import CACHE_SUFFIX, AotOutputs, NumericGapTable
 
 # torch; a fresh plugin manager with every installed plugin, as for a user
@@ -100,7 +100,7 @@ def test_gpt_exact_and_fp16(tmp_path_factory: Any) -> None:
     assert first["aot_ops"] == ["add"]  # token + position embeddings: the first backend op
 
 
-@pytest.mark.filterwarnings("ignore::delegate_lens.inspector.linking.InspectorWarning")
+@pytest.mark.filterwarnings("ignore::delegate_lens.inspector._linking.InspectorWarning")
 def test_int8_is_dequantized_by_the_backend_hook(tmp_path_factory: Any) -> None:
     paths = run(tmp_path_factory, "convnet", precision=b"int8")
     table = gaps(paths, "SNR")
@@ -140,7 +140,7 @@ def test_cache_round_trip_and_torch_free_gap(tmp_path_factory: Any) -> None:
 def test_representative_inputs_round_trip(tmp_path_factory: Any, tmp_path: Path) -> None:
     import torch
 
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._models import make_model
     from delegate_lens.etrecord import parse_etrecord
 
     record = parse_etrecord(run(tmp_path_factory, "mlp")["etrecord"])
@@ -155,7 +155,7 @@ def test_representative_inputs_round_trip(tmp_path_factory: Any, tmp_path: Path)
     assert max(g for row in table for g in row["gap"]) < 1e-12
 
 
-@pytest.mark.filterwarnings("ignore::delegate_lens.inspector.linking.InspectorWarning")
+@pytest.mark.filterwarnings("ignore::delegate_lens.inspector._linking.InspectorWarning")
 def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
     paths = run(tmp_path_factory, "mlp")
     with pytest.raises(InspectorError, match="takes 1 input"):

@@ -22,8 +22,8 @@ from test_inspector_synthetic import make_etrecord
 from delegate_lens.config import reset_config
 from delegate_lens.etdump import load
 from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
-from delegate_lens.runtime import event_tracer as et
-from delegate_lens.runtime.etdump_gen import ETDumpGen
+from delegate_lens.runtime import _event_tracer as et
+from delegate_lens.runtime._etdump_gen import ETDumpGen
 
 DISTS = ("delegate-lens-json-metadata", "delegate-lens-cycle-clock")
 

@@ -21,8 +21,8 @@ def lowered() -> dict[str, Any]:
     import torch
 
     import delegate_lens as dl
-    from delegate_lens.backends_demo.models import make_model
-    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+    from delegate_lens.backends_demo._models import make_model
+    from delegate_lens.backends_demo._partitioner import DemoPartitioner
 
     module, inputs = make_model("mlp")
     ep = torch.export.export(module, inputs)
@@ -234,7 +234,7 @@ def test_multi_method_etrecord(tmp_path: Path) -> None:
 
     import delegate_lens as dl
     from delegate_lens import Inspector
-    from delegate_lens.backends_demo.partitioner import DemoPartitioner
+    from delegate_lens.backends_demo._partitioner import DemoPartitioner
     from delegate_lens.etrecord import parse_etrecord
     from delegate_lens.runtime import ETDumpGen, Program
 

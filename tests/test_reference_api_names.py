@@ -184,7 +184,7 @@ def test_tables_are_the_references_byte_for_byte(vectors_dir: Path, name: str, u
 
 
 def test_grid_aligns_numbers_on_their_point() -> None:
-    from delegate_lens.texttable import format_fancy_grid
+    from delegate_lens._texttable import format_fancy_grid
 
     text = format_fancy_grid(["x", "name"], [[0.5, "a"], [12.0, None], [1e-05, "ccc"], [None, "d"]])
     rows = [line for line in text.splitlines() if line.startswith("│")]

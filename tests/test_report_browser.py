@@ -235,8 +235,8 @@ def test_demo_report_shows_fusion_and_decomposition(
     browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    from delegate_lens.backends_demo.demo import run_demo
-    from delegate_lens.cli.demo_cmd import _write_report
+    from delegate_lens.backends_demo._demo import run_demo
+    from delegate_lens.cli._demo_cmd import _write_report
 
     monkeypatch.delenv(AUTOLOAD_ENV)  # the demo backend's plugin parses its metadata
     reset_plugin_manager()

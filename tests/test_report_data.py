@@ -16,8 +16,8 @@ from delegate_lens.cli import main
 from delegate_lens.inspector import Inspector
 from delegate_lens.pluginmanager import AUTOLOAD_ENV, reset_plugin_manager
 from delegate_lens.report import build_report_data, render_html, write_report
-from delegate_lens.report.html import VENDOR_SCRIPTS
-from delegate_lens.report.timeline import MAX_RUNS_PER_BLOCK
+from delegate_lens.report._html import VENDOR_SCRIPTS
+from delegate_lens.report._timeline import MAX_RUNS_PER_BLOCK
 
 VECTORS = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
 
@@ -292,7 +292,7 @@ def test_big_vector_report_samples_the_timeline(vectors_dir: Path, tmp_path: Pat
 @pytest.fixture(scope="module")
 def demo_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pytest.importorskip("torch")
-    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.backends_demo._demo import run_demo
 
     result = run_demo(
         runs=3, out_dir=tmp_path_factory.mktemp("demo"), echo=lambda _: None, show_table=False

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import delegate_lens as dl  # noqa: E402
 from delegate_lens.errors import ProgramFormatError, RuntimeBackendError  # noqa: E402
 from delegate_lens.etdump import loads  # noqa: E402
-from delegate_lens.etdump.jsonview import to_json  # noqa: E402
+from delegate_lens.etdump._jsonview import to_json  # noqa: E402
 from delegate_lens.program import (  # noqa: E402
     DelegateCallInstruction,
     DelegateData,
@@ -250,7 +250,7 @@ def test_operators_without_outputs_run_for_their_checks() -> None:
 
 
 def test_portable_tiny_gpt_equals_eager() -> None:
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._models import make_model
 
     module, inputs = make_model("gpt")
     _eager_vs_runtime(module, inputs)
@@ -304,7 +304,7 @@ def _vector_runs(vectors_dir: Path, name: str) -> list[tuple[str, list[dict[str,
 
 def _demo_blob_program(first: str) -> ProgramData:
     """A program shaped as a vector: one portable op and one demo-backend delegate call."""
-    from delegate_lens.backends_demo.blob import DemoBlob, DemoOp, to_bytes
+    from delegate_lens.backends_demo._blob import DemoBlob, DemoOp, to_bytes
 
     ops = [DemoOp("add", "Add (ND) #1", [0, 1], 2, {}, 1, 1)]
     blob = DemoBlob(3, [0, 1], [2], {}, ops, "Fully Connected (NC, F32) GEMM #1")
@@ -510,7 +510,7 @@ def test_untraced_and_traced_give_same_outputs() -> None:
 def test_debug_buffer_stores_tensor_bytes_in_c_order(make: Any) -> None:
     import numpy as np
 
-    from delegate_lens.etdump.model import ScalarType
+    from delegate_lens.etdump._objects import ScalarType
 
     tensor = make()
     gen = ETDumpGen(debug_buffer_size=1024)

@@ -73,7 +73,7 @@ def test_reference_inspector_reports_what_ours_does(
 ) -> None:
     import sys
 
-    from delegate_lens.backends_demo.demo import run_demo
+    from delegate_lens.backends_demo._demo import run_demo
 
     assert REFERENCE_PYTHON is not None
     result = run_demo(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from delegate_lens.errors import EventTracerError
 from delegate_lens.etdump import loads
-from delegate_lens.etdump.jsonview import to_json
+from delegate_lens.etdump._jsonview import to_json
 from delegate_lens.runtime import (
     DebugBufferFullWarning,
     ETDumpGen,
@@ -339,7 +339,7 @@ def test_delegate_events_round_trip(events: list[tuple[str | int, int, int, byte
 def test_tracer_modules_import_no_torch() -> None:
     code = (
         "import sys; from delegate_lens.runtime import ETDumpGen, event_tracer_log_profiling_delegate;"
-        "import delegate_lens.backends_demo.plugin, delegate_lens.backends_demo.runtime;"
+        "import delegate_lens.backends_demo._plugin, delegate_lens.backends_demo._runtime;"
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

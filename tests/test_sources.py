@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from delegate_lens.dataset import sources
-from delegate_lens.dataset.sources import ETDUMP_SUFFIXES, find_sources
+from delegate_lens.dataset import _sources as sources
+from delegate_lens.dataset._sources import ETDUMP_SUFFIXES, find_sources
 from delegate_lens.errors import UsageError
 
 

@@ -67,7 +67,7 @@ def test_delegate_mappings_are_valid(data: st.DataObject) -> None:
 @given(st.data())
 def test_etdump_runs_round_trip_and_keep_the_time_rule(data: st.DataObject) -> None:
     from delegate_lens.etdump import dumps, loads
-    from delegate_lens.testing.conformance import _Case, _check_events
+    from delegate_lens.testing._conformance import _Case, _check_events
 
     mapping = data.draw(dls.delegate_mappings(range(10)))
     etdump = data.draw(dls.etdump_runs(mapping))
@@ -91,7 +91,7 @@ def test_etdump_runs_round_trip_and_keep_the_time_rule(data: st.DataObject) -> N
 @settings(max_examples=100)
 @given(dls.metadata("DemoBackend"))
 def test_demo_metadata_round_trips(value: dict[str, Any]) -> None:
-    from delegate_lens.backends_demo.metadata import encode, parse
+    from delegate_lens.backends_demo._metadata import encode, parse
 
     assert {k: v[0] for k, v in parse([encode(value)]).items()} == value
 
@@ -146,7 +146,7 @@ def broken(dl_plugin_manager: Any) -> Iterator[Any]:
 
 @pytest.mark.torch
 def test_demo_backend_passes_every_rule() -> None:
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._models import make_model
     from delegate_lens.testing import RULES, check_backend
 
     report = check_backend("DemoBackend", models=[make_model("mlp")], max_examples=3)
@@ -201,7 +201,7 @@ def test_checking_nothing_is_not_a_pass(broken: Any, max_examples: int) -> None:
 
 @pytest.mark.torch
 def test_given_models_alone_are_checked() -> None:
-    from delegate_lens.backends_demo.models import make_model
+    from delegate_lens.backends_demo._models import make_model
     from delegate_lens.testing import check_backend
 
     report = check_backend("DemoBackend", models=[make_model("mlp")], max_examples=0)
@@ -233,7 +233,7 @@ class _Node:
 
 def _coverage_findings(mapping: dict[Any, Any], profile: Any = None) -> list[str]:
     from delegate_lens.testing import BackendProfile
-    from delegate_lens.testing.conformance import Recorder, _Case, _check_maps
+    from delegate_lens.testing._conformance import Recorder, _Case, _check_maps
 
     program = type("Program", (), {})()
     program.graph = type("Graph", (), {})()
@@ -365,7 +365,7 @@ def test_pytest_plugin_one_test_per_rule(tmp_path: Path) -> None:
 
 
 def test_delegate_times_understand_wrap_around() -> None:
-    from delegate_lens.testing.conformance import _nested, _wrapped_end
+    from delegate_lens.testing._conformance import _nested, _wrapped_end
 
     top = 2**32 - 10
     assert _wrapped_end(top, 5) == 2**32 + 5  # a 32-bit counter wrapped: not backwards

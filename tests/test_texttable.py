@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from delegate_lens.texttable import align_columns
+from delegate_lens._texttable import align_columns
 
 
 def test_columns_align_and_trailing_spaces_are_cut() -> None:

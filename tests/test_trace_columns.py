@@ -22,7 +22,7 @@ from delegate_lens.exporters import _slices as slices
 from delegate_lens.exporters import write_chrome_trace as write_trace
 from delegate_lens.exporters._chrome_trace import _Microseconds
 from delegate_lens.inspector import Inspector, TimeScale, block_slices, trace_input
-from delegate_lens.inspector.timescale import units_per_second
+from delegate_lens.inspector._timescale import units_per_second
 
 
 def write_chrome_trace(inspector: Inspector, stream: Any) -> None:

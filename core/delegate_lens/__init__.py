@@ -37,15 +37,15 @@ _LAZY: dict[str, str] = {
     "Partitioner": "delegate_lens.backend",
     "PartitionResult": "delegate_lens.backend",
     "DelegationSpec": "delegate_lens.backend",
-    "to_edge": "delegate_lens.aot.edge",
-    "to_edge_transform_and_lower": "delegate_lens.aot.edge",
-    "EdgeProgramManager": "delegate_lens.aot.edge",
-    "ProgramManager": "delegate_lens.aot.program",
+    "to_edge": "delegate_lens.aot._edge",
+    "to_edge_transform_and_lower": "delegate_lens.aot._edge",
+    "EdgeProgramManager": "delegate_lens.aot._edge",
+    "ProgramManager": "delegate_lens.aot._program",
     "ETRecord": "delegate_lens.etrecord",
     "parse_etrecord": "delegate_lens.etrecord",
     "generate_etrecord": "delegate_lens.etrecord",
-    "get_delegation_info": "delegate_lens.aot.delegation_info",
-    "print_delegated_graph": "delegate_lens.aot.delegation_info",
+    "get_delegation_info": "delegate_lens.aot._delegation_info",
+    "print_delegated_graph": "delegate_lens.aot._delegation_info",
     # after the run
     "Inspector": "delegate_lens.inspector",
     "TimeScale": "delegate_lens.inspector",
@@ -53,7 +53,7 @@ _LAZY: dict[str, str] = {
     # the rest of executorch.devtools' names (see docs/migrating.md)
     "BundledProgram": "delegate_lens.bundled_program",
     # real ExecuTorch through the bridge plugin (the executorch extra)
-    "profile": "delegate_lens.bridge",
+    "profile": "delegate_lens._bridge",
 }
 
 __all__ = [

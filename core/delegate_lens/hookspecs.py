@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
     from delegate_lens.exporters import Exporter
     from delegate_lens.numerics import Comparator
-    from delegate_lens.runtime.program import BackendExecutionContext
+    from delegate_lens.runtime._program import BackendExecutionContext
     from delegate_lens.testing import BackendProfile
 
 __all__ = [
@@ -354,7 +354,7 @@ def dl_html_display(obj: object) -> str | None:
     numeric-gap table (``calculate_numeric_gap(as_dataframe=False)``) and a
     :func:`~delegate_lens.compare` result, when Jupyter displays one of them. The built-in
     ``notebook`` plugin answers for all three with the report's pages
-    (:mod:`delegate_lens.report.notebook`); a plugin registered later is asked first.
+    (:mod:`delegate_lens.report._notebook`); a plugin registered later is asked first.
 
     :param obj: the object being displayed.
     :returns: an HTML fragment (self-contained, nothing loaded from the network), or

@@ -79,11 +79,11 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "delegate_lens.builtins.tick_clock",  # before time_scale_fallback: asked before it
     "delegate_lens.builtins.time_scale_fallback",
     "delegate_lens.builtins.notebook",
-    "delegate_lens.backends_demo.plugin",
+    "delegate_lens.backends_demo._plugin",
 )
 """Modules registered as built-in plugins, in registration order."""
 
-BUILTIN_NAMES: dict[str, str] = {"delegate_lens.backends_demo.plugin": "demo_backend"}
+BUILTIN_NAMES: dict[str, str] = {"delegate_lens.backends_demo._plugin": "demo_backend"}
 """Built-ins registered under a name other than their module name (the demo backend ships
 in the package: it stays available with ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD`` set and
 is blocked with ``-p no:demo_backend``)."""

@@ -1,9 +1,9 @@
 """``executorch.devtools.backend_debug`` under delegate-lens: how much of a lowered graph
-went to delegates (defined in :mod:`delegate_lens.aot.delegation_info`; imports torch)."""
+went to delegates (defined in :mod:`delegate_lens.aot._delegation_info`; imports torch)."""
 
 from __future__ import annotations
 
-from delegate_lens.aot.delegation_info import (
+from delegate_lens.aot._delegation_info import (
     DelegationBreakdown,
     DelegationInfo,
     get_delegation_info,

@@ -3,13 +3,13 @@
 Built only on public API, so it doubles as the worked example of
 ``docs/backend-authors.md``:
 
-* :mod:`~delegate_lens.backends_demo.partitioner` — :class:`DemoPartitioner`;
-* :mod:`~delegate_lens.backends_demo.preprocess` — compile a partition, build the Debug
+* :mod:`~delegate_lens.backends_demo._partitioner` — :class:`DemoPartitioner`;
+* :mod:`~delegate_lens.backends_demo._preprocess` — compile a partition, build the Debug
   Handle Map (fusion and decomposition);
-* :mod:`~delegate_lens.backends_demo.blob` — the compiled blob format;
-* :mod:`~delegate_lens.backends_demo.runtime` — run it with numpy, log events;
-* :mod:`~delegate_lens.backends_demo.metadata` — the events' metadata codec;
-* :mod:`~delegate_lens.backends_demo.plugin` — the hooks tying them to delegate-lens.
+* :mod:`~delegate_lens.backends_demo._blob` — the compiled blob format;
+* :mod:`~delegate_lens.backends_demo._runtime` — run it with numpy, log events;
+* :mod:`~delegate_lens.backends_demo._metadata` — the events' metadata codec;
+* :mod:`~delegate_lens.backends_demo._plugin` — the hooks tying them to delegate-lens.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "DemoPartitioner":  # imports torch
-        from delegate_lens.backends_demo.partitioner import DemoPartitioner
+        from delegate_lens.backends_demo._partitioner import DemoPartitioner
 
         return DemoPartitioner
     if name == "make_model":  # imports torch
-        from delegate_lens.backends_demo.models import make_model
+        from delegate_lens.backends_demo._models import make_model
 
         return make_model
     if name in ("encode_metadata", "decode_metadata"):
-        from delegate_lens.backends_demo import metadata
+        from delegate_lens.backends_demo import _metadata as metadata
 
         return metadata.encode if name == "encode_metadata" else metadata.parse
     raise AttributeError(f"module 'delegate_lens.backends_demo' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Their ``_repr_html_`` asks the ``dl_html_display`` hook, so the value classes stay below the
 report in the layers (they do not import it); this plugin answers with the report's
-notebook pages (:mod:`delegate_lens.report.notebook`), imported when a display is asked for.
+notebook pages (:mod:`delegate_lens.report._notebook`), imported when a display is asked for.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ __all__ = ["dl_html_display"]
 @hookimpl(trylast=True)
 def dl_html_display(obj: object) -> str | None:
     """The report's page for an Inspector, a numeric-gap table or a comparison."""
-    from delegate_lens.compare.model import CompareResult
-    from delegate_lens.inspector.api import Inspector
+    from delegate_lens.compare._result import CompareResult
+    from delegate_lens.inspector._api import Inspector
     from delegate_lens.numerics import NumericGapTable
-    from delegate_lens.report import notebook
+    from delegate_lens.report import _notebook as notebook
 
     if isinstance(obj, Inspector):
         return notebook.inspector_html(obj)

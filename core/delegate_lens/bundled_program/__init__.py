@@ -11,13 +11,13 @@ This package does not import torch (torch tensors given as values are copied to 
 
 from __future__ import annotations
 
-from delegate_lens.bundled_program.compare import OutputComparison, compare_outputs
-from delegate_lens.bundled_program.config import MethodTestCase, MethodTestSuite
-from delegate_lens.bundled_program.core import BundledProgram
-from delegate_lens.bundled_program.flatbuffer import (
+from delegate_lens.bundled_program._compare import OutputComparison, compare_outputs
+from delegate_lens.bundled_program._flatbuffer import (
     deserialize_from_flatbuffer_to_bundled_program,
     serialize_from_bundled_program_to_flatbuffer,
 )
+from delegate_lens.bundled_program.config import MethodTestCase, MethodTestSuite
+from delegate_lens.bundled_program.core import BundledProgram
 from delegate_lens.bundled_program.schema import BUNDLED_PROGRAM_SCHEMA_VERSION, FILE_IDENTIFIER
 
 __all__ = [

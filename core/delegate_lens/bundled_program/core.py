@@ -168,13 +168,13 @@ class BundledProgram:
         """This bundled program as the reference's schema objects
         (:mod:`delegate_lens.bundled_program.schema`), made once."""
         if self._schema is None:
-            from delegate_lens.bundled_program.schema_io import to_schema
+            from delegate_lens.bundled_program._schema_io import to_schema
 
             self._schema = to_schema(self)
         return self._schema
 
     def serialize(self) -> bytes:
-        from delegate_lens.bundled_program.flatbuffer import (
+        from delegate_lens.bundled_program._flatbuffer import (
             serialize_from_bundled_program_to_flatbuffer,
         )
 
@@ -189,7 +189,7 @@ class BundledProgram:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BundledProgram:
         """Read a ``.bpte`` file; errors name the file and the field."""
-        from delegate_lens.bundled_program.flatbuffer import (
+        from delegate_lens.bundled_program._flatbuffer import (
             deserialize_from_flatbuffer_to_bundled_program,
         )
         from delegate_lens.fileio import read_input

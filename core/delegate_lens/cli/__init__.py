@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from delegate_lens.cli.terminal import escape_controls
+from delegate_lens.cli._terminal import escape_controls
 from delegate_lens.errors import DelegateLensError
 
 __all__ = ["escape_controls", "main"]
@@ -91,7 +91,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub.required = True
     names = _COMMAND_MODULES if command is None else (command.replace("-", "_"),)
     for name in names:
-        module = importlib.import_module(f"delegate_lens.cli.{name}_cmd")
+        module = importlib.import_module(f"delegate_lens.cli._{name}_cmd")
         module.register(sub)
     _add_plugin_option_to_subcommands(parser)
     return parser
@@ -184,7 +184,7 @@ def _silence_stdout() -> None:
 
 def _fail(message: str) -> NoReturn:
     first_line = message.strip().splitlines()[0] if message.strip() else "failed"
-    from delegate_lens.cli.terminal import escape_controls
+    from delegate_lens.cli._terminal import escape_controls
 
     print(f"error: {escape_controls(first_line)}", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)

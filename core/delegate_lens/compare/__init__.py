@@ -6,9 +6,10 @@ Built on the Inspector's tables; importing it never imports torch or SciPy. See
 
 from __future__ import annotations
 
-from delegate_lens.compare.api import compare
-from delegate_lens.compare.identity import ProgramMatch
-from delegate_lens.compare.model import (
+from delegate_lens.compare._api import compare
+from delegate_lens.compare._identity import ProgramMatch
+from delegate_lens.compare._output import FORMATS, write_result
+from delegate_lens.compare._result import (
     FASTER,
     MATCH_KINDS,
     NO_CHANGE,
@@ -23,8 +24,7 @@ from delegate_lens.compare.model import (
     RowIdentity,
     UnmatchedProgramsError,
 )
-from delegate_lens.compare.output import FORMATS, write_result
-from delegate_lens.compare.stats import TESTS
+from delegate_lens.compare._stats import TESTS
 
 __all__ = [
     "FASTER",

@@ -6,18 +6,13 @@ extra. See ``docs/fleet.md``.
 
 from __future__ import annotations
 
-from delegate_lens.dataset.collector import (
-    ENGINES,
-    CollectReport,
-    FileResult,
-    collect,
-    collect_batch,
-)
-from delegate_lens.dataset.query import FORMATS, connect, query, write_result
-from delegate_lens.dataset.schema import COLUMNS, schema
-from delegate_lens.dataset.sources import Source, find_sources, iter_sources
-from delegate_lens.dataset.store import DatasetStore
-from delegate_lens.dataset.workers import shutdown_workers
+from delegate_lens.dataset._batch import FileResult, collect_batch
+from delegate_lens.dataset._collector import ENGINES, CollectReport, collect
+from delegate_lens.dataset._query import FORMATS, connect, query, write_result
+from delegate_lens.dataset._schema import COLUMNS, schema
+from delegate_lens.dataset._sources import Source, find_sources, iter_sources
+from delegate_lens.dataset._store import DatasetStore
+from delegate_lens.dataset._workers import shutdown_workers
 
 __all__ = [
     "COLUMNS",

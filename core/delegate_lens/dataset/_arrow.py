@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
     import pyarrow
 
-__all__ = ["from_numpy", "int_lists", "string_lists", "strings", "to_numpy"]
-
 
 def _validity(
     pa: ModuleType, mask: npt.NDArray[np.bool_] | None

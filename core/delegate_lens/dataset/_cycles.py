@@ -6,8 +6,6 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-__all__ = ["no_cycle_collection"]
-
 
 @contextlib.contextmanager
 def no_cycle_collection() -> Iterator[None]:

@@ -7,8 +7,6 @@ from types import ModuleType
 
 from delegate_lens.errors import MissingExtraError
 
-__all__ = ["require"]
-
 _EXTRA_OF = {
     "pyarrow": "dataset",
     "pyarrow.parquet": "dataset",

@@ -17,8 +17,6 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-__all__ = ["IDLE_SECONDS", "Pool", "Setting", "keep", "shutdown", "take"]
-
 IDLE_SECONDS = 30.0
 """How long workers kept after a run wait for the next before they end."""
 

@@ -1,5 +1,5 @@
 """Reading ``collect``'s files: big local files memory-mapped, small ones straight into
-one buffer per group, at the places :func:`~delegate_lens.etdump.reader.joined_layout`
+one buffer per group, at the places :func:`~delegate_lens.etdump._reader.joined_layout`
 gives them (decoded from there: no bytes object per file, no copy to join them)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.dataset._extras import require
-from delegate_lens.dataset.sources import Source
+from delegate_lens.dataset._sources import Source
 
 _ALONE_BYTES = 4 << 20  # a file this big is decoded on its own
 _GROUP_BYTES = 32 << 20  # smaller files are decoded together, this many bytes at a time
@@ -54,7 +54,7 @@ def _read(path: str, size: int = -1) -> bytes | memoryview:
 @attrs.define(eq=False)
 class _Block:
     """Small files read straight into one buffer, each where
-    :func:`~delegate_lens.etdump.reader.joined_layout` places it."""
+    :func:`~delegate_lens.etdump._reader.joined_layout` places it."""
 
     data: memoryview
     starts: npt.NDArray[np.int64]
@@ -68,7 +68,7 @@ def _read_block(sources: Sequence[Source]) -> tuple[_Block, list[bytes | memoryv
     block, and each file's bytes (a view of the block) or why it could not be read. A file
     whose size changed since it was found is read again on its own (its bytes are then not
     a view of the block, and the block is not ``whole``)."""
-    from delegate_lens.etdump.reader import joined_layout
+    from delegate_lens.etdump._reader import joined_layout
 
     starts, sizes = joined_layout([source.size for source in sources])
     # numpy's zeroed memory: fresh pages, which numpy marks for huge pages when big (one

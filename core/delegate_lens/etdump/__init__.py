@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from delegate_lens._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from delegate_lens.etdump.builder import EventColumnsBuilder
-    from delegate_lens.etdump.columns import EventColumns, EventKind
-    from delegate_lens.etdump.decoded import DecodedColumns
-    from delegate_lens.etdump.jsonview import from_json, to_json, write_json
-    from delegate_lens.etdump.mapped import decode_file
-    from delegate_lens.etdump.model import (
+    from delegate_lens.etdump._builder import EventColumnsBuilder
+    from delegate_lens.etdump._columns import EventColumns, EventKind
+    from delegate_lens.etdump._decoded import DecodedColumns
+    from delegate_lens.etdump._jsonview import from_json, to_json, write_json
+    from delegate_lens.etdump._mapped import decode_file
+    from delegate_lens.etdump._objects import (
         FRAMEWORK_EVENTS,
         AllocationEvent,
         Allocator,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         Value,
         ValueType,
     )
-    from delegate_lens.etdump.reader import (
+    from delegate_lens.etdump._reader import (
         FILE_IDENTIFIER,
         decode_columns,
         decode_joined,
@@ -47,51 +47,51 @@ if TYPE_CHECKING:
         load,
         loads,
     )
-    from delegate_lens.etdump.values import DebugEntries, TensorColumns, ValueColumns
-    from delegate_lens.etdump.writer import dump, dumps
+    from delegate_lens.etdump._values import DebugEntries, TensorColumns, ValueColumns
+    from delegate_lens.etdump._writer import dump, dumps
 
 # Names load their module on first use (PEP 562): reading an ETDump does not import the
 # writer or the JSON view, nor the object model until run objects are asked for.
 _HOME = {
-    "FRAMEWORK_EVENTS": "model",
-    "EventColumns": "columns",
-    "EventColumnsBuilder": "builder",
-    "EventKind": "columns",
-    "DecodedColumns": "decoded",
-    "from_json": "jsonview",
-    "to_json": "jsonview",
-    "write_json": "jsonview",
-    "AllocationEvent": "model",
-    "Allocator": "model",
-    "Bool": "model",
-    "DebugEvent": "model",
-    "Double": "model",
-    "ETDump": "model",
-    "Event": "model",
-    "EventSequence": "model",
-    "Float": "model",
-    "Int": "model",
-    "ProfileEvent": "model",
-    "RunData": "model",
-    "ScalarType": "model",
-    "String": "model",
-    "Tensor": "model",
-    "TensorList": "model",
-    "Value": "model",
-    "ValueType": "model",
-    "FILE_IDENTIFIER": "reader",
-    "decode_columns": "reader",
-    "decode_joined": "reader",
-    "decode_many": "reader",
-    "joined_layout": "reader",
-    "load": "reader",
-    "loads": "reader",
-    "decode_file": "mapped",
-    "DebugEntries": "values",
-    "TensorColumns": "values",
-    "ValueColumns": "values",
-    "dump": "writer",
-    "dumps": "writer",
+    "FRAMEWORK_EVENTS": "_objects",
+    "EventColumns": "_columns",
+    "EventColumnsBuilder": "_builder",
+    "EventKind": "_columns",
+    "DecodedColumns": "_decoded",
+    "from_json": "_jsonview",
+    "to_json": "_jsonview",
+    "write_json": "_jsonview",
+    "AllocationEvent": "_objects",
+    "Allocator": "_objects",
+    "Bool": "_objects",
+    "DebugEvent": "_objects",
+    "Double": "_objects",
+    "ETDump": "_objects",
+    "Event": "_objects",
+    "EventSequence": "_objects",
+    "Float": "_objects",
+    "Int": "_objects",
+    "ProfileEvent": "_objects",
+    "RunData": "_objects",
+    "ScalarType": "_objects",
+    "String": "_objects",
+    "Tensor": "_objects",
+    "TensorList": "_objects",
+    "Value": "_objects",
+    "ValueType": "_objects",
+    "FILE_IDENTIFIER": "_reader",
+    "decode_columns": "_reader",
+    "decode_joined": "_reader",
+    "decode_many": "_reader",
+    "joined_layout": "_reader",
+    "load": "_reader",
+    "loads": "_reader",
+    "decode_file": "_mapped",
+    "DebugEntries": "_values",
+    "TensorColumns": "_values",
+    "ValueColumns": "_values",
+    "dump": "_writer",
+    "dumps": "_writer",
 }
 
 __all__ = [
@@ -122,6 +122,7 @@ __all__ = [
     "Value",
     "ValueColumns",
     "ValueType",
+    "compiled_walk_available",
     "decode_columns",
     "decode_file",
     "decode_joined",
@@ -135,6 +136,14 @@ __all__ = [
     "to_json",
     "write_json",
 ]
+
+
+def compiled_walk_available() -> bool:
+    """Whether decoding takes the compiled walk: built, and not switched off by
+    ``DELEGATE_LENS_NO_COMPILED`` (docs/etdump.md, "The compiled walk")."""
+    from delegate_lens.etdump._fastwalk import available
+
+    return available()
 
 
 __getattr__, __dir__ = lazy_names(

@@ -3,8 +3,8 @@
 """The ETDump decoder's compiled walk: every table, vector and offset of one buffer
 (one file, or many laid out by ``joined_layout``) visited in one pass of C loops.
 
-It makes exactly the checks of the numpy decoder (:mod:`delegate_lens.etdump.reader`,
-:class:`~delegate_lens.etdump.buffer.Tables`): every read inside the file it started in,
+It makes exactly the checks of the numpy decoder (:mod:`delegate_lens.etdump._reader`,
+:class:`~delegate_lens.etdump._buffer.Tables`): every read inside the file it started in,
 vtables well formed, fields inside their tables, uoffsets forward and inside the file,
 vector lengths that fit, no file asking for more vector elements than it has bytes, at
 most one member per ``Event``, strings in bounds, valid UTF-8 and (per file) not claiming

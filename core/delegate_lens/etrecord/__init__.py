@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from delegate_lens.etrecord._writer import build_etrecord
-from delegate_lens.etrecord.entries import (
+from delegate_lens.etrecord._entries import (
     ARTIFACT_SUFFIXES,
     DEBUG_HANDLE_MAP,
     DELEGATE_MAP,
@@ -31,11 +30,12 @@ from delegate_lens.etrecord.entries import (
     REFERENCE_OUTPUTS,
     REPRESENTATIVE_INPUTS,
 )
-from delegate_lens.etrecord.graph import GraphInfo, GraphNode, ModuleFrame, op_type_of
-from delegate_lens.etrecord.loading import load_etrecord
-from delegate_lens.etrecord.maps import DelegateEntry, Handles, dumps_json
-from delegate_lens.etrecord.record import ETRecord, parse_etrecord
-from delegate_lens.etrecord.reference_api import ETRecordStateError
+from delegate_lens.etrecord._graph import GraphInfo, GraphNode, ModuleFrame, op_type_of
+from delegate_lens.etrecord._loading import load_etrecord
+from delegate_lens.etrecord._maps import DelegateEntry, Handles, dumps_json
+from delegate_lens.etrecord._record import ETRecord, parse_etrecord
+from delegate_lens.etrecord._reference_api import ETRecordStateError
+from delegate_lens.etrecord._writer import build_etrecord
 
 __all__ = [
     "ARTIFACT_SUFFIXES",
@@ -89,7 +89,7 @@ def generate_etrecord(
     ``False`` for none. Imports torch.
     """
     if _from_executorch(edge_dialect_program, executorch_program):  # the bridge writes it
-        from delegate_lens.bridge import executorch_bridge
+        from delegate_lens._bridge import executorch_bridge
 
         bridge = executorch_bridge("generate_etrecord with ExecuTorch's managers")
         if extra_recorded_export_modules:

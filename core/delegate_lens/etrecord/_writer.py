@@ -42,8 +42,8 @@ from delegate_lens.errors import UsageError
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
-    from delegate_lens.aot.edge import EdgeProgramManager
-    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.aot._edge import EdgeProgramManager
+    from delegate_lens.aot._program import ProgramManager
     from delegate_lens.etrecord import ETRecord
 
 
@@ -147,7 +147,7 @@ def program_entries(
     from torch._export.serde.serialize import serialize
 
     from delegate_lens.etrecord import ARTIFACT_SUFFIXES
-    from delegate_lens.etrecord.torch_io import quiet_torch
+    from delegate_lens.etrecord._torch_io import quiet_torch
 
     with quiet_torch():
         artifact = serialize(program)
@@ -287,7 +287,7 @@ def build_etrecord(
     inputs = _representative_inputs(representative_inputs, exported_program)
     if inputs is not None:
         from delegate_lens.etrecord import REPRESENTATIVE_INPUTS
-        from delegate_lens.etrecord.torch_io import encode_inputs
+        from delegate_lens.etrecord._torch_io import encode_inputs
 
         entries[REPRESENTATIVE_INPUTS] = encode_inputs(inputs)
     record = ETRecord.from_entries(entries, origin="<generated ETRecord>")

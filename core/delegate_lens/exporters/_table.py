@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from delegate_lens.texttable import align_columns
+from delegate_lens._texttable import align_columns
 
 if TYPE_CHECKING:
     from delegate_lens.exporters._rows import TableInput, TableRow

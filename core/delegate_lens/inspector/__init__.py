@@ -10,6 +10,16 @@ from typing import TYPE_CHECKING
 from delegate_lens._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from delegate_lens.inspector._api import Inspector
+    from delegate_lens.inspector._build import FileColumns, decoded_file_columns
+    from delegate_lens.inspector._events import Event, EventBlock, PerfData
+    from delegate_lens.inspector._linking import InspectorWarning
+    from delegate_lens.inspector._reference_utils import (
+        compare_results,
+        parse_vgf_neural_statistics_delegate_metadata,
+        parse_vgf_neural_statistics_metadata,
+    )
+    from delegate_lens.inspector._timescale import TimeScale
     from delegate_lens.inspector._writer_input import (
         TableRow,
         block_slices,
@@ -18,33 +28,23 @@ if TYPE_CHECKING:
         table_rows,
         trace_input,
     )
-    from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.build import FileColumns, decoded_file_columns
-    from delegate_lens.inspector.linking import InspectorWarning
-    from delegate_lens.inspector.model import Event, EventBlock, PerfData
-    from delegate_lens.inspector.reference_utils import (
-        compare_results,
-        parse_vgf_neural_statistics_delegate_metadata,
-        parse_vgf_neural_statistics_metadata,
-    )
-    from delegate_lens.inspector.timescale import TimeScale
 
 # Names load their module on first use (PEP 562): a module of the package (the CLI's
 # ``inspector.timescale``, say) is imported without the Inspector and numpy, and the
 # Inspector without the reference's helpers or the table rows.
 _HOME = {
-    "Event": "model",
-    "EventBlock": "model",
-    "FileColumns": "build",
-    "Inspector": "api",
-    "InspectorWarning": "linking",
-    "PerfData": "model",
+    "Event": "_events",
+    "EventBlock": "_events",
+    "FileColumns": "_build",
+    "Inspector": "_api",
+    "InspectorWarning": "_linking",
+    "PerfData": "_events",
     "TableRow": "_writer_input",
-    "TimeScale": "timescale",
-    "compare_results": "reference_utils",
-    "decoded_file_columns": "build",
-    "parse_vgf_neural_statistics_delegate_metadata": "reference_utils",
-    "parse_vgf_neural_statistics_metadata": "reference_utils",
+    "TimeScale": "_timescale",
+    "compare_results": "_reference_utils",
+    "decoded_file_columns": "_build",
+    "parse_vgf_neural_statistics_delegate_metadata": "_reference_utils",
+    "parse_vgf_neural_statistics_metadata": "_reference_utils",
     "table_rows": "_writer_input",
     "table_input": "_writer_input",
     "json_input": "_writer_input",

@@ -4,7 +4,7 @@ names are on the face, ``delegate_lens.inspector``).
 
 :func:`table_rows` gives one :class:`~delegate_lens.exporters.TableRow` per row of every
 block, in block then row order, with plain Python values (the numpy tables behind them,
-:class:`~delegate_lens.inspector.tables.BlockTable`, stay an implementation detail);
+:class:`~delegate_lens.inspector._tables.BlockTable`, stay an implementation detail);
 :func:`table_input`, :func:`json_input` and :func:`trace_input` gather what the table, the
 ``json`` and the timeline writers take.
 
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from delegate_lens.exporters import RowStats, TableInput, TableRow
-from delegate_lens.inspector.linking import FRAMEWORK_EVENTS
-from delegate_lens.inspector.timescale import TimeScale, decimal_places, units_per_second
+from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
+from delegate_lens.inspector._timescale import TimeScale, decimal_places, units_per_second
 
 if TYPE_CHECKING:
     from delegate_lens.exporters import JsonInput, Slices, TraceInput
-    from delegate_lens.inspector.api import Inspector
-    from delegate_lens.inspector.tables import BlockTable
+    from delegate_lens.inspector._api import Inspector
+    from delegate_lens.inspector._tables import BlockTable
 
 
 def _table_rows(
@@ -135,7 +135,7 @@ def json_input(inspector: Inspector) -> JsonInput:
 def trace_input(inspector: Inspector) -> TraceInput:
     """What the ``chrome-trace`` and ``perfetto`` writers take."""
     from delegate_lens.exporters import TraceBlock, TraceInput
-    from delegate_lens.inspector.memory import allocator_label
+    from delegate_lens.inspector._memory import allocator_label
 
     source = inspector.source_time_scale
     blocks = []

@@ -17,10 +17,8 @@ from delegate_lens.intermediate_output_tap._strip_pass import strip_taps_
 from delegate_lens.intermediate_output_tap._tap_pass import TapRule, tap_intermediate_outputs_
 
 if TYPE_CHECKING:
-    from delegate_lens.aot.edge import PartitionerArg
-    from delegate_lens.aot.program import ProgramManager
-
-__all__ = ["compare_aot_runtime_dataframe", "compare_rows", "tap_compare"]
+    from delegate_lens.aot._edge import PartitionerArg
+    from delegate_lens.aot._program import ProgramManager
 
 
 def _floats(value: object) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -134,7 +132,7 @@ def tap_compare(
     :returns: ``(DataFrame, specs)`` as :func:`compare_aot_runtime_dataframe` and
         :func:`tap_intermediate_outputs_` give them.
     """
-    from delegate_lens.aot.edge import to_edge_transform_and_lower
+    from delegate_lens.aot._edge import to_edge_transform_and_lower
 
     ep = torch.export.export(model, tuple(example_inputs))
     tapped, specs = tap_intermediate_outputs_(

@@ -12,8 +12,6 @@ import torch
 import torch.fx as fx
 from torch.library import Library
 
-__all__ = ["TAP_OP", "TAP_OP_NAME", "is_tap_node"]
-
 NAMESPACE = "delegate_lens_devtools"
 TAP_OP_NAME = f"{NAMESPACE}.tap.Tensor"
 

@@ -22,8 +22,6 @@ import attrs
 import torch
 import torch.fx as fx
 
-__all__ = ["FULL_TENSOR", "STATS", "STATS_FIELDS", "StatReducer", "get_reducer"]
-
 EmitFn = Callable[[fx.Graph, fx.Node], fx.Node]
 EagerFn = Callable[[torch.Tensor], torch.Tensor]
 

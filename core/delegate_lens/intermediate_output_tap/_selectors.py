@@ -8,18 +8,6 @@ from collections.abc import Callable, Iterable
 
 import torch.fx as fx
 
-__all__ = [
-    "NodeSelector",
-    "module_entries",
-    "select_all",
-    "select_all_call_function",
-    "select_any",
-    "select_by_module_class",
-    "select_by_module_path",
-    "select_by_op_type",
-    "select_not",
-]
-
 NodeSelector = Callable[[fx.Node], bool]
 """A predicate on FX nodes."""
 

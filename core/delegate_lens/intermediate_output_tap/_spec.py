@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["TapSpec"]
-
 
 @attrs.frozen
 class TapSpec:

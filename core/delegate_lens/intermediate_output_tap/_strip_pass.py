@@ -16,8 +16,6 @@ from delegate_lens.errors import UsageError
 from delegate_lens.intermediate_output_tap._reducers import get_reducer
 from delegate_lens.intermediate_output_tap._tap_pass import find_tap_nodes
 
-__all__ = ["strip_taps_"]
-
 # the reducer's nodes share the tap's handle, as the nodes of a decomposed operator do
 _COPIED_META = ("debug_handle", "stack_trace", "nn_module_stack")
 

@@ -27,8 +27,6 @@ from delegate_lens.intermediate_output_tap._selectors import (
 )
 from delegate_lens.intermediate_output_tap._spec import TapSpec
 
-__all__ = ["TapRule", "find_tap_nodes", "is_tap_node", "tap_intermediate_outputs_"]
-
 TapRule = tuple[NodeSelector, "str | StatReducer"]
 """One ``(selector, reducer)`` pair; the reducer is a :class:`StatReducer` or its name."""
 

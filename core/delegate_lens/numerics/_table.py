@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import attrs
 
+from delegate_lens._texttable import align_columns
 from delegate_lens.errors import MissingExtraError
-from delegate_lens.texttable import align_columns
 
 _LIBRARY = re.compile(r"[/\\\\]torch[/\\\\](nn|fx|_|export|utils)")
 
@@ -90,7 +90,7 @@ class NumericGapTable:
 
     def _repr_html_(self) -> str | None:
         """Jupyter's display, from the ``dl_html_display`` hook (the built-in ``notebook``
-        plugin: :func:`delegate_lens.report.notebook.gap_html`); None: the repr."""
+        plugin: :func:`delegate_lens.report._notebook.gap_html`); None: the repr."""
         from delegate_lens import hooks
 
         html = hooks.html_display(self)

@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from delegate_lens.report.data import build_report_data
-from delegate_lens.report.html import render_html
-from delegate_lens.report.notebook import compare_html, gap_html, inspector_html
+from delegate_lens.report._data import build_report_data
+from delegate_lens.report._html import render_html
+from delegate_lens.report._notebook import compare_html, gap_html, inspector_html
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector.api import Inspector
+    from delegate_lens.inspector._api import Inspector
 
 __all__ = [
     "build_report_data",

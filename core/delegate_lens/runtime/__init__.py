@@ -11,20 +11,20 @@ import importlib
 from typing import Any
 
 _LAZY: dict[str, str] = {
-    "Program": "delegate_lens.runtime.program",
-    "Method": "delegate_lens.runtime.program",
-    "BackendExecutionContext": "delegate_lens.runtime.program",
-    "ETDumpGen": "delegate_lens.runtime.etdump_gen",
-    "DebugBufferFullWarning": "delegate_lens.runtime.etdump_gen",
-    "EventTracer": "delegate_lens.runtime.event_tracer",
-    "EventTracerEntry": "delegate_lens.runtime.event_tracer",
-    "UNSET_DELEGATE_DEBUG_ID": "delegate_lens.runtime.event_tracer",
-    "event_tracer_start_profiling_delegate": "delegate_lens.runtime.event_tracer",
-    "event_tracer_end_profiling_delegate": "delegate_lens.runtime.event_tracer",
-    "event_tracer_log_profiling_delegate": "delegate_lens.runtime.event_tracer",
-    "event_tracer_log_output_delegate": "delegate_lens.runtime.event_tracer",
-    "load_bundled_input": "delegate_lens.runtime.bundled",
-    "verify_method_outputs": "delegate_lens.runtime.bundled",
+    "Program": "delegate_lens.runtime._program",
+    "Method": "delegate_lens.runtime._program",
+    "BackendExecutionContext": "delegate_lens.runtime._program",
+    "ETDumpGen": "delegate_lens.runtime._etdump_gen",
+    "DebugBufferFullWarning": "delegate_lens.runtime._etdump_gen",
+    "EventTracer": "delegate_lens.runtime._event_tracer",
+    "EventTracerEntry": "delegate_lens.runtime._event_tracer",
+    "UNSET_DELEGATE_DEBUG_ID": "delegate_lens.runtime._event_tracer",
+    "event_tracer_start_profiling_delegate": "delegate_lens.runtime._event_tracer",
+    "event_tracer_end_profiling_delegate": "delegate_lens.runtime._event_tracer",
+    "event_tracer_log_profiling_delegate": "delegate_lens.runtime._event_tracer",
+    "event_tracer_log_output_delegate": "delegate_lens.runtime._event_tracer",
+    "load_bundled_input": "delegate_lens.runtime._bundled",
+    "verify_method_outputs": "delegate_lens.runtime._bundled",
 }
 
 __all__ = sorted(_LAZY)

@@ -31,14 +31,14 @@ __all__ = [
 ]
 
 _LAZY = {
-    "RULES": "delegate_lens.testing.report",
-    "ConformanceReport": "delegate_lens.testing.report",
-    "Finding": "delegate_lens.testing.report",
-    "BackendProfile": "delegate_lens.testing.profile",
-    "check_backend": "delegate_lens.testing.conformance",
-    "check_model": "delegate_lens.testing.conformance",
-    "lower": "delegate_lens.testing.harness",
-    "run_traced": "delegate_lens.testing.harness",
+    "RULES": "delegate_lens.testing._report",
+    "ConformanceReport": "delegate_lens.testing._report",
+    "Finding": "delegate_lens.testing._report",
+    "BackendProfile": "delegate_lens.testing._profile",
+    "check_backend": "delegate_lens.testing._conformance",
+    "check_model": "delegate_lens.testing._conformance",
+    "lower": "delegate_lens.testing._harness",
+    "run_traced": "delegate_lens.testing._harness",
     "GeneratedModel": "delegate_lens.testing.strategies",
 }
 

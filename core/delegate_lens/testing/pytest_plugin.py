@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     import torch
     from _pytest._code.code import TracebackStyle
 
-    from delegate_lens.aot.program import ProgramManager
+    from delegate_lens.aot._program import ProgramManager
     from delegate_lens.backend import CompileSpec
-    from delegate_lens.testing.harness import TracedRun
-    from delegate_lens.testing.report import ConformanceReport, Finding
+    from delegate_lens.testing._harness import TracedRun
+    from delegate_lens.testing._report import ConformanceReport, Finding
 
 _OPTION = "--delegate-lens-backend"
 _REAL_OPTION = "--delegate-lens-executorch-partitioner"
@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(
     backends: list[str] = config.getoption(_OPTION)
     if not backends:
         return
-    from delegate_lens.testing.report import RULES
+    from delegate_lens.testing._report import RULES
 
     for backend in backends:
         collector = _Conformance.from_parent(session, name=f"delegate-lens[{backend}]")
@@ -141,7 +141,7 @@ def _report(config: pytest.Config, backend: str) -> ConformanceReport:
         if max_examples is not None:
             kwargs["max_examples"] = max_examples
         if backend in config.getoption(_REAL_OPTION):  # a real partitioner's spec
-            from delegate_lens.bridge import executorch_bridge
+            from delegate_lens._bridge import executorch_bridge
 
             reports[backend] = executorch_bridge(_REAL_OPTION).check_backend(backend, **kwargs)
         else:
@@ -157,7 +157,7 @@ def _add_real_items(
     specs: list[str] = config.getoption(_REAL_OPTION)
     if not specs:
         return
-    from delegate_lens.bridge import executorch_bridge
+    from delegate_lens._bridge import executorch_bridge
 
     try:
         rules = executorch_bridge(_REAL_OPTION).rules
@@ -193,7 +193,7 @@ def dl_plugin_manager() -> Iterator[pluggy.PluginManager]:
 def dl_lower(request: pytest.FixtureRequest) -> Callable[..., ProgramManager]:
     """``dl_lower(model, inputs=None, *, backend=None, compile_specs=())`` -> ProgramManager;
     ``backend`` defaults to the ``--delegate-lens-backend`` given."""
-    from delegate_lens.testing.harness import lower
+    from delegate_lens.testing._harness import lower
 
     def run(
         model: torch.nn.Module,
@@ -214,6 +214,6 @@ def dl_lower(request: pytest.FixtureRequest) -> Callable[..., ProgramManager]:
 def dl_run_traced() -> Callable[..., TracedRun]:
     """``dl_run_traced(program, inputs, *, runs=1)`` -> TracedRun (outputs, etdump_data,
     etdump, debug_buffer)."""
-    from delegate_lens.testing.harness import run_traced
+    from delegate_lens.testing._harness import run_traced
 
     return run_traced

@@ -315,7 +315,7 @@ def metadata(backend_id: str) -> st.SearchStrategy[object]:
     ``metadata`` strategy, from ``dl_testing_profile``); raw ``bytes`` otherwise (bytes are
     stored as they are, without ``dl_encode_delegate_metadata``).
     """
-    from delegate_lens.testing.profile import backend_profile
+    from delegate_lens.testing._profile import backend_profile
 
     profile = backend_profile(backend_id)
     if profile.metadata is not None:

@@ -209,9 +209,9 @@ def demo_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, P
     pytest.importorskip("torch")
     mp = pytest.MonkeyPatch()
     mp.setenv(AUTOLOAD_ENV, "1")
-    apply_plugin_options(["delegate_lens.backends_demo.plugin"])
+    apply_plugin_options(["delegate_lens.backends_demo._plugin"])
     try:
-        from delegate_lens.backends_demo.demo import run_demo
+        from delegate_lens.backends_demo._demo import run_demo
 
         out = tmp_path_factory.mktemp("demo")
         result = run_demo("mlp", runs=3, out_dir=out, echo=lambda line: None, show_table=False)

@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 import attrs
 
-from delegate_lens.etdump.model import ScalarType
+from delegate_lens.etdump._objects import ScalarType
 
 __all__ = [
     "Bool",

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delegate_lens.bundled_program import flatbuffer as _fb
+from delegate_lens.bundled_program import _flatbuffer as _fb
+from delegate_lens.bundled_program._schema_io import from_json, from_schema, read_schema, to_json
 from delegate_lens.bundled_program.schema import bundled_program_schema as _bp
-from delegate_lens.bundled_program.schema_io import from_json, from_schema, read_schema, to_json
 
 if TYPE_CHECKING:
     from delegate_lens.bundled_program.core import BundledProgram

@@ -5,7 +5,7 @@ Each overlay is one file ``{graph id: GraphNodeData}`` (graph id = method name) 
 writes them; ``model-explorer graph.json --node_data_paths=a.json,b.json`` shows them.
 
 Which time a node gets comes from the Inspector's one attribution of time
-(:mod:`delegate_lens.inspector.attribution`), in the method's first linked block: a kernel
+(:mod:`delegate_lens.inspector._attribution`), in the method's first linked block: a kernel
 is charged to the node of the op it ran, a delegate's event to the nodes its map gives it,
 wrappers (``OPERATOR_CALL``, ``DELEGATE_CALL``) never; a fused event shows its whole time on
 each node of its group (unsplit). p50 and average are over the block's runs of the node's
@@ -40,7 +40,7 @@ def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, str | Non
     """Per-node times of ``graph``'s method, from the Inspector's one attribution of time
     (its first block linked to the method), and what the shares divide by (None: no block).
     """
-    from delegate_lens.inspector.attribution import node_samples
+    from delegate_lens.inspector._attribution import node_samples
 
     for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
         if table.method != graph.method:

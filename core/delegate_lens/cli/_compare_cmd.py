@@ -1,0 +1,160 @@
+"""`delegate-lens compare BASE NEW`: which rows got faster or slower between two ETDumps.
+
+Exit status 0 when no row is significantly slower beyond the threshold, 1 when one is (so
+CI can gate on it), 2 on bad input, including two ETDumps that do not look like one program
+(fewer than ``--min-matched`` of the operator rows matched; ``--allow-unmatched`` compares
+anyway). ``-o`` writes atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from delegate_lens.errors import UsageError
+
+EXIT_REGRESSION = 1
+_FORMATS = ("table", "json", "csv", "markdown")
+_TESTS = ("median-ci", "mannwhitney")
+
+
+def parse_fraction(text: str, what: str) -> float:
+    """``"5%"`` or ``"0.05"`` -> 0.05, strictly between 0 and 1."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(
+            f"{what} must be a fraction or a percentage (0.05 or 5%), got {text!r}"
+        ) from None
+    if not 0.0 < value < 1.0:
+        raise UsageError(f"{what} must be between 0 and 1 (0% and 100%), got {text!r}")
+    return value
+
+
+def parse_share(text: str, what: str) -> float:
+    """``"50%"`` or ``"0.5"`` -> 0.5, from 0 to 1 inclusive."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(
+            f"{what} must be a share or a percentage (0.5 or 50%), got {text!r}"
+        ) from None
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{what} must be from 0 to 1 (0% to 100%), got {text!r}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare two ETDumps row by row: faster, slower or no significant change",
+        description=(
+            "Match the rows of two ETDumps by identity (delegate backend + identifier, "
+            "operator instruction + debug handles, else name and occurrence), compare their "
+            "samples (median delta and ratio with a confidence interval) and summarize per "
+            "block and per delegate backend. Exit 1 when any row is significantly slower "
+            "beyond the threshold."
+        ),
+    )
+    parser.add_argument("base", metavar="BASE", help="the ETDump before the change")
+    parser.add_argument("new", metavar="NEW", help="the ETDump after the change")
+    parser.add_argument("--base-etrecord", metavar="ETRECORD", help="ETRecord of BASE")
+    parser.add_argument("--new-etrecord", metavar="ETRECORD", help="ETRecord of NEW")
+    parser.add_argument(
+        "--etrecord",
+        metavar="ETRECORD",
+        help="one ETRecord for both sides (same program, e.g. a runtime change)",
+    )
+    parser.add_argument(
+        "--threshold",
+        default="5%",
+        metavar="FRACTION",
+        help="smallest change of a median that counts, as 5%% or 0.05 (default: 5%%)",
+    )
+    parser.add_argument(
+        "--alpha",
+        default="0.05",
+        metavar="ALPHA",
+        help="significance level (default: 0.05)",
+    )
+    parser.add_argument(
+        "--test",
+        choices=_TESTS,
+        default="median-ci",
+        help="median-ci: the medians' confidence intervals (default); mannwhitney: "
+        "Mann-Whitney U test (needs the 'stats' extra, SciPy)",
+    )
+    parser.add_argument(
+        "--min-samples",
+        type=int,
+        default=3,
+        metavar="N",
+        help="rows with fewer samples on a side get no verdict (default: 3)",
+    )
+    parser.add_argument(
+        "--min-matched",
+        default="50%",
+        metavar="SHARE",
+        help="give no verdict (exit 2) when fewer of the operator rows match, as 50%% or "
+        "0.5 (default: 50%%)",
+    )
+    parser.add_argument(
+        "--allow-unmatched",
+        action="store_true",
+        help="give verdicts however few rows match (same as --min-matched 0)",
+    )
+    parser.add_argument(
+        "--format",
+        "-f",
+        choices=_FORMATS,
+        default="table",
+        help="output format (default: table)",
+    )
+    parser.add_argument(
+        "--samples", action="store_true", help="json: also list every sample of both sides"
+    )
+    parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    threshold = parse_fraction(args.threshold, "--threshold")
+    alpha = parse_fraction(args.alpha, "--alpha")
+    min_matched = 0.0 if args.allow_unmatched else parse_share(args.min_matched, "--min-matched")
+    if args.min_samples < 2:
+        raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
+    if args.etrecord is not None and (args.base_etrecord or args.new_etrecord):
+        raise UsageError("give --etrecord or --base-etrecord/--new-etrecord, not both")
+    if args.output:
+        target = Path(args.output)
+        if not target.parent.is_dir():
+            raise UsageError(f"cannot write {args.output}: folder {target.parent} does not exist")
+        if target.is_dir():
+            raise UsageError(f"cannot write {args.output}: it is a folder; give a file name")
+    from delegate_lens.cli._inspect_cmd import _one_line_warnings
+    from delegate_lens.compare import compare, write_result
+
+    with _one_line_warnings():
+        result = compare(
+            args.base,
+            args.new,
+            base_etrecord=args.etrecord or args.base_etrecord,
+            new_etrecord=args.etrecord or args.new_etrecord,
+            threshold=threshold,
+            alpha=alpha,
+            test=args.test,
+            min_samples=args.min_samples,
+            min_matched=min_matched,
+        )
+    if args.output:
+        from delegate_lens.fileio import write_atomic
+
+        write_atomic(
+            args.output, lambda stream: write_result(result, stream, args.format, args.samples)
+        )
+    else:
+        write_result(result, sys.stdout, args.format, args.samples)
+    return EXIT_REGRESSION if result.has_regression else 0

@@ -1,0 +1,200 @@
+"""``query``: SQL over a dataset with DuckDB (embedded; no server).
+
+The dataset's parts are the view ``events`` (columns: :data:`delegate_lens.dataset._schema.COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, TYPE_CHECKING, Any, cast
+
+from delegate_lens.dataset._extras import require
+from delegate_lens.dataset._schema import schema
+from delegate_lens.dataset._store import DatasetStore
+from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow
+
+
+FORMATS = ("table", "csv", "json", "parquet")
+VIEW = "events"
+
+
+# Settings of every connection: no extension is installed or loaded behind the query's
+# back, and once the view exists the configuration is locked with file access limited to
+# the dataset's folder (``enable_external_access`` off, ``allowed_directories``).
+_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+}
+
+
+def _dataset_directory(store: DatasetStore) -> str:
+    """The dataset's folder as DuckDB names it (with a trailing slash: a prefix)."""
+    root = store.root.rstrip("/") + "/"
+    if store.local:
+        return root
+    return f"{store.location.split('://', 1)[0]}://{root}"
+
+
+def connect(dataset: str) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the dataset as the view ``events``, locked: it
+    reads files only inside the dataset's folder, loads no extension and its settings
+    cannot be changed."""
+    duckdb = require("duckdb", "query")
+    store = DatasetStore(dataset)
+    if not store.exists():
+        raise UsageError(f"{dataset}: no such dataset (collect into it first)")
+    con = duckdb.connect(config=dict(_CONFIG))
+    try:
+        parts = store.part_uris()
+        if not store.local:  # s3://, gs://...: read through httpfs, loaded now, not on use
+            con.execute("INSTALL httpfs")
+            con.execute("LOAD httpfs")
+        if parts:
+            listing = ", ".join("'" + p.replace("'", "''") + "'" for p in parts)
+            con.execute(
+                f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{listing}], "
+                "union_by_name = true)"
+            )
+        else:  # an empty dataset still has its columns
+            pa = require("pyarrow", "query")
+            con.register("_empty_events", pa.Table.from_batches([], schema=schema()))
+            con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM _empty_events")
+        folder = _dataset_directory(store).replace("'", "''")
+        con.execute(f"SET allowed_directories = ['{folder}']")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except duckdb.Error as exc:
+        con.close()
+        raise UsageError(f"{dataset}: cannot open the dataset: {_first_line(exc)}") from None
+    return con
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _check_reading(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise :class:`UsageError` unless ``sql`` is one SELECT (``WITH``, ``VALUES``,
+    ``FROM events`` ... are SELECTs): no statement that writes, sets or loads anything."""
+    duckdb = require("duckdb", "query")
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {_first_line(exc)}") from None
+    if len(statements) != 1:
+        raise UsageError(f"query takes one SELECT statement, got {len(statements)}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        name = getattr(kind, "name", str(kind))
+        raise UsageError(
+            f"query runs only a SELECT over the view {VIEW}, not {name} (the dataset is read-only)"
+        )
+
+
+def query(dataset: str, sql: str) -> pyarrow.Table:
+    """Run ``sql`` — one SELECT — over the dataset; the result as a ``pyarrow.Table``.
+    Other statements (COPY, DROP, SET, ATTACH, INSTALL, ...), files outside the dataset
+    and extensions are refused. A bad query is a :class:`UsageError` carrying DuckDB's
+    message."""
+    duckdb = require("duckdb", "query")
+    con = connect(dataset)
+    try:
+        _check_reading(con, sql)
+        relation = con.sql(sql)
+        if relation is None:
+            raise UsageError("the SQL statement returns no rows (use a SELECT)")
+        fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+        return fetch()
+    except duckdb.PermissionException as exc:
+        raise UsageError(
+            f"query failed: {_first_line(exc)} (a query reads only the dataset's own files)"
+        ) from None
+    except duckdb.Error as exc:
+        raise UsageError(f"query failed: {_first_line(exc)}") from None
+    finally:
+        con.close()
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return format(value, ".10g")
+    if isinstance(value, (list, dict, tuple)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def format_table(table: pyarrow.Table) -> str:
+    """The result as an aligned text table (numbers right-aligned)."""
+    from delegate_lens._texttable import align_columns
+
+    pa = require("pyarrow", "query")
+    header = list(table.column_names)
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    rows = [header, *([_cell(col[r]) for col in columns] for r in range(table.num_rows))]
+    numeric = {
+        i
+        for i, field in enumerate(table.schema)
+        if pa.types.is_integer(field.type)
+        or pa.types.is_floating(field.type)
+        or pa.types.is_decimal(field.type)
+    }
+    return "\n".join(align_columns(rows, right=numeric, rule=True)) + "\n"
+
+
+def _jsonable(table: pyarrow.Table) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = table.to_pylist()
+    for row in rows:
+        for key, value in row.items():
+            if isinstance(value, list) and value and isinstance(value[0], tuple):
+                row[key] = dict(value)  # a MAP column comes as (key, value) pairs
+    return rows
+
+
+def write_result(table: pyarrow.Table, stream: IO[str] | IO[bytes], fmt: str) -> None:
+    """Write a query result to ``stream`` (text for table/csv/json, binary for parquet)."""
+    if fmt == "parquet":
+        pq = require("pyarrow.parquet", "query")
+        pq.write_table(table, stream)
+        return
+    _write_text(table, cast("IO[str]", stream), fmt)  # (a text format: a text stream)
+
+
+def _write_text(table: pyarrow.Table, stream: IO[str], fmt: str) -> None:
+    if fmt == "table":
+        stream.write(format_table(table))
+    elif fmt == "json":
+        json.dump(_jsonable(table), stream, default=str, indent=1)
+        stream.write("\n")
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(table.column_names)
+        columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+        for r in range(table.num_rows):
+            writer.writerow([_cell(col[r]) for col in columns])
+    else:
+        raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+
+
+def format_for(output: str | None, fmt: str | None) -> str:
+    """``fmt``, else the format named by the output file's extension, else table."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+        return fmt
+    if output:
+        ext = os.path.splitext(output)[1].lower().lstrip(".")
+        if ext in FORMATS:
+            return ext
+    return "table"
