@@ -29,6 +29,18 @@ def _pm(*plugins: object) -> pluggy.PluginManager:
     return pm
 
 
+def test_the_specs_docstring_lists_every_hook_once() -> None:
+    """hookspecs' module docstring is the hook list a plugin author reads first: it names
+    every spec, and nothing else."""
+    import re
+
+    doc = hookspecs.__doc__ or ""
+    groups = doc[doc.index("Hooks are grouped") : doc.index("Implementations may")]
+    listed = re.findall(r":func:`(dl_\w+)`", groups)
+    assert sorted(listed) == SPECS
+    assert len(listed) == len(set(listed))
+
+
 def test_one_typed_caller_per_hook_taking_the_specs_arguments() -> None:
     assert sorted(f"dl_{name}" for name in hooks.__all__) == SPECS
     for spec in SPECS:

@@ -12,6 +12,9 @@ Hooks are grouped by the stage of the pipeline that calls them:
 * runtime: :func:`dl_runtime_backend`, :func:`dl_encode_delegate_metadata`;
 * Inspector: :func:`dl_parse_delegate_metadata`, :func:`dl_delegate_time_scale`,
   :func:`dl_delegate_time_scale_array`, :func:`dl_exporters`;
+* numerics: :func:`dl_numerical_comparators`, :func:`dl_intermediate_output`;
+* the test kit: :func:`dl_testing_profile`;
+* real ExecuTorch: :func:`dl_executorch_bridge`;
 * notebooks: :func:`dl_html_display`.
 
 Implementations may accept fewer arguments than a spec lists (pluggy passes only the ones

@@ -98,11 +98,6 @@ def read_limits() -> ReadLimits:
     return ReadLimits(**values)  # type: ignore[arg-type]
 
 
-def max_entry_size() -> int:
-    """The cap on one entry's uncompressed size (see :func:`read_limits`)."""
-    return read_limits().max_entry_size
-
-
 def describe_foreign(head: bytes) -> str | None:
     """What a file that is not an ETRecord is, from its first bytes (None if unknown)."""
     for base in (4, 8):
