@@ -12,7 +12,8 @@ A writer takes typed rows and columns (:class:`TableInput`, :class:`JsonInput`,
 - the reference's table and TSV: :func:`reference_rows`, :func:`write_reference_tsv`;
 - the ``json`` contract: :func:`write_json` (:func:`format_decimals`, :func:`value_to_json`);
 - timelines: :func:`write_chrome_trace`, :func:`write_perfetto` (:func:`load_protos`),
-  over :class:`Slices` ordered by :func:`track_order` and nested by :func:`nest`.
+  over :class:`Slices` (made a range of runs at a time by a :class:`SliceSource`),
+  ordered by :func:`track_order` and nested by :func:`nest`.
 
 Only :class:`Exporter` and :func:`get_exporters` load with the package; the writers
 (numpy, the perfetto protos) load on first use. No torch.
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
         TraceBlock,
         TraceInput,
     )
-    from delegate_lens.exporters._slices import Nested, Slices, nest, track_order
+    from delegate_lens.exporters._slices import Nested, Slices, SliceSource, nest, track_order
     from delegate_lens.exporters._table import (
         stat_columns,
         table_cells,
@@ -55,6 +56,7 @@ _HOME = {
     "Nested": "_slices",
     "RowStats": "_rows",
     "Slices": "_slices",
+    "SliceSource": "_slices",
     "TableInput": "_rows",
     "TableRow": "_rows",
     "TraceBlock": "_rows",
@@ -84,6 +86,7 @@ __all__ = [
     "JsonInput",
     "Nested",
     "RowStats",
+    "SliceSource",
     "Slices",
     "TableInput",
     "TableRow",

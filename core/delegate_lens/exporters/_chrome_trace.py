@@ -17,35 +17,33 @@ to its last (then back to 0).
 
 Times are microseconds from the first event of the file (cycles are written as if they
 were microseconds), printed as Python prints the float (``12.345``). The text is made
-from columns: the slices of a block are computed and nested with numpy for all its runs
-at once; each row of a block has one text template, and the numbers of a chunk of runs
-go into them with one ``%`` per run.
+from columns, a chunk of runs (about :data:`_CHUNK_EVENTS` slices) at a time, in the
+writer's threads (:mod:`delegate_lens.exporters._trace_sink`): the chunk's slices are made
+with numpy (a :class:`~delegate_lens.exporters.SliceSource`: never a whole block's), then
+nested and printed by the compiled lines (``_trace_lines.pyx``) without the GIL, or,
+without them, with one text template per row and one ``%`` per run.
 """
 
 from __future__ import annotations
 
-import codecs
-import contextlib
-import io
+import functools
 import json
-import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any, cast
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
 
-import attrs
 import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.exporters import _compiled
 from delegate_lens.exporters._slices import Nested
+from delegate_lens.exporters._trace_sink import Buffers, Sink
 
 if TYPE_CHECKING:
     from delegate_lens.exporters._rows import TableRow, TraceBlock, TraceInput
+    from delegate_lens.exporters._slices import Slices
 
 _PID = 1
 _CHUNK_EVENTS = 1 << 14  # slices turned into text at a time
-_NEST_EVENTS = 1 << 18  # slices nested at a time
 _EXACT = 10**15  # below this, the decimal text below is exactly Python's repr of the float
 
 _THREAD = (  # a run's track: its name and place
@@ -148,14 +146,14 @@ class _ChromeBlock:
     most chunks: one value less per slice); ``exact`` has ``%s`` for every number."""
 
     def __init__(self, block: TraceBlock) -> None:
-        self.slices = block.slices
+        self.source = block.slices
         self.method = block.method
         fast: list[bytes] = []
         plain: list[bytes] = []
         exact: list[bytes] = []
         self.heads: list[bytes] = []  # the text around the numbers, for the compiled lines
         self.mids: list[bytes] = []
-        for j in self.slices.rows:
+        for j in self.source.rows:
             row = block.rows[j]
             cat = '"delegate"' if row.identifier is not None else '"runtime"'
             head = (
@@ -180,20 +178,6 @@ class _ChromeBlock:
         self.metadata: dict[int, list[str | None]] = {}  # col -> JSON text per run position
         for c, (raws, parsed) in block.metadata.items():
             self.metadata[c] = _sample_metadata(parsed, raws, len(block.runs))
-        self._nested: tuple[int, int, Nested] | None = None
-        self._buffers: list[bytearray | None] = [None, None]  # for the compiled lines
-
-    def nested(self, positions: npt.NDArray[np.intp]) -> Nested:
-        """The nested slices of the runs at ``positions`` (ascending), nesting ranges of
-        runs of about a million slices at a time (numpy steps serve all their runs)."""
-        lo, hi = int(positions[0]), int(positions[-1]) + 1
-        if self._nested is None or lo < self._nested[0] or hi > self._nested[1]:
-            span = max(hi - lo, _NEST_EVENTS // max(1, len(self.slices.rows)))
-            end = min(self.slices.start.shape[0], lo + span)
-            self._nested = (lo, end, self.slices.nested(slice(lo, end)))
-        first, _end, nested = self._nested
-        take = positions - first
-        return Nested(*(getattr(nested, f.name)[take] for f in attrs.fields(Nested)))
 
     def extras(self, nested: Nested, positions: npt.NDArray[np.intp]) -> list[bytes] | None:
         """The args after ``"run"`` of each slice (flat, run by run): its metadata and
@@ -212,24 +196,25 @@ class _ChromeBlock:
         out: list[bytes] = extra.ravel().tolist()
         return out
 
-    def _views(self, lines: bytearray, ends: list[int]) -> list[memoryview]:
-        """Each run's lines in ``lines`` (the C lines), which becomes the newer of the two
-        buffers used in turn: the one of the chunk before is being written (the writer
-        takes one chunk at a time), the one before that is done."""
-        self._buffers = [self._buffers[1], lines]
-        view = memoryview(lines)
-        return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-
     def text(
-        self, runs: list[int], positions: list[int], origin: int, us: _Microseconds
+        self,
+        runs: list[int],
+        positions: list[int],
+        made_slices: tuple[int, Slices],
+        origin: int,
+        us: _Microseconds,
+        buffers: Buffers,
     ) -> list[bytes] | list[memoryview]:
-        """The slice lines of some runs of this block, run by run."""
-        r = len(self.slices.rows)
+        """The slice lines of some runs of this block, run by run, from ``made_slices``
+        (their first position, and the slices of the runs from it on; this runs in a thread
+        of the writer's). The C lines go into a buffer of ``buffers``, which holds it until
+        the lines are written."""
+        r = len(self.source.rows)
         if not r:
             return [b""] * len(runs)
         where = np.array(positions, dtype=np.intp)
+        first, sl = made_slices
         if _compiled.block_lines is not None and _compiled.compiled() and not self.metadata:
-            sl = self.slices
             made = _compiled.block_lines(
                 self.heads,
                 self.mids,
@@ -237,18 +222,18 @@ class _ChromeBlock:
                 np.ascontiguousarray(sl.end),
                 np.ascontiguousarray(sl.clipped).view(np.uint8),
                 np.ascontiguousarray(sl.order, dtype=np.intp),
-                where,
+                where - first,
                 runs,
                 origin,
                 us.divisor if us.divisor > 1 else 0,
                 us.multiplier,
                 us.fractions.tolist(),
                 _EXACT // us.multiplier,
-                self._buffers[0],
+                buffers.take(),
             )
             if made is not None:  # else a value the text cannot print: as below
-                return self._views(*made)
-        nested = self.nested(where)
+                return buffers.views(*made)
+        nested = sl.nested(where - first)
         if _compiled.run_lines is not None and _compiled.compiled():
             made = _compiled.run_lines(
                 self.heads,
@@ -262,10 +247,10 @@ class _ChromeBlock:
                 us.multiplier,
                 us.fractions.tolist(),
                 _EXACT // us.multiplier,
-                self._buffers[0],
+                buffers.take(),
             )
             if made is not None:  # else a value the text cannot print: as below
-                return self._views(*made)
+                return buffers.views(*made)
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
         extra = self.extras(nested, where)
@@ -325,66 +310,12 @@ def _chunks(runs: list[int], sizes: dict[int, int]) -> Iterator[list[int]]:
         yield chunk
 
 
-class _Sink:
-    """Where pieces of ASCII text go: straight into the binary buffer of a UTF-8 text
-    file (no newline translation on this OS), else decoded into the text stream. Into a
-    buffer each batch is written by a thread of its own while the next one is made (the
-    write gives up the GIL: the kernel copies one batch while Python formats the next); one
-    batch at a time, in order; :meth:`close` waits for the last and raises its error."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._stream = stream
-        self._write: Callable[[Sequence[bytes | memoryview]], object] | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-        buffer = getattr(stream, "buffer", None)
-        if (
-            isinstance(stream, io.TextIOWrapper)
-            and buffer is not None
-            and codecs.lookup(stream.encoding).name in ("utf-8", "ascii")
-            and os.linesep == "\n"
-        ):
-            stream.flush()
-            self._write = cast(
-                "Callable[[Sequence[bytes | memoryview]], object]", buffer.writelines
-            )
-
-    def __call__(self, pieces: Sequence[bytes | memoryview]) -> None:
-        if self._write is None:
-            self._stream.write(b"".join(pieces).decode("ascii"))
-            return
-        self.close()
-        self._thread = threading.Thread(target=self._run, args=(pieces,), daemon=True)
-        self._thread.start()
-
-    def _run(self, pieces: Sequence[bytes | memoryview]) -> None:
-        try:
-            assert self._write is not None
-            self._write(pieces)
-        except BaseException as exc:  # raised in the caller's thread by close()
-            self._error = exc
-
-    def abandon(self) -> None:
-        """Wait for the batch being written, dropping its error (another is on its way)."""
-        with contextlib.suppress(BaseException):
-            self.close()
-
-    def close(self) -> None:
-        """Wait for the batch being written; raise its error, if any."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-
-
 def write_chrome_trace(trace: TraceInput, stream: IO[str]) -> None:
     """Write the Trace Event JSON of ``trace`` (see the module docstring)."""
     us = _Microseconds(trace.units_per_second)
     blocks = [_ChromeBlock(block) for block in trace.blocks]
-    starts = [int(cb.slices.start.min()) for cb in blocks if cb.slices.start.size]
-    origin = min(starts, default=0)
+    starts = [cb.source.first_start for cb in blocks]
+    origin = min((s for s in starts if s is not None), default=0)
     other = json.dumps(
         {
             "producer": "delegate-lens",
@@ -392,7 +323,7 @@ def write_chrome_trace(trace: TraceInput, stream: IO[str]) -> None:
             "target_time_scale": trace.target_time_scale,
         }
     )
-    write = _Sink(stream)
+    write = Sink(stream)
     try:
         _write_events(trace, blocks, origin, us, other, write)
     except BaseException:
@@ -407,52 +338,81 @@ def _write_events(
     origin: int,
     us: _Microseconds,
     other: str,
-    write: _Sink,
+    write: Sink,
 ) -> None:
-    memory = trace.memory
     where: dict[int, tuple[int, int]] = {}  # run -> (block, position in block)
     for b, block in enumerate(trace.blocks):
         for pos, run in enumerate(block.runs):
             where[run] = (b, pos)
-    write(
-        [
-            f'{{"displayTimeUnit": "ns", "otherData": {other}, "traceEvents": [\n'
-            f'{{"name": "process_name", "ph": "M", "pid": {_PID}, '
-            '"args": {"name": "delegate-lens"}}'.encode()
-        ]
-    )
-    sizes = {run: len(blocks[b].slices.rows) for run, (b, _pos) in where.items()}
-    labels: dict[str, bytes] = {}
+    head = (
+        f'{{"displayTimeUnit": "ns", "otherData": {other}, "traceEvents": [\n'
+        f'{{"name": "process_name", "ph": "M", "pid": {_PID}, '
+        '"args": {"name": "delegate-lens"}}'
+    ).encode()
+    write.submit(lambda _buffers: [head])
+    sizes = {run: len(blocks[b].source.rows) for run, (b, _pos) in where.items()}
+    text = _ChunkText(trace, blocks, where, origin, us)
     for chunk in _chunks(sorted(where), sizes):
-        texts: dict[int, bytes | memoryview] = {}
+        write.submit(functools.partial(text, chunk))
+    write.submit(lambda _buffers: [b"\n]}\n"])
+
+
+class _ChunkText:
+    """The text of a chunk of runs, in run order: each run's track, slice lines and memory
+    counters. Runs in the writer's threads, a chunk each: the slices (numpy), the lines
+    (C, without the GIL)."""
+
+    def __init__(
+        self,
+        trace: TraceInput,
+        blocks: list[_ChromeBlock],
+        where: dict[int, tuple[int, int]],
+        origin: int,
+        us: _Microseconds,
+    ) -> None:
+        self.trace = trace
+        self.blocks = blocks
+        self.where = where
+        self.origin = origin
+        self.us = us
+        self.labels: dict[str, bytes] = {}
+
+    def __call__(self, chunk: list[int], buffers: Buffers) -> list[bytes | memoryview]:
+        where, blocks, memory = self.where, self.blocks, self.trace.memory
         by_block: dict[int, list[int]] = {}
         for run in chunk:
             by_block.setdefault(where[run][0], []).append(run)
+        texts: dict[int, bytes | memoryview] = {}
+        made: dict[int, tuple[int, Slices]] = {}
         for b, runs in by_block.items():
-            lines = blocks[b].text(runs, [where[r][1] for r in runs], origin, us)
+            positions = [where[r][1] for r in runs]
+            first = positions[0]
+            made[b] = (first, blocks[b].source.runs(first, positions[-1] + 1))
+            lines = blocks[b].text(runs, positions, made[b], self.origin, self.us, buffers)
             texts.update(zip(runs, lines, strict=True))
         parts: list[bytes | memoryview] = []
         for run in chunk:
             b, pos = where[run]
-            sl = blocks[b].slices
             method = blocks[b].method  # which method ran, when the ETRecord tells
-            rest = f": {trace.run_names[run] or ''}" + (f" ({method})" if method else "")
-            label = labels.get(rest)
+            rest = f": {self.trace.run_names[run] or ''}" + (f" ({method})" if method else "")
+            label = self.labels.get(rest)
             if label is None:  # the JSON string '"run N' + rest + '"', less '"run N'
-                label = labels[rest] = json.dumps(rest)[1:].encode()
+                label = self.labels[rest] = json.dumps(rest)[1:].encode()
             parts.append(_THREAD % (run, run, label, run, run))
             parts.append(texts.pop(run))
-            if run in memory and sl.rows:
+            if run in memory and blocks[b].source.rows:
                 # counters: what the run allocated, per allocator, held from its start to its end
                 args = json.dumps(memory[run])
                 zero = json.dumps(dict.fromkeys(memory[run], 0))
-                first, last = int(sl.start[pos].min()), int(sl.end[pos].max())
-                for ts, values in ((first, args), (last, zero)):
+                first, sl = made[b]
+                low = int(sl.start[pos - first].min())
+                high = int(sl.end[pos - first].max())
+                for ts, values in ((low, args), (high, zero)):
                     parts.append(
                         (
                             f',\n{{"name": "memory (bytes)", "ph": "C", "pid": {_PID}, '
-                            f'"tid": {run}, "ts": {us.one(ts - origin)}, "args": {values}}}'
+                            f'"tid": {run}, "ts": {self.us.one(ts - self.origin)}, '
+                            f'"args": {values}}}'
                         ).encode()
                     )
-        write(parts)
-    write([b"\n]}\n"])
+        return parts

@@ -64,9 +64,15 @@ def write_perfetto(data: TraceInput, stream: IO[bytes]) -> None:
     for b, block in enumerate(data.blocks):
         for pos, run in enumerate(block.runs):
             where[run] = (b, pos)
-    starts = [int(sl.start.min()) for sl in blocks if sl.start.size]
+    starts = [sl.first_start for sl in blocks if sl.first_start is not None]
     origin = min(starts, default=0)
     memory = data.memory  # run -> {allocator: bytes}
+    spans = [  # (block, position) -> first start and last end, of the runs with counters
+        sl.spans(
+            (where[run][1] for run in memory if run in where and where[run][0] == b), _NEST_EVENTS
+        )
+        for b, sl in enumerate(blocks)
+    ]
     allocators = sorted({label for per_run in memory.values() for label in per_run})
     counter_uuid = {label: 2 + i for i, label in enumerate(allocators)}
     first_run_uuid = 2 + len(allocators)
@@ -98,10 +104,8 @@ def write_perfetto(data: TraceInput, stream: IO[bytes]) -> None:
         track.parent_uuid = PROCESS_UUID
         track.name = f"run {run}: {data.run_names[run] or ''}" + (f" ({method})" if method else "")
         track.sibling_order_rank = run
-        sl = blocks[b]
-        if run in memory and sl.rows:
-            first = (int(sl.start[pos].min()) - origin) * scale
-            last = (int(sl.end[pos].max()) - origin) * scale
+        if run in memory and pos in spans[b]:
+            first, last = ((t - origin) * scale for t in spans[b][pos])
             for label, total in memory[run].items():
                 for ts, value in ((first, total), (last, 0)):
                     packet = head.packet.add()
@@ -130,8 +134,8 @@ def _write_block(
     holding only it (serialized ``Trace`` messages concatenate, as the package's streaming
     builder writes them); the slice packets reuse one message per kind, only their
     timestamp and name change."""
-    sl = block.slices
-    keys = [block.rows[j].event_name for j in sl.rows]
+    source = block.slices
+    keys = [block.rows[j].event_name for j in source.rows]
     names: dict[str, int] = {}
     for name in keys:
         names.setdefault(name, len(names) + 1)
@@ -143,9 +147,9 @@ def _write_block(
     begin_event = begin.track_event
     serialize_begin, serialize_end = begin_trace.SerializeToString, end_trace.SerializeToString
     runs = list(block.runs)
-    span = max(1, _NEST_EVENTS // len(sl.rows))
-    for lo in range(0, len(runs), span):
-        nested = sl.nested(slice(lo, lo + span))
+    for lo, sl in source.ranges(_NEST_EVENTS):
+        span = sl.start.shape[0]
+        nested = sl.nested()
         cols = nested.cols.tolist()
         starts = ((nested.start - origin) * scale).tolist()
         ends = ((np.maximum(nested.end, nested.start) - origin) * scale).tolist()

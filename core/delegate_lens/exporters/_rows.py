@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from delegate_lens.exporters._slices import Slices
+    from delegate_lens.exporters._slices import SliceSource
 
 
 @attrs.frozen
@@ -135,8 +135,9 @@ class JsonInput:
 class TraceBlock:
     """One block for the timeline writers: its slices and the rows they come from.
 
-    :param rows: every row of the block (``slices.rows`` index into it).
-    :param slices: the block's slices for all its runs.
+    :param rows: every row of the block (``slices.rows`` index into it), without their
+        statistics (``stats`` None: a timeline shows each sample, not its spread).
+    :param slices: the block's slices, made a range of its runs at a time.
     :param metadata: slice column -> (raw metadata per sample, parsed form) for the
         columns whose samples have metadata.
     """
@@ -145,7 +146,7 @@ class TraceBlock:
     method: str | None
     runs: tuple[int, ...]
     rows: Sequence[TableRow]
-    slices: Slices
+    slices: SliceSource
     metadata: Mapping[int, tuple[list[bytes], object]]
 
 

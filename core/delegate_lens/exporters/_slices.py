@@ -14,6 +14,8 @@ at the same instant), then longest.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+
 import attrs
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +65,70 @@ class Slices:
         clipped = np.take_along_axis(self.clipped[positions], order, axis=1)
         end, more, depth = nest(start, end)
         return Nested(order, start, end, clipped | more, depth)
+
+
+@attrs.frozen(eq=False)
+class SliceSource:
+    """A block's slices, made for a range of its runs at a time: the writers never hold a
+    whole block's (25 bytes per event), only a range's, which stays in the CPU's caches.
+
+    :param rows: the block's rows with samples (what :attr:`Slices.rows` holds).
+    :param n_runs: the block's runs.
+    :param first_start: the earliest start of any slice (ticks), None without slices.
+    :param make: ``make(lo, hi)``, the :class:`Slices` of the runs at positions
+        ``lo`` to ``hi`` (exclusive) of the block.
+    """
+
+    rows: list[int]
+    n_runs: int
+    first_start: int | None
+    make: Callable[[int, int], Slices]
+
+    @classmethod
+    def of(cls, slices: Slices) -> SliceSource:
+        """The source of slices already made (all of a block's runs)."""
+
+        def make(lo: int, hi: int) -> Slices:
+            return Slices(
+                slices.rows,
+                slices.start[lo:hi],
+                slices.end[lo:hi],
+                slices.clipped[lo:hi],
+                slices.order[lo:hi],
+            )
+
+        first = int(slices.start.min()) if slices.start.size else None
+        return cls(slices.rows, slices.start.shape[0], first, make)
+
+    def runs(self, lo: int, hi: int) -> Slices:
+        """The slices of the runs at positions ``lo`` to ``hi`` (exclusive)."""
+        return self.make(lo, min(hi, self.n_runs))
+
+    def ranges(self, events: int) -> Iterator[tuple[int, Slices]]:
+        """Every run's slices, about ``events`` slices at a time: ``(first position, slices)``."""
+        span = max(1, events // max(1, len(self.rows)))
+        for lo in range(0, self.n_runs, span):
+            yield lo, self.runs(lo, lo + span)
+
+    def spans(self, positions: Iterable[int], events: int) -> dict[int, tuple[int, int]]:
+        """First start and last end (ticks) of the runs at ``positions`` that have slices,
+        made a range of runs at a time (only the ranges holding one of them)."""
+        wanted = sorted(set(positions))
+        out: dict[int, tuple[int, int]] = {}
+        if not self.rows or not wanted:
+            return out
+        span = max(1, events // len(self.rows))
+        at = 0
+        while at < len(wanted):
+            lo = wanted[at]
+            sl = self.runs(lo, lo + span)
+            firsts = sl.start.min(axis=1).tolist()
+            lasts = sl.end.max(axis=1).tolist()
+            while at < len(wanted) and wanted[at] < lo + sl.start.shape[0]:
+                pos = wanted[at]
+                out[pos] = (int(firsts[pos - lo]), int(lasts[pos - lo]))
+                at += 1
+        return out
 
 
 def track_order(start: IntArray, end: IntArray, levels: IntArray) -> npt.NDArray[np.intp]:

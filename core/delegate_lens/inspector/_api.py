@@ -154,6 +154,7 @@ class Inspector(TimeViews):
         # said once, when debug values are used (events, JSON), not on every Inspector
         self._debug_problems = debug_problems_message(self._debug_buffer)
         self._metadata_cache: dict[tuple[int, int], tuple[list[bytes], Any]] = {}
+        self._any_metadata: bool | None = None  # whether any event of the file has some
         self._blocks: list[EventBlock] | None = None
         self._attribution: list[BlockAttribution] | None = None
 
@@ -200,8 +201,14 @@ class Inspector(TimeViews):
         if cached is not None:
             return cached
         result: tuple[list[bytes], Any] = ([], [])
+        if self._any_metadata is None:
+            self._any_metadata = bool((self._fc.metadata_length > 0).any())
         events = table.block.events[:, row]
-        if table.block.has_perf[row] and (self._fc.metadata_length[events] > 0).any():
+        if (
+            self._any_metadata
+            and table.block.has_perf[row]
+            and (self._fc.metadata_length[events] > 0).any()
+        ):
             raws = [self._fc.metadata(int(e)) or b"" for e in events]
             if any(raws):
                 backend = table.links[row].delegate_backend_name

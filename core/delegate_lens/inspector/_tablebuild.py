@@ -12,7 +12,13 @@ from delegate_lens.inspector._build import Block, FileColumns, Grouping
 from delegate_lens.inspector._debugdata import DebugBuffer, attach_debug_data, run_output
 from delegate_lens.inspector._delegate_rows import DelegateRows
 from delegate_lens.inspector._linking import NO_LINK, Linker, RowKey, RowLink
-from delegate_lens.inspector._tables import BlockTable, compute_samples, exact_ticks, row_keys
+from delegate_lens.inspector._tables import (
+    BlockTable,
+    compute_samples,
+    exact_ticks,
+    row_keys,
+    row_stats,
+)
 
 
 def link_rows(
@@ -51,7 +57,7 @@ def build_table(
         return delegate_rows.times(links[row].delegate_backend_name, key, start, end, label)
 
     converted_start: dict[int, npt.NDArray[np.float64]] = {}
-    samples, exact, stats = compute_samples(
+    samples, exact = compute_samples(
         fc, block, keys, delegate_rows.factor, delegate_times, label, converted_start
     )
     table = BlockTable(
@@ -62,7 +68,7 @@ def build_table(
         links=links,
         samples=samples,
         exact=exact,
-        stats=stats,
+        stats_of=lambda: row_stats(samples, block.has_perf),
         converted_start=converted_start,
         ticks_of=lambda: exact_ticks(fc, block, keys, exact, label),
     )

@@ -40,7 +40,8 @@ class BlockTable:
     links: list[RowLink]
     samples: FloatArray  # (rows, runs); NaN for rows without samples
     exact: npt.NDArray[np.bool_]  # rows whose samples are ticks / factor
-    stats: FloatArray  # (6, rows): p10, p50, p90, avg, min, max (NaN without samples)
+    stats_of: Callable[[], FloatArray] = attrs.field(repr=False)
+    """Computes :attr:`stats` (on first use: the timelines never need them)."""
     debug_data: dict[int, list[Any]] = attrs.field(factory=dict)  # row -> inflated values
     run_output: list[Any] = attrs.field(factory=list)  # final outputs of the first run
     converted_start: dict[int, FloatArray] = attrs.field(factory=dict)
@@ -48,6 +49,15 @@ class BlockTable:
     ticks_of: Callable[[], npt.NDArray[np.uint64] | None] = attrs.field(
         default=lambda: None, repr=False
     )
+    _stats: FloatArray | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def stats(self) -> FloatArray:
+        """``(6, rows)``: p10, p50, p90, avg, min, max of each row's samples (NaN without
+        samples), computed on first use."""
+        if self._stats is None:
+            self._stats = self.stats_of()
+        return self._stats
 
     @property
     def ticks(self) -> npt.NDArray[np.uint64] | None:
@@ -73,6 +83,7 @@ class BlockTable:
             self,
             block=block,
             samples=self.samples[:, at],
+            stats_of=lambda: self.stats,
             converted_start={j: v[at] for j, v in self.converted_start.items()},
             ticks_of=lambda: None if (t := self.ticks) is None else t[:, at],
         )
@@ -164,9 +175,10 @@ def compute_samples(
     delegate_times: DelegateTimes,
     where: str,
     converted_start: dict[int, FloatArray] | None = None,
-) -> tuple[FloatArray, npt.NDArray[np.bool_], FloatArray]:
-    """Samples ``(rows, runs)``, the exact-row mask and the statistics, a few rows at a
-    time (:func:`exact_ticks` gives the exact rows' ticks again when asked).
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """Samples ``(rows, runs)`` and the exact-row mask, a few rows at a time
+    (:func:`exact_ticks` gives the exact rows' ticks again when asked; :func:`row_stats`
+    the statistics).
 
     Delegate-logged rows go through ``delegate_times``; when it returns None, start and end
     are each divided by ``factor`` before subtracting (as the reference does).
@@ -192,6 +204,13 @@ def compute_samples(
             if converted_start is not None:
                 converted_start[int(j)] = np.asarray(s, dtype=np.float64)
         samples[j] = elapsed_float(s, e, f"{where}, row {keys[j].name!r}")
+    return samples, exact
+
+
+def row_stats(samples: FloatArray, perf: npt.NDArray[np.bool_]) -> FloatArray:
+    """``(6, rows)``: p10, p50, p90, avg, min, max of the ``perf`` rows of ``samples``
+    (``(rows, runs)``), NaN in the others; a few rows at a time."""
+    m, k = samples.shape
     stats = np.full((6, m), np.nan, dtype=np.float64)
     for rows in _row_chunks(np.flatnonzero(perf), k):
         data = samples[rows]
@@ -199,4 +218,4 @@ def compute_samples(
         stats[3, rows] = data.mean(axis=1)
         stats[4, rows] = data.min(axis=1)
         stats[5, rows] = data.max(axis=1)
-    return samples, exact, stats
+    return stats

@@ -19,31 +19,37 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from delegate_lens.exporters import RowStats, TableInput, TableRow
 from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
 from delegate_lens.inspector._timescale import TimeScale, decimal_places, units_per_second
 
 if TYPE_CHECKING:
-    from delegate_lens.exporters import JsonInput, Slices, TraceInput
+    from delegate_lens.exporters import JsonInput, Slices, SliceSource, TraceInput
     from delegate_lens.inspector._api import Inspector
     from delegate_lens.inspector._tables import BlockTable
 
 
 def _table_rows(
-    inspector: Inspector, table: BlockTable, metadata: bool, details: bool = False
+    inspector: Inspector,
+    table: BlockTable,
+    metadata: bool,
+    details: bool = False,
+    with_stats: bool = True,
 ) -> list[TableRow]:
-    """The typed rows of one block; ``details``: debug data as JSON values too."""
+    """The typed rows of one block; ``details``: debug data as JSON values too;
+    ``with_stats``: their statistics (else ``stats`` is None)."""
     if details:
         from delegate_lens.exporters import value_to_json
-    stats = table.stats
+    stats = table.stats if with_stats else None
     out = []
     bundled = int(table.block.bundled_input_index)
     for j, key in enumerate(table.keys):
         link = table.links[j]
         row_stats = None
         perf = bool(table.block.has_perf[j])
-        if perf:
+        if perf and stats is not None:
             row_stats = RowStats(*(float(v) for v in stats[:, j].tolist()))
         handles = link.debug_handles
         out.append(
@@ -140,7 +146,7 @@ def trace_input(inspector: Inspector) -> TraceInput:
     source = inspector.source_time_scale
     blocks = []
     for table in inspector.tables:
-        slices = block_slices(inspector, table)
+        slices = slice_source(inspector, table)
         metadata = {}
         for c, j in enumerate(slices.rows):
             raws, parsed = inspector.row_metadata(table, j)
@@ -151,7 +157,7 @@ def trace_input(inspector: Inspector) -> TraceInput:
                 index=table.index,
                 method=table.method,
                 runs=tuple(table.block.runs.tolist()),
-                rows=_table_rows(inspector, table, metadata=False),
+                rows=_table_rows(inspector, table, metadata=False, with_stats=False),
                 slices=slices,
                 metadata=metadata,
             )
@@ -183,44 +189,94 @@ def block_slices(inspector: Inspector, table: BlockTable) -> Slices:
     """Every slice of one block for all its runs (see :class:`~delegate_lens.exporters.Slices`):
     a slice starts at its event's start and lasts its sample; a kernel or delegate event
     that sticks out of its instruction's call is clipped to the call."""
-    from delegate_lens.exporters import Slices, track_order
+    return slice_source(inspector, table).runs(0, table.n_runs)
 
-    fc = inspector.file_columns
-    ticks_per_target = inspector.time_factor  # source ticks per target unit
-    block = table.block
-    rows = [int(j) for j in np.flatnonzero(block.has_perf)]
-    k = table.n_runs
-    r = len(rows)
-    start = np.zeros((k, r), dtype=np.int64)
-    end = np.zeros((k, r), dtype=np.int64)
-    if r:
-        start[:] = fc.start_time[block.events[:, rows]]
-        length = np.rint(table.samples[rows] * ticks_per_target).astype(np.int64)
-        for c, j in enumerate(rows):
-            if j in table.converted_start:
-                start[:, c] = np.rint(table.converted_start[j] * ticks_per_target)
-        end[:] = start + length.T
-    keys = [table.keys[j] for j in rows]
-    lv = np.array([_level(key.name, key.identifier is not None) for key in keys])
-    # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
-    calls: dict[tuple[bool, int], int] = {}
-    for c, key in enumerate(keys):
-        if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
-            calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
-    clipped = np.zeros((k, r), dtype=bool)
-    inner: list[int] = []  # kernels and delegate events with a call, and their calls
-    outer: list[int] = []
-    for c, key in enumerate(keys):
-        p = calls.get((key.identifier is not None, key.instruction_id))
-        if lv[c] >= 2 and p is not None:
-            inner.append(c)
-            outer.append(p)
-    if inner:  # the calls are never clipped: every inner slice at once
-        s0, e0 = start[:, inner], end[:, inner]
-        s = np.clip(s0, start[:, outer], end[:, outer])
-        e = np.clip(e0, s, end[:, outer])
-        clipped[:, inner] = (s != s0) | (e != e0)
-        start[:, inner] = s
-        end[:, inner] = e
-    order = track_order(start, end, lv.astype(np.int64))
-    return Slices(rows=rows, start=start, end=end, clipped=clipped, order=order)
+
+_FIRST_EVENTS = 1 << 18  # events read at a time for the earliest start
+
+
+def slice_source(inspector: Inspector, table: BlockTable) -> SliceSource:
+    """The slices of one block made a range of runs at a time (:func:`block_slices` of
+    those runs), with the earliest start of the block's slices."""
+    from delegate_lens.exporters import SliceSource
+
+    slicer = _BlockSlicer(inspector, table)
+    first: int | None = None
+    k, r = table.n_runs, len(slicer.rows)
+    if k and r:
+        step = max(1, _FIRST_EVENTS // r)
+        # clipping moves a start only later, never before its call's start
+        first = min(int(slicer.starts(lo, min(k, lo + step)).min()) for lo in range(0, k, step))
+    return SliceSource(rows=slicer.rows, n_runs=k, first_start=first, make=slicer)
+
+
+class _BlockSlicer:
+    """What a block's slices need, worked out once; called with ``(lo, hi)``, the
+    :class:`~delegate_lens.exporters.Slices` of the runs at positions ``lo`` to ``hi``."""
+
+    def __init__(self, inspector: Inspector, table: BlockTable) -> None:
+        self.fc = inspector.file_columns
+        self.factor = inspector.time_factor  # source ticks per target unit
+        self.table = table
+        block = table.block
+        self.rows = [int(j) for j in np.flatnonzero(block.has_perf)]
+        self.cols = np.array(self.rows, dtype=np.intp)
+        self.every_row = len(self.rows) == len(table.keys)
+        keys = [table.keys[j] for j in self.rows]
+        self.levels = np.array(
+            [_level(key.name, key.identifier is not None) for key in keys], dtype=np.int64
+        )
+        self.converted = [
+            (c, table.converted_start[j])
+            for c, j in enumerate(self.rows)
+            if j in table.converted_start
+        ]
+        # a kernel belongs in its OPERATOR_CALL, a delegate event in its DELEGATE_CALL
+        calls: dict[tuple[bool, int], int] = {}
+        for c, key in enumerate(keys):
+            if key.name in ("OPERATOR_CALL", "DELEGATE_CALL"):
+                calls.setdefault((key.name == "DELEGATE_CALL", key.instruction_id), c)
+        inner: list[int] = []  # kernels and delegate events with a call, and their calls
+        outer: list[int] = []
+        for c, key in enumerate(keys):
+            p = calls.get((key.identifier is not None, key.instruction_id))
+            if self.levels[c] >= 2 and p is not None:
+                inner.append(c)
+                outer.append(p)
+        self.inner = np.array(inner, dtype=np.intp)
+        self.outer = np.array(outer, dtype=np.intp)
+
+    def starts(self, lo: int, hi: int) -> npt.NDArray[np.int64]:
+        """``(runs, rows)`` start ticks of the runs ``lo`` to ``hi``, before clipping."""
+        events = self.table.block.events[lo:hi]
+        if not self.every_row:
+            events = np.take(events, self.cols, axis=1)
+        start = np.take(self.fc.start_time, events).view(np.int64)
+        for c, converted in self.converted:
+            start[:, c] = np.rint(converted[lo:hi] * self.factor)
+        return start
+
+    def __call__(self, lo: int, hi: int) -> Slices:
+        from delegate_lens.exporters import Slices, track_order
+
+        r = len(self.rows)
+        start = self.starts(lo, hi)
+        k = start.shape[0]
+        if r:
+            samples = self.table.samples
+            samples = samples[:, lo:hi] if self.every_row else samples[self.cols, lo:hi]
+            length = np.rint(samples * self.factor).astype(np.int64)
+            end = np.add(start, length.T, order="C")
+        else:
+            end = np.zeros((k, r), dtype=np.int64)
+        clipped = np.zeros((k, r), dtype=bool)
+        if self.inner.size:  # the calls are never clipped: every inner slice at once
+            inner, outer = self.inner, self.outer
+            s0, e0 = start[:, inner], end[:, inner]
+            s = np.clip(s0, start[:, outer], end[:, outer])
+            e = np.clip(e0, s, end[:, outer])
+            clipped[:, inner] = (s != s0) | (e != e0)
+            start[:, inner] = s
+            end[:, inner] = e
+        order = track_order(start, end, self.levels)
+        return Slices(rows=self.rows, start=start, end=end, clipped=clipped, order=order)
