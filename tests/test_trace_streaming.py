@@ -5,7 +5,9 @@ reused; statistics the timelines do not show are never computed."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import itertools
 import os
 import threading
 from pathlib import Path
@@ -85,7 +87,7 @@ def _made(
     for block, trace in zip(inspector.tables, trace_input(inspector).blocks, strict=True):
         source = trace.slices
         bounds = sorted({0, source.n_runs, *(c for c in cuts if 0 < c < source.n_runs)})
-        for lo, hi in zip(bounds, bounds[1:], strict=False):
+        for lo, hi in itertools.pairwise(bounds):
             sl = source.runs(lo, hi)
             assert sl.start.shape == (hi - lo, len(source.rows))
             for at in range(hi - lo):
@@ -221,10 +223,8 @@ def test_pieces_written_in_part_are_finished(monkeypatch: pytest.MonkeyPatch) ->
             assert got.read() == b"".join(bytes(p) for p in pieces)
     finally:
         for fd in (read, write):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
     assert max(calls) <= 3 and len(calls) >= 38 // 7
 
 
