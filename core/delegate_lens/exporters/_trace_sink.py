@@ -73,11 +73,13 @@ class Sink:
     text stream (no newline translation on this OS), else decoded into the text stream.
 
     Work is handed in as jobs, each making a batch of pieces. For a binary file,
-    :data:`_MAKERS` threads run the jobs (the C lines run without the GIL, on every core)
-    while the caller prepares the next ones (numpy), and one more thread writes the
-    batches in the order the jobs came (with ``writev`` when the file has a descriptor),
-    then frees their buffers. At most :data:`_AHEAD` batches wait. :meth:`close` waits for
-    the last and raises the first error of any job or write."""
+    :data:`_MAKERS` threads run the jobs (numpy, and C lines that run without the GIL: on
+    every core), and one more thread writes the batches in the order the jobs came (with
+    ``writev`` when the file has a descriptor), then frees their buffers. At most
+    :data:`_AHEAD` batches wait to be written: the caller waits when it is that far ahead.
+    Otherwise (a string stream, another encoding) each job runs and is written as it is
+    handed in. :meth:`close` waits for the last and raises the first error of any job or
+    write."""
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
