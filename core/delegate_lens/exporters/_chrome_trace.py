@@ -31,6 +31,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -357,25 +358,18 @@ def _write_events(
     write.submit(lambda _buffers: [b"\n]}\n"])
 
 
+@attrs.define(eq=False)
 class _ChunkText:
     """The text of a chunk of runs, in run order: each run's track, slice lines and memory
     counters. Runs in the writer's threads, a chunk each: the slices (numpy), the lines
     (C, without the GIL)."""
 
-    def __init__(
-        self,
-        trace: TraceInput,
-        blocks: list[_ChromeBlock],
-        where: dict[int, tuple[int, int]],
-        origin: int,
-        us: _Microseconds,
-    ) -> None:
-        self.trace = trace
-        self.blocks = blocks
-        self.where = where
-        self.origin = origin
-        self.us = us
-        self.labels: dict[str, bytes] = {}
+    trace: TraceInput
+    blocks: list[_ChromeBlock]
+    where: dict[int, tuple[int, int]]  # run -> (block, position in block)
+    origin: int
+    us: _Microseconds
+    labels: dict[str, bytes] = attrs.field(factory=dict)  # track names past "run N"
 
     def __call__(self, chunk: list[int], buffers: Buffers) -> list[bytes | memoryview]:
         where, blocks, memory = self.where, self.blocks, self.trace.memory
