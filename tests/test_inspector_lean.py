@@ -12,7 +12,7 @@ import pytest
 from conftest import VECTORS
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_inspector_properties import _model, _to_etdump, etdumps
+from test_inspector_properties import _model, _to_etdump, etdumps, events_of
 
 from delegate_lens.etdump import (
     AllocationEvent,
@@ -33,33 +33,12 @@ pytestmark = pytest.mark.usefixtures("builtin_plugins_only")
 SMALL_VECTORS = [p for p in sorted(VECTORS.glob("*/etdump.etdp")) if "big" not in p.parent.name]
 
 
-def _events(inspector: Inspector) -> list[Any]:
-    return [
-        (
-            block.name,
-            block.bundled_input_index,
-            len(block.run_indices),
-            [
-                (
-                    e.name,
-                    e.instruction_id,
-                    e.delegate_debug_identifier,
-                    e.perf_data.raw if e.perf_data else None,
-                    e.debug_data,
-                )
-                for e in block.events
-            ],
-        )
-        for block in inspector.event_blocks
-    ]
-
-
 @settings(max_examples=80, deadline=None)
 @given(etdumps(), st.sampled_from([1, 2, 7]))
 def test_grouping_in_small_chunks_matches_the_spec_model(runs: Any, chunk: int) -> None:
     """Every run in a chunk of its own (or a few together), samples one row at a time."""
     with mock.patch.object(build, "_CHUNK", chunk), mock.patch.object(tables, "_CHUNK", 1):
-        got = _events(Inspector(etdump_data=_to_etdump(runs)))
+        got = events_of(Inspector(etdump_data=_to_etdump(runs)))
     assert got == _model(runs)
 
 

@@ -148,6 +148,28 @@ def _model(runs: list[tuple[str, int, list[tuple[Any, ...]], list[tuple[int, int
     return out
 
 
+def events_of(inspector: Inspector) -> list[Any]:
+    """The Inspector's event blocks in the form of :func:`_model`."""
+    return [
+        (
+            block.name,
+            block.bundled_input_index,
+            len(block.run_indices),
+            [
+                (
+                    e.name,
+                    e.instruction_id,
+                    e.delegate_debug_identifier,
+                    e.perf_data.raw if e.perf_data else None,
+                    e.debug_data,
+                )
+                for e in block.events
+            ],
+        )
+        for block in inspector.event_blocks
+    ]
+
+
 @settings(max_examples=150, deadline=None)
 @given(etdumps())
 def test_grouping_matches_the_spec_model(runs: Any) -> None:
@@ -254,23 +276,5 @@ def test_grouping_by_sorting_matches_the_model_too(runs: Any) -> None:
     from delegate_lens.inspector import _build as build
 
     with mock.patch.object(build, "_TABLE_LIMIT", 0):
-        inspector = Inspector(etdump_data=_to_etdump(runs))
-        got = [
-            (
-                block.name,
-                block.bundled_input_index,
-                len(block.run_indices),
-                [
-                    (
-                        e.name,
-                        e.instruction_id,
-                        e.delegate_debug_identifier,
-                        e.perf_data.raw if e.perf_data else None,
-                        e.debug_data,
-                    )
-                    for e in block.events
-                ],
-            )
-            for block in inspector.event_blocks
-        ]
+        got = events_of(Inspector(etdump_data=_to_etdump(runs)))
     assert got == _model(runs)

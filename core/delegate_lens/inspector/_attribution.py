@@ -38,8 +38,8 @@ block's runs; ``total_time`` the sum over them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -390,6 +390,65 @@ class _Shared(Protocol):
     def runs(self) -> int: ...
     @property
     def denominator(self) -> str: ...
+
+
+class _Summary(_Shared, Protocol):
+    """A row of a summary by op type or by module."""
+
+    @property
+    def count(self) -> int: ...
+    @property
+    def time_per_run(self) -> float: ...
+    @property
+    def total_time(self) -> float: ...
+    @property
+    def share(self) -> float: ...
+    @property
+    def p50(self) -> float: ...
+
+
+_S = TypeVar("_S", bound=_Summary)
+
+
+def write_summary_table(
+    rows: Sequence[_S],
+    lead: Sequence[tuple[str, Callable[[_S], str], bool]],
+    unit: str,
+    file: IO[str],
+) -> None:
+    """A summary's rows as an aligned text table: the block, the ``lead`` columns
+    (header, cell of a row, whether it is a number), then count, time per run, total,
+    share and p50 per run (numbers right-aligned); then a line per block naming its runs
+    and what the shares divide by (:func:`denominator_lines`)."""
+    from delegate_lens._texttable import align_columns
+
+    header = [
+        "event_block_name",
+        *(name for name, _cell, _number in lead),
+        "count/run",
+        f"time/run ({unit})",
+        f"total ({unit})",
+        "share",
+        f"p50/run ({unit})",
+    ]
+    body = [
+        [
+            r.block,
+            *(cell(r) for _name, cell, _number in lead),
+            str(r.count),
+            f"{r.time_per_run:.6g}",
+            f"{r.total_time:.6g}",
+            f"{r.share:.1%}",
+            f"{r.p50:.6g}",
+        ]
+        for r in rows
+    ]
+    numbers = [1 + i for i, (_name, _cell, number) in enumerate(lead) if number]
+    numbers += range(len(header) - 5, len(header))
+    for text in align_columns([header, *body], right=numbers, rule=True):
+        file.write(text + "\n")
+    for line in denominator_lines(rows):
+        file.write(line + "\n")
 
 
 def denominator_lines(rows: Iterable[_Shared]) -> list[str]:

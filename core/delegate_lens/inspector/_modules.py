@@ -17,7 +17,8 @@ of layer, attention against MLP.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import IO, TYPE_CHECKING
 
 import attrs
@@ -25,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import UsageError
-from delegate_lens.inspector._attribution import denominator_lines
+from delegate_lens.inspector._attribution import write_summary_table
 
 if TYPE_CHECKING:
     from delegate_lens.inspector._attribution import BlockAttribution
@@ -206,35 +207,9 @@ def module_rows(
 def write_module_table(rows: Sequence[ModuleSummary], unit: str, file: IO[str]) -> None:
     """The rows as an aligned text table, then a line per block naming its runs and what
     the shares divide by."""
-    from delegate_lens._texttable import align_columns
-
-    header = [
-        "event_block_name",
-        "module",
-        "type",
-        "depth",
-        "count/run",
-        f"time/run ({unit})",
-        f"total ({unit})",
-        "share",
-        f"p50/run ({unit})",
+    lead: list[tuple[str, Callable[[ModuleSummary], str], bool]] = [
+        ("module", attrgetter("module"), False),
+        ("type", attrgetter("module_type"), False),
+        ("depth", lambda r: str(r.depth), True),
     ]
-    body = [
-        [
-            r.block,
-            r.module,
-            r.module_type,
-            str(r.depth),
-            str(r.count),
-            f"{r.time_per_run:.6g}",
-            f"{r.total_time:.6g}",
-            f"{r.share:.1%}",
-            f"{r.p50:.6g}",
-        ]
-        for r in rows
-    ]
-    write = file.write
-    for text in align_columns([header, *body], right=range(3, 9), rule=True):
-        write(text + "\n")
-    for line in denominator_lines(rows):
-        write(line + "\n")
+    write_summary_table(rows, lead, unit, file)

@@ -11,11 +11,16 @@ event explains is shown as ``... (unattributed)``. The shares of a block sum to 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import IO, TYPE_CHECKING
 
 import attrs
 
-from delegate_lens.inspector._attribution import BlockAttribution, attribute, denominator_lines
+from delegate_lens.inspector._attribution import (
+    BlockAttribution,
+    attribute,
+    write_summary_table,
+)
 
 if TYPE_CHECKING:
     from delegate_lens.inspector._tables import BlockTable
@@ -85,32 +90,5 @@ def op_type_summary(tables: Sequence[BlockTable]) -> list[OpTypeSummary]:
 def write_op_type_table(rows: Sequence[OpTypeSummary], unit: str, file: IO[str]) -> None:
     """The summary as an aligned text table; a line per block names its runs and what the
     shares divide by."""
-    from delegate_lens._texttable import align_columns
-
-    header = [
-        "event_block_name",
-        "op_type",
-        "kind",
-        "count/run",
-        f"time/run ({unit})",
-        f"total ({unit})",
-        "share",
-        f"p50/run ({unit})",
-    ]
-    body = [
-        [
-            r.block,
-            r.op_type,
-            r.kind,
-            str(r.count),
-            f"{r.time_per_run:.6g}",
-            f"{r.total_time:.6g}",
-            f"{r.share:.1%}",
-            f"{r.p50:.6g}",
-        ]
-        for r in rows
-    ]
-    for text in align_columns([header, *body], right=range(3, 8), rule=True):
-        file.write(text + "\n")
-    for line in denominator_lines(rows):
-        file.write(line + "\n")
+    lead = [("op_type", attrgetter("op_type"), False), ("kind", attrgetter("kind"), False)]
+    write_summary_table(rows, lead, unit, file)
