@@ -24,6 +24,71 @@ from libc.string cimport memcpy
 
 cdef const char* _TS = b', "ts": '
 cdef const char* _DUR = b', "dur": '
+cdef const char* _CLIPPED = b', "clipped": true'
+
+
+cdef struct _Texts:
+    # the text around a slice's numbers, by column (``heads``, ``mids``), and the
+    # fraction texts of the microseconds, pointing into bytes the caller holds
+    Py_ssize_t ncols
+    Py_ssize_t nfrac
+    char** head_p
+    Py_ssize_t* head_n
+    char** mid_p
+    Py_ssize_t* mid_n
+    char** frac_p
+    Py_ssize_t* frac_n
+    int64_t divisor
+    int64_t multiplier
+
+
+cdef int _texts_open(_Texts* t, list heads, list mids, list fractions, int64_t divisor,
+                     int64_t multiplier) except -1:
+    """Point ``t`` at the bytes of ``heads``, ``mids`` and ``fractions`` (they must outlive
+    it); :func:`_texts_close` frees what this allocates, even when it raised."""
+    cdef Py_ssize_t c
+    cdef bytes piece
+    t.head_p = NULL
+    t.head_n = NULL
+    t.mid_p = NULL
+    t.mid_n = NULL
+    t.frac_p = NULL
+    t.frac_n = NULL
+    t.ncols = len(heads)
+    t.nfrac = len(fractions)
+    t.divisor = divisor
+    t.multiplier = multiplier
+    t.head_p = <char**>malloc((t.ncols + 1) * sizeof(char*))
+    t.head_n = <Py_ssize_t*>malloc((t.ncols + 1) * sizeof(Py_ssize_t))
+    t.mid_p = <char**>malloc((t.ncols + 1) * sizeof(char*))
+    t.mid_n = <Py_ssize_t*>malloc((t.ncols + 1) * sizeof(Py_ssize_t))
+    t.frac_p = <char**>malloc((t.nfrac + 1) * sizeof(char*))
+    t.frac_n = <Py_ssize_t*>malloc((t.nfrac + 1) * sizeof(Py_ssize_t))
+    if not (t.head_p and t.head_n and t.mid_p and t.mid_n and t.frac_p and t.frac_n):
+        raise MemoryError()
+    for c in range(t.ncols):
+        piece = heads[c]
+        t.head_p[c] = PyBytes_AS_STRING(piece)
+        t.head_n[c] = PyBytes_GET_SIZE(piece)
+        piece = mids[c]
+        t.mid_p[c] = PyBytes_AS_STRING(piece)
+        t.mid_n[c] = PyBytes_GET_SIZE(piece)
+    for c in range(t.nfrac):
+        piece = fractions[c]
+        t.frac_p[c] = PyBytes_AS_STRING(piece)
+        t.frac_n[c] = PyBytes_GET_SIZE(piece)
+    return 0
+
+
+cdef void _texts_close(_Texts* t) noexcept:
+    free(t.head_p)
+    free(t.head_n)
+    free(t.mid_p)
+    free(t.mid_n)
+    free(t.frac_p)
+    free(t.frac_n)
+    t.head_p = t.mid_p = t.frac_p = NULL
+    t.head_n = t.mid_n = t.frac_n = NULL
 
 
 cdef inline Py_ssize_t _digits(char* out, int64_t value) noexcept nogil:
@@ -42,80 +107,53 @@ cdef inline Py_ssize_t _digits(char* out, int64_t value) noexcept nogil:
     return n
 
 
-cdef inline Py_ssize_t _number(char* buf, Py_ssize_t at, int64_t t, int64_t divisor,
-                               int64_t multiplier, char** frac_p,
-                               Py_ssize_t* frac_n) noexcept nogil:
+cdef inline Py_ssize_t _number(char* buf, Py_ssize_t at, int64_t t,
+                               const _Texts* x) noexcept nogil:
     """The microseconds of ``t`` ticks at ``buf + at``; the new end."""
-    if divisor > 1:
-        at += _digits(buf + at, t // divisor)
-        memcpy(buf + at, frac_p[t % divisor], frac_n[t % divisor])
-        return at + frac_n[t % divisor]
-    at += _digits(buf + at, t * multiplier)
+    if x.divisor > 1:
+        at += _digits(buf + at, t // x.divisor)
+        memcpy(buf + at, x.frac_p[t % x.divisor], x.frac_n[t % x.divisor])
+        return at + x.frac_n[t % x.divisor]
+    at += _digits(buf + at, t * x.multiplier)
     buf[at] = 46  # '.0'
     buf[at + 1] = 48
     return at + 2
 
 
-cdef inline Py_ssize_t _head(char* buf, Py_ssize_t at, Py_ssize_t i, Py_ssize_t j,
-                             const char* run_text, Py_ssize_t run_n,
-                             const int64_t[:, ::1] starts, const int64_t[:, ::1] durs,
-                             Py_ssize_t c, char** head_p, Py_ssize_t* head_n, char** mid_p,
-                             Py_ssize_t* mid_n, char** frac_p, Py_ssize_t* frac_n,
-                             int64_t divisor, int64_t multiplier) noexcept nogil:
-    """A slice's line up to its run number in the args (what precedes the extra args)."""
-    memcpy(buf + at, head_p[c], head_n[c])
-    at += head_n[c]
+cdef inline Py_ssize_t _line(char* buf, Py_ssize_t at, const _Texts* x, Py_ssize_t c,
+                             const char* run_text, Py_ssize_t run_n, int64_t ts,
+                             int64_t dur) noexcept nogil:
+    """A slice's line (column ``c``) up to its run number in the args: what precedes the
+    extra args; the new end."""
+    memcpy(buf + at, x.head_p[c], x.head_n[c])
+    at += x.head_n[c]
     memcpy(buf + at, run_text, run_n)
     at += run_n
     memcpy(buf + at, _TS, 8)
     at += 8
-    at = _number(buf, at, starts[i, j], divisor, multiplier, frac_p, frac_n)
+    at = _number(buf, at, ts, x)
     memcpy(buf + at, _DUR, 9)
     at += 9
-    at = _number(buf, at, durs[i, j], divisor, multiplier, frac_p, frac_n)
-    memcpy(buf + at, mid_p[c], mid_n[c])
-    at += mid_n[c]
+    at = _number(buf, at, dur, x)
+    memcpy(buf + at, x.mid_p[c], x.mid_n[c])
+    at += x.mid_n[c]
     memcpy(buf + at, run_text, run_n)
     return at + run_n
 
 
-cdef Py_ssize_t _run_plain(char* buf, Py_ssize_t at, Py_ssize_t i, Py_ssize_t r, int64_t run,
-                           const int64_t[:, ::1] starts, const int64_t[:, ::1] durs,
-                           const Py_ssize_t[:, ::1] cols, char** head_p, Py_ssize_t* head_n,
-                           char** mid_p, Py_ssize_t* mid_n, char** frac_p,
-                           Py_ssize_t* frac_n, int64_t divisor,
-                           int64_t multiplier) noexcept nogil:
-    """The lines of run ``i`` (no extra args); the new end."""
-    cdef char run_text[24]
-    cdef Py_ssize_t run_n = _digits(run_text, run), j
-    for j in range(r):
-        at = _head(buf, at, i, j, run_text, run_n, starts, durs, cols[i, j], head_p, head_n,
-                   mid_p, mid_n, frac_p, frac_n, divisor, multiplier)
-        buf[at] = 125  # '}}'
-        buf[at + 1] = 125
-        at += 2
-    return at
+cdef inline Py_ssize_t _close_line(char* buf, Py_ssize_t at) noexcept nogil:
+    buf[at] = 125  # '}}'
+    buf[at + 1] = 125
+    return at + 2
 
 
-cdef Py_ssize_t _run(char* buf, Py_ssize_t at, Py_ssize_t i, Py_ssize_t r, int64_t run,
-                     const int64_t[:, ::1] starts, const int64_t[:, ::1] durs,
-                     const Py_ssize_t[:, ::1] cols, char** head_p, Py_ssize_t* head_n,
-                     char** mid_p, Py_ssize_t* mid_n, char** frac_p, Py_ssize_t* frac_n,
-                     int64_t divisor, int64_t multiplier, list extras) except -1:
-    """The lines of run ``i`` with their extra args; the new end."""
-    cdef char run_text[24]
-    cdef Py_ssize_t run_n = _digits(run_text, run), j
-    cdef bytes piece
-    for j in range(r):
-        at = _head(buf, at, i, j, run_text, run_n, starts, durs, cols[i, j], head_p, head_n,
-                   mid_p, mid_n, frac_p, frac_n, divisor, multiplier)
-        piece = extras[i * r + j]
-        memcpy(buf + at, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
-        at += PyBytes_GET_SIZE(piece)
-        buf[at] = 125  # '}}'
-        buf[at + 1] = 125
-        at += 2
-    return at
+cdef list _ends(const Py_ssize_t* ends_c, Py_ssize_t k):
+    """Where each of ``k`` runs' lines end, as a list."""
+    cdef Py_ssize_t i
+    cdef list out = []
+    for i in range(k):
+        out.append(ends_c[i])
+    return out
 
 
 def run_lines(
@@ -138,51 +176,26 @@ def run_lines(
     ``into`` when it is large enough (it is never resized: views of it may be alive), else
     into a new bytearray; the bytes after the last offset are left as they were."""
     cdef Py_ssize_t k = starts.shape[0], r = starts.shape[1]
-    cdef Py_ssize_t ncols = len(heads), nfrac = len(fractions)
-    cdef Py_ssize_t i, j, c, n, size = 0, at = 0
+    cdef Py_ssize_t i, j, c, size = 0, at = 0, run_n
     cdef Py_ssize_t* ends_c = NULL
     cdef int64_t* run_c = NULL
-    cdef char** head_p = NULL
-    cdef Py_ssize_t* head_n = NULL
-    cdef char** mid_p = NULL
-    cdef Py_ssize_t* mid_n = NULL
-    cdef char** frac_p = NULL
-    cdef Py_ssize_t* frac_n = NULL
+    cdef _Texts x
+    cdef char run_text[24]
     cdef bytes piece
     cdef char* buf
     cdef bytearray out
-    cdef list ends = []
     cdef bint has_extra = extras is not None
     for i in range(k):
         for j in range(r):
             if starts[i, j] < 0 or starts[i, j] >= limit or durs[i, j] < 0 or durs[i, j] >= limit:
                 return None
-    head_p = <char**>malloc(ncols * sizeof(char*))
-    head_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
-    mid_p = <char**>malloc(ncols * sizeof(char*))
-    mid_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
-    frac_p = <char**>malloc((nfrac + 1) * sizeof(char*))
-    frac_n = <Py_ssize_t*>malloc((nfrac + 1) * sizeof(Py_ssize_t))
-    if not (head_p and head_n and mid_p and mid_n and frac_p and frac_n):
-        free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
-        raise MemoryError()
     try:
-        for c in range(ncols):
-            piece = heads[c]
-            head_p[c] = PyBytes_AS_STRING(piece)
-            head_n[c] = PyBytes_GET_SIZE(piece)
-            piece = mids[c]
-            mid_p[c] = PyBytes_AS_STRING(piece)
-            mid_n[c] = PyBytes_GET_SIZE(piece)
-        for c in range(nfrac):
-            piece = fractions[c]
-            frac_p[c] = PyBytes_AS_STRING(piece)
-            frac_n[c] = PyBytes_GET_SIZE(piece)
+        _texts_open(&x, heads, mids, fractions, divisor, multiplier)
         # room: every static piece, and 24 bytes for each number and run
         for i in range(k):
             for j in range(r):
                 c = cols[i, j]
-                size += head_n[c] + mid_n[c] + 2 + 8 + 9 + 4 * 24 + 8
+                size += x.head_n[c] + x.mid_n[c] + 2 + 8 + 9 + 4 * 24 + 8
                 if has_extra:
                     size += len(<bytes>extras[i * r + j])
         out = into if into is not None and len(into) >= size else bytearray(size)
@@ -191,25 +204,118 @@ def run_lines(
         run_c = <int64_t*>malloc((k + 1) * sizeof(int64_t))
         if ends_c == NULL or run_c == NULL:
             raise MemoryError()
+        for i in range(k):
+            run_c[i] = runs[i]
         if has_extra:  # Python objects to read: with the GIL
             for i in range(k):
-                at = _run(buf, at, i, r, <int64_t>runs[i], starts, durs, cols, head_p, head_n,
-                          mid_p, mid_n, frac_p, frac_n, divisor, multiplier, extras)
+                run_n = _digits(run_text, run_c[i])
+                for j in range(r):
+                    at = _line(buf, at, &x, cols[i, j], run_text, run_n, starts[i, j],
+                               durs[i, j])
+                    piece = extras[i * r + j]
+                    memcpy(buf + at, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece))
+                    at = _close_line(buf, at + PyBytes_GET_SIZE(piece))
                 ends_c[i] = at
-        else:  # the writer thread runs meanwhile
-            for i in range(k):
-                run_c[i] = runs[i]
+        else:  # the writer's other threads run meanwhile
             with nogil:
                 for i in range(k):
-                    at = _run_plain(buf, at, i, r, run_c[i], starts, durs, cols, head_p,
-                                    head_n, mid_p, mid_n, frac_p, frac_n, divisor, multiplier)
+                    run_n = _digits(run_text, run_c[i])
+                    for j in range(r):
+                        at = _line(buf, at, &x, cols[i, j], run_text, run_n, starts[i, j],
+                                   durs[i, j])
+                        at = _close_line(buf, at)
                     ends_c[i] = at
-        for i in range(k):
-            ends.append(ends_c[i])
+        return out, _ends(ends_c, k)
     finally:
-        free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
-        free(ends_c); free(run_c)
-    return out, ends
+        _texts_close(&x)
+        free(ends_c)
+        free(run_c)
+
+
+def block_lines(
+    list heads,
+    list mids,
+    const int64_t[:, ::1] start,
+    const int64_t[:, ::1] end,
+    const uint8_t[:, ::1] clipped,
+    const Py_ssize_t[:, ::1] order,
+    const Py_ssize_t[::1] positions,
+    list runs,
+    int64_t origin,
+    int64_t divisor,
+    int64_t multiplier,
+    list fractions,
+    int64_t limit,
+    bytearray into=None,
+):
+    """:func:`run_lines` from a block's slices as they are (``Slices``: ``start``, ``end``,
+    ``clipped``, each run's track ``order``) for the runs at ``positions``: each run's
+    slices taken in track order and nested (the stack walk of :func:`nest_runs`) as they
+    are written, a clipped slice's args ending ``"clipped": true``. None when a value is
+    out of the exact range (the caller then nests with numpy and prints in Python)."""
+    cdef Py_ssize_t k = positions.shape[0], r = start.shape[1]
+    cdef Py_ssize_t i, j, c, p, n, at = 0, size = 0, run_n
+    cdef int64_t s, e
+    cdef bint cut
+    cdef char run_text[24]
+    cdef _Texts x
+    cdef int64_t* stack = NULL
+    cdef int64_t* run_c = NULL
+    cdef Py_ssize_t* ends_c = NULL
+    cdef bint bad = False
+    cdef bytearray out
+    cdef char* buf
+    try:
+        _texts_open(&x, heads, mids, fractions, divisor, multiplier)
+        stack = <int64_t*>malloc((r + 1) * sizeof(int64_t))
+        run_c = <int64_t*>malloc((k + 1) * sizeof(int64_t))
+        ends_c = <Py_ssize_t*>malloc((k + 1) * sizeof(Py_ssize_t))
+        if not (stack and run_c and ends_c):
+            raise MemoryError()
+        for c in range(x.ncols):
+            size += x.head_n[c] + x.mid_n[c]
+        for i in range(k):
+            run_c[i] = runs[i]
+        # room: each run's static text (every column once), 24 bytes per number and run
+        size = k * (size + r * (2 + 8 + 9 + 4 * 24 + 17 + 8))
+        out = into if into is not None and len(into) >= size else bytearray(size)
+        buf = PyByteArray_AS_STRING(out)
+        with nogil:
+            for i in range(k):
+                p = positions[i]
+                run_n = _digits(run_text, run_c[i])
+                n = 0
+                for j in range(r):
+                    c = order[p, j]
+                    s = start[p, c]
+                    e = end[p, c]
+                    while n > 0 and stack[n - 1] <= s and not (stack[n - 1] == s and s == e):
+                        n -= 1
+                    cut = clipped[p, c] != 0
+                    if n > 0 and e > stack[n - 1]:
+                        e = stack[n - 1]
+                        cut = True
+                    stack[n] = e
+                    n += 1
+                    if s - origin < 0 or s - origin >= limit or e - s < 0 or e - s >= limit:
+                        bad = True
+                        break
+                    at = _line(buf, at, &x, c, run_text, run_n, s - origin, e - s)
+                    if cut:
+                        memcpy(buf + at, _CLIPPED, 17)
+                        at += 17
+                    at = _close_line(buf, at)
+                if bad:
+                    break
+                ends_c[i] = at
+        if bad:
+            return None
+        return out, _ends(ends_c, k)
+    finally:
+        _texts_close(&x)
+        free(stack)
+        free(run_c)
+        free(ends_c)
 
 
 def nest_runs(const int64_t[:, ::1] start, const int64_t[:, ::1] end):
@@ -242,133 +348,6 @@ def nest_runs(const int64_t[:, ::1] start, const int64_t[:, ::1] end):
                 o[i, j] = e
     free(stack)
     return out, cut.view(np.bool_), depth
-
-
-cdef const char* _CLIPPED = b', "clipped": true'
-
-
-def block_lines(
-    list heads,
-    list mids,
-    const int64_t[:, ::1] start,
-    const int64_t[:, ::1] end,
-    const uint8_t[:, ::1] clipped,
-    const Py_ssize_t[:, ::1] order,
-    const Py_ssize_t[::1] positions,
-    list runs,
-    int64_t origin,
-    int64_t divisor,
-    int64_t multiplier,
-    list fractions,
-    int64_t limit,
-    bytearray into=None,
-):
-    """:func:`run_lines` from a block's slices as they are (``Slices``: ``start``, ``end``,
-    ``clipped``, each run's track ``order``) for the runs at ``positions``: each run's
-    slices taken in track order and nested (the stack walk of :func:`nest_runs`) as they
-    are written, a clipped slice's args ending ``"clipped": true``. None when a value is
-    out of the exact range (the caller then nests with numpy and prints in Python)."""
-    cdef Py_ssize_t k = positions.shape[0], r = start.shape[1], ncols = len(heads)
-    cdef Py_ssize_t nfrac = len(fractions), i, j, c, p, n, at = 0, size = 0, run_n
-    cdef int64_t s, e
-    cdef bint cut
-    cdef char run_text[24]
-    cdef char** head_p = NULL
-    cdef Py_ssize_t* head_n = NULL
-    cdef char** mid_p = NULL
-    cdef Py_ssize_t* mid_n = NULL
-    cdef char** frac_p = NULL
-    cdef Py_ssize_t* frac_n = NULL
-    cdef int64_t* stack = NULL
-    cdef int64_t* run_c = NULL
-    cdef Py_ssize_t* ends_c = NULL
-    cdef bint bad = False
-    cdef bytes piece
-    cdef bytearray out
-    cdef char* buf
-    cdef list ends = []
-    head_p = <char**>malloc(ncols * sizeof(char*))
-    head_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
-    mid_p = <char**>malloc(ncols * sizeof(char*))
-    mid_n = <Py_ssize_t*>malloc(ncols * sizeof(Py_ssize_t))
-    frac_p = <char**>malloc((nfrac + 1) * sizeof(char*))
-    frac_n = <Py_ssize_t*>malloc((nfrac + 1) * sizeof(Py_ssize_t))
-    stack = <int64_t*>malloc((r + 1) * sizeof(int64_t))
-    run_c = <int64_t*>malloc((k + 1) * sizeof(int64_t))
-    ends_c = <Py_ssize_t*>malloc((k + 1) * sizeof(Py_ssize_t))
-    try:
-        if not (head_p and head_n and mid_p and mid_n and frac_p and frac_n and stack
-                and run_c and ends_c):
-            raise MemoryError()
-        for c in range(ncols):
-            piece = heads[c]
-            head_p[c] = PyBytes_AS_STRING(piece)
-            head_n[c] = PyBytes_GET_SIZE(piece)
-            piece = mids[c]
-            mid_p[c] = PyBytes_AS_STRING(piece)
-            mid_n[c] = PyBytes_GET_SIZE(piece)
-            size += head_n[c] + mid_n[c]
-        for c in range(nfrac):
-            piece = fractions[c]
-            frac_p[c] = PyBytes_AS_STRING(piece)
-            frac_n[c] = PyBytes_GET_SIZE(piece)
-        for i in range(k):
-            run_c[i] = runs[i]
-        # room: each run's static text (every column once), 24 bytes per number and run
-        size = k * (size + r * (2 + 8 + 9 + 4 * 24 + 17 + 8))
-        out = into if into is not None and len(into) >= size else bytearray(size)
-        buf = PyByteArray_AS_STRING(out)
-        with nogil:
-            for i in range(k):
-                p = positions[i]
-                run_n = _digits(run_text, run_c[i])
-                n = 0
-                for j in range(r):
-                    c = order[p, j]
-                    s = start[p, c]
-                    e = end[p, c]
-                    while n > 0 and stack[n - 1] <= s and not (stack[n - 1] == s and s == e):
-                        n -= 1
-                    cut = clipped[p, c] != 0
-                    if n > 0 and e > stack[n - 1]:
-                        e = stack[n - 1]
-                        cut = True
-                    stack[n] = e
-                    n += 1
-                    if s - origin < 0 or s - origin >= limit or e - s < 0 or e - s >= limit:
-                        bad = True
-                        break
-                    memcpy(buf + at, head_p[c], head_n[c])
-                    at += head_n[c]
-                    memcpy(buf + at, run_text, run_n)
-                    at += run_n
-                    memcpy(buf + at, _TS, 8)
-                    at += 8
-                    at = _number(buf, at, s - origin, divisor, multiplier, frac_p, frac_n)
-                    memcpy(buf + at, _DUR, 9)
-                    at += 9
-                    at = _number(buf, at, e - s, divisor, multiplier, frac_p, frac_n)
-                    memcpy(buf + at, mid_p[c], mid_n[c])
-                    at += mid_n[c]
-                    memcpy(buf + at, run_text, run_n)
-                    at += run_n
-                    if cut:
-                        memcpy(buf + at, _CLIPPED, 17)
-                        at += 17
-                    buf[at] = 125  # '}}'
-                    buf[at + 1] = 125
-                    at += 2
-                if bad:
-                    break
-                ends_c[i] = at
-        if bad:
-            return None
-        for i in range(k):
-            ends.append(ends_c[i])
-    finally:
-        free(head_p); free(head_n); free(mid_p); free(mid_n); free(frac_p); free(frac_n)
-        free(stack); free(run_c); free(ends_c)
-    return out, ends
 
 
 cdef inline bint _before(Py_ssize_t a, Py_ssize_t b, const int64_t* s, const int64_t* e,
