@@ -12,7 +12,10 @@ ETRecord for all.
 
 Commands, each a fresh process (the child's ``wait4`` rusage: wall, user CPU, peak
 ``ru_maxrss``), stdout to /dev/null, after one uncounted warm-up whose output goes to a
-file (its size gives the output bytes per event):
+file (its size gives the output bytes per event). With ``--to-file``, ``inspect``,
+``chrome-trace`` and ``perfetto`` write their output to a new file each run (removed, and
+the system's writeback waited for, between runs): the figures then include the kernel's
+cost of writing the bytes (on the 2-core VM of the notes, about 0.8 s per GB):
 
 * ``inspect``: ``delegate-lens inspect F --etrecord R`` (the table);
 * ``api``: ``python -c`` ``Inspector(etdump_path=F, etrecord=R).to_dataframe()``;
@@ -53,6 +56,7 @@ ETRECORD = BIG / "etrecord.bin"
 CACHE = Path(tempfile.gettempdir()) / "delegate-lens-bench-scaling"
 COMMANDS = ("inspect", "api", "inspector", "report", "chrome-trace", "perfetto", "collect")
 FULL_SIZES = (1, 2, 5, 10, 20)
+WRITERS = ("inspect", "chrome-trace", "perfetto")  # what --to-file sends to a file
 
 OURS_API = (
     "import sys\n"
@@ -192,10 +196,11 @@ def measure(
     events: int,
     repeat: int,
     reference_python: str | None = None,
+    to_file: bool = False,
 ) -> Figures:
     with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
         folder = Path(tmp)
-        needs_file = command in ("report", "collect")
+        needs_file = command in ("report", "collect") or (to_file and command in WRITERS)
         # warm-up: page cache, bytecode; its output goes to a file to be measured
         out = folder / "warmup.out"
         to_file = command not in ("api", "inspector", "reference-api")
@@ -207,6 +212,8 @@ def measure(
             samples.append(run_once(command_line(command, etdump, target, reference_python)))
             if target is not None:
                 _remove(target)
+                if to_file:
+                    os.sync()  # the next run does not wait for this one's writeback
     walls = [s.wall for s in samples]
     return Figures(
         command=command,
@@ -297,6 +304,11 @@ def main() -> int:
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--reference-python", help="a Python with executorch (side by side)")
     parser.add_argument("--reference-sizes", default="1,2")
+    parser.add_argument(
+        "--to-file",
+        action="store_true",
+        help="inspect, chrome-trace and perfetto write a new file each run (-o), not stdout",
+    )
     parser.add_argument("--build", type=int, help=argparse.SUPPRESS)  # the child that builds
     args = parser.parse_args()
     if args.build:
@@ -312,6 +324,8 @@ def main() -> int:
 
     print(f"machine: {describe_machine()}")
     print(f"runs: median of {args.repeat} per figure after a warm-up; whole processes")
+    where = "a new file each run (-o)" if args.to_file else "stdout, to /dev/null"
+    print(f"output of inspect, chrome-trace, perfetto: {where}")
     inputs = {times: build(times) for times in sizes}
     rows: list[Figures] = []
     for times in sizes:
@@ -319,7 +333,7 @@ def main() -> int:
         print(f"\n{times}x ({events:,} events), {load_average()}")
         print(HEADER, flush=True)
         for command in commands:
-            rows.append(measure(command, path, times, events, args.repeat))
+            rows.append(measure(command, path, times, events, args.repeat, to_file=args.to_file))
             print_table(rows[-1:], header=False)
             sys.stdout.flush()
     print(f"\nall sizes, {load_average()}:")
