@@ -173,21 +173,7 @@ def events_of(inspector: Inspector) -> list[Any]:
 @settings(max_examples=150, deadline=None)
 @given(etdumps())
 def test_grouping_matches_the_spec_model(runs: Any) -> None:
-    inspector = Inspector(etdump_data=_to_etdump(runs))
-    got = []
-    for block in inspector.event_blocks:
-        events = [
-            (
-                e.name,
-                e.instruction_id,
-                e.delegate_debug_identifier,
-                e.perf_data.raw if e.perf_data else None,
-                e.debug_data,
-            )
-            for e in block.events
-        ]
-        got.append((block.name, block.bundled_input_index, len(block.run_indices), events))
-    assert got == _model(runs)
+    assert events_of(Inspector(etdump_data=_to_etdump(runs))) == _model(runs)
 
 
 @given(
