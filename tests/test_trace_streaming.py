@@ -9,6 +9,7 @@ import contextlib
 import io
 import itertools
 import os
+import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,27 @@ def test_a_file_gets_what_a_string_stream_gets(tmp_path: Path) -> None:
     with path.open("w", encoding="utf-8") as stream:
         write_chrome_trace(trace_input(inspector), stream)
     assert path.read_text(encoding="utf-8") == text.getvalue()
+
+
+def test_a_buffer_taken_and_not_used_goes_back_to_the_pool() -> None:
+    """A batch whose C lines gave up (a value they cannot print) still frees the buffer
+    it took; one the lines made new joins the pool once written; one taken and used is
+    given back once."""
+    pool: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
+    old = bytearray(64)
+    pool.put(old)
+    buffers = sink.Buffers(pool)
+    assert buffers.take() is old  # taken, then not used
+    made = bytearray(b"abcdef")
+    assert [bytes(v) for v in buffers.views(made, [2, 6])] == [b"ab", b"cdef"]
+    buffers.give()
+    back = [pool.get_nowait(), pool.get_nowait()]
+    assert pool.empty() and {id(b) for b in back} == {id(old), id(made)}
+
+    pool.put(old)
+    buffers = sink.Buffers(pool)
+    taken = buffers.take()
+    assert taken is old
+    assert bytes(buffers.views(taken, [3])[0]) == bytes(3)
+    buffers.give()
+    assert pool.get_nowait() is old and pool.empty()  # held once, not twice

@@ -121,6 +121,14 @@ class _Microseconds:
         digits = len(str(self.divisor)) - 1
         fractions = [f".{f:0{digits}d}".rstrip("0") for f in range(self.divisor or 1)]
         self.fractions = _objects([(f if len(f) > 1 else ".0").encode() for f in fractions])
+        # what the compiled lines take to print a number: divisor (0: multiply instead),
+        # multiplier, the fraction texts, and the limit of the exact range
+        self.compiled_args = (
+            self.divisor if self.divisor > 1 else 0,
+            self.multiplier,
+            self.fractions.tolist(),
+            _EXACT // self.multiplier,
+        )
 
     def one(self, ticks: int) -> str:
         """Python's repr of the microseconds (what the slow path prints)."""
@@ -226,15 +234,13 @@ class _ChromeBlock:
                 where - first,
                 runs,
                 origin,
-                us.divisor if us.divisor > 1 else 0,
-                us.multiplier,
-                us.fractions.tolist(),
-                _EXACT // us.multiplier,
+                *us.compiled_args,
                 buffers.take(),
             )
             if made is not None:  # else a value the text cannot print: as below
                 return buffers.views(*made)
         nested = sl.nested(where - first)
+        extra = self.extras(nested, where)
         if _compiled.run_lines is not None and _compiled.compiled():
             made = _compiled.run_lines(
                 self.heads,
@@ -243,18 +249,14 @@ class _ChromeBlock:
                 np.ascontiguousarray(nested.end - nested.start),
                 np.ascontiguousarray(nested.cols, dtype=np.intp),
                 runs,
-                self.extras(nested, where),
-                us.divisor if us.divisor > 1 else 0,
-                us.multiplier,
-                us.fractions.tolist(),
-                _EXACT // us.multiplier,
+                extra,
+                *us.compiled_args,
                 buffers.take(),
             )
             if made is not None:  # else a value the text cannot print: as below
                 return buffers.views(*made)
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
-        extra = self.extras(nested, where)
         names = np.repeat(_objects([b"%d" % run for run in runs]), r).tolist()
         k = 6 if extra is None else 7  # values per slice
         values: list[Any] = [None] * (k * len(names))

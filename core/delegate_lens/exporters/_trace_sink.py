@@ -19,8 +19,9 @@ from typing import IO, cast
 
 class Buffers:
     """Text buffers of the compiled lines, reused: :meth:`take` one that is free (or None:
-    the lines make a new one), :meth:`views` of the lines made in it; a buffer is free
-    again when the writer, done with the batch, hands it back with :meth:`give`."""
+    the lines make a new one), :meth:`views` of the lines made in it. Every buffer taken
+    or made is held by the batch, used or not, and free again when the writer, done with
+    the batch, hands them back with :meth:`give`."""
 
     def __init__(self, pool: queue.SimpleQueue[bytearray]) -> None:
         self._pool = pool
@@ -28,13 +29,16 @@ class Buffers:
 
     def take(self) -> bytearray | None:
         try:
-            return self._pool.get_nowait()
+            lines = self._pool.get_nowait()
         except queue.Empty:
             return None
+        self.held.append(lines)
+        return lines
 
     def views(self, lines: bytearray, ends: list[int]) -> list[memoryview]:
         """Each run's lines in ``lines`` (``ends``: where each ends), held until written."""
-        self.held.append(lines)
+        if not any(lines is held for held in self.held):  # a new one
+            self.held.append(lines)
         view = memoryview(lines)
         return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
