@@ -19,13 +19,15 @@ from typing import IO, cast
 
 class Buffers:
     """Text buffers of the compiled lines, reused: :meth:`take` one that is free (or None:
-    the lines make a new one), :meth:`views` of the lines made in it. Every buffer taken
-    or made is held by the batch, used or not, and free again when the writer, done with
-    the batch, hands them back with :meth:`give`."""
+    the lines make a new one), :meth:`views` of the lines made in it. The buffers a batch
+    took or made are held by it and free again when the writer, done with the batch,
+    hands them back with :meth:`give`; one taken but too small (the lines made a new
+    one instead) is let go."""
 
     def __init__(self, pool: queue.SimpleQueue[bytearray]) -> None:
         self._pool = pool
         self.held: list[bytearray] = []  # the buffers of this batch
+        self._taken: bytearray | None = None  # the last one taken, not yet used
 
     def take(self) -> bytearray | None:
         try:
@@ -33,12 +35,16 @@ class Buffers:
         except queue.Empty:
             return None
         self.held.append(lines)
+        self._taken = lines
         return lines
 
     def views(self, lines: bytearray, ends: list[int]) -> list[memoryview]:
         """Each run's lines in ``lines`` (``ends``: where each ends), held until written."""
-        if not any(lines is held for held in self.held):  # a new one
+        if lines is not self._taken:  # made new: the one taken, if any, was too small
+            if self._taken is not None:
+                self.held.remove(self._taken)
             self.held.append(lines)
+        self._taken = None
         view = memoryview(lines)
         return [view[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
