@@ -11,7 +11,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-VECTORS = Path(os.environ.get("DELEGATE_LENS_VECTORS", "/work/shared/vectors"))
+from machine import VECTORS as _VECTORS
+
+VECTORS = (
+    Path(os.environ["DELEGATE_LENS_VECTORS"])
+    if os.environ.get("DELEGATE_LENS_VECTORS")
+    else _VECTORS
+)
+"""The reference vectors: the repository's (``tests/data/vectors``), or DELEGATE_LENS_VECTORS."""
 MLP = VECTORS / "mlp_xnnpack"
 CLI = [sys.executable, "-m", "delegate_lens"]
 

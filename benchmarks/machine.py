@@ -1,8 +1,9 @@
 """What the benchmarks share: one line describing the machine a benchmark ran on (every
-benchmark prints it), where the shared vectors are, and how to run the CLI."""
+benchmark prints it), where the reference vectors are, and how to run the CLI."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import shutil
@@ -10,8 +11,21 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-VECTORS = REPO.parent / "shared" / "vectors"
-"""The shared reference vectors, beside the repository."""
+
+
+def _unpacked_vectors() -> Path:
+    """``tests/data/vectors``, its compressed files unpacked once (``unpack.py`` there)."""
+    path = REPO / "tests" / "data" / "vectors" / "unpack.py"
+    spec = importlib.util.spec_from_file_location("_vectors_unpack", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder: Path = module.unpack()
+    return folder
+
+
+VECTORS = _unpacked_vectors()
+"""The reference vectors kept in the repository (``tests/data/vectors``)."""
 
 
 def delegate_lens_command() -> list[str]:

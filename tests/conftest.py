@@ -1,15 +1,53 @@
-"""Shared fixtures: where the reference vectors are; a fresh plugin manager, with or
+"""Shared fixtures: where the reference vectors are (unpacked at start); a fresh plugin manager, with or
 without the installed plugins."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-VECTORS = REPO.parent / "shared" / "vectors"
+DATA = REPO / "tests" / "data"
+
+
+def _unpacked_vectors() -> Path:
+    """The reference vectors (``tests/data/vectors``), the compressed ones unpacked once."""
+    spec = importlib.util.spec_from_file_location("_vectors_unpack", DATA / "vectors" / "unpack.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder: Path = module.unpack()
+    return folder
+
+
+VECTORS = _unpacked_vectors()
+"""The reference-made vectors, in the repository (see ``tests/data/vectors/README.md``)."""
+
+
+def _reference_python() -> str | None:
+    """A Python with the reference ExecuTorch importable, for the tests that compare with it
+    (run in a subprocess, so it never enters the test process): ``DELEGATE_LENS_REFERENCE_PYTHON``
+    when set, else this Python when ``executorch`` is installed in it (``install.sh --dev``
+    installs it), else None."""
+    named = os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON")
+    if named:
+        return named
+    return sys.executable if importlib.util.find_spec("executorch") is not None else None
+
+
+REFERENCE_PYTHON = _reference_python()
+NO_REFERENCE = "the reference executorch is not installed (scripts/install.sh --dev installs it)"
+"""The one-line reason a comparison with the reference skips."""
+_IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes", "on"}
+needs_reference = pytest.mark.skipif(REFERENCE_PYTHON is None and not _IN_CI, reason=NO_REFERENCE)
+"""Marks a test that runs the reference in a subprocess through ``REFERENCE_PYTHON``; it
+skips where the reference is missing, except in CI (``CI`` set), where it then fails."""
+
 VECTOR_NAMES = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
 """Vectors that have an ``etdump.json`` (the big one has only ``expected.json``)."""
 
@@ -17,7 +55,7 @@ VECTOR_NAMES = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
     if not VECTORS.is_dir():
-        pytest.fail(f"the shared vectors are missing: {VECTORS}")
+        pytest.fail(f"the reference vectors are missing: {VECTORS}")
     return VECTORS
 
 

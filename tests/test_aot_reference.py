@@ -1,17 +1,13 @@
 """Our ETRecords in the reference toolchain's schema shape, and (optionally) read by it.
 
-The cross-check runs only when ``DELEGATE_LENS_REFERENCE_PYTHON`` names a Python with
-ExecuTorch installed (a scratch venv outside the repo; never a dependency), e.g.::
-
-    python -m venv /tmp/etvenv --system-site-packages
-    /tmp/etvenv/bin/pip install --no-deps executorch==1.5.1
-    DELEGATE_LENS_REFERENCE_PYTHON=/tmp/etvenv/bin/python pytest tests/test_aot_reference.py
+The cross-check runs the reference ExecuTorch (installed by ``scripts/install.sh --dev``)
+in a subprocess, or the Python that ``DELEGATE_LENS_REFERENCE_PYTHON`` names; it skips, with
+the reason, only where neither has it (``conftest.REFERENCE_PYTHON``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -21,6 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from conftest import NO_REFERENCE, REFERENCE_PYTHON, VECTORS, needs_reference  # noqa: E402
 from test_aot_helpers import RecordingBackend, export_mlp, handles_partitioner, registered  # noqa: E402
 
 import delegate_lens as dl  # noqa: E402
@@ -28,7 +25,7 @@ from delegate_lens.etrecord._writer import reference_document  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-VECTOR = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "mlp_xnnpack" / "etrecord.bin"
+VECTOR = VECTORS / "mlp_xnnpack" / "etrecord.bin"
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +115,6 @@ def test_torch_still_reads_the_reference_shape(record_path: Path) -> None:
     assert record.exported_program is not None
 
 
-REFERENCE_PYTHON = os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON")
-
 _CHECK = """
 import json, sys
 from executorch.devtools.etrecord import parse_etrecord
@@ -139,9 +134,9 @@ print(json.dumps({
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+@needs_reference
 def test_reference_parse_etrecord_reads_ours(record_path: Path) -> None:
-    assert REFERENCE_PYTHON is not None
+    assert REFERENCE_PYTHON is not None, NO_REFERENCE
     proc = subprocess.run(
         [REFERENCE_PYTHON, "-c", _CHECK, str(record_path)],
         capture_output=True,
@@ -175,7 +170,7 @@ print(json.dumps(rows))
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+@needs_reference
 @pytest.mark.parametrize("identifiers", ["int", "str"])
 def test_reference_inspector_links_our_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, identifiers: str
@@ -185,7 +180,7 @@ def test_reference_inspector_links_our_files(
     from delegate_lens.backends_demo._demo import run_demo
     from delegate_lens.pluginmanager import reset_plugin_manager
 
-    assert REFERENCE_PYTHON is not None
+    assert REFERENCE_PYTHON is not None, NO_REFERENCE
     monkeypatch.setenv("DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD", "1")
     reset_plugin_manager()
     from delegate_lens.pluginmanager import get_plugin_manager

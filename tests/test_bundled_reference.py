@@ -1,28 +1,27 @@
 """Optional interop check: the reference ExecuTorch reads our .bpte files and the
 ``bundled_input_index`` of our ETDump runs.
 
-Runs only when ``DELEGATE_LENS_REFERENCE_PYTHON`` names a Python with ExecuTorch installed
-(a scratch venv outside the repo, never a dependency; see ``tests/test_aot_reference.py``).
+Runs the reference ExecuTorch (installed by ``scripts/install.sh --dev``) in a subprocess;
+skips, with the reason, only where it is not installed (``conftest.REFERENCE_PYTHON``).
 The reference-made file the other direction needs is stored: ``tests/data/bundled_program``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import NO_REFERENCE, REFERENCE_PYTHON, needs_reference
 from test_bundled_program import add_case, add_program
 
 from delegate_lens.bundled_program import BundledProgram, MethodTestCase, MethodTestSuite
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
-REFERENCE_PYTHON = os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON")
 
 _READ_BPTE = """
 import json, sys
@@ -56,7 +55,7 @@ print(json.dumps([[b.name, b.bundled_input_index] for b in inspector.event_block
 
 
 def _reference(script: str, *args: Path) -> Any:
-    assert REFERENCE_PYTHON is not None
+    assert REFERENCE_PYTHON is not None, NO_REFERENCE
     proc = subprocess.run(
         [REFERENCE_PYTHON, "-c", script, *map(str, args)],
         capture_output=True,
@@ -84,7 +83,7 @@ def _ours(value: Any) -> list[Any]:
     return [kind, value]
 
 
-@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+@needs_reference
 def test_reference_reads_our_bpte(tmp_path: Path) -> None:
     odd = MethodTestCase(
         [
@@ -116,7 +115,7 @@ def test_reference_reads_our_bpte(tmp_path: Path) -> None:
     assert seen["suites"] == expected
 
 
-@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+@needs_reference
 def test_reference_inspector_sees_bundled_input_index(tmp_path: Path) -> None:
     from delegate_lens.runtime import ETDumpGen, Program, load_bundled_input
 

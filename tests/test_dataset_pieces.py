@@ -15,12 +15,12 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
+from conftest import VECTORS  # noqa: E402
+
 from delegate_lens.dataset import DatasetStore, collect, query  # noqa: E402
 from delegate_lens.dataset import _batch as batch_module  # noqa: E402
 from delegate_lens.dataset._event_table import labelled_pieces, labelled_table  # noqa: E402
 from delegate_lens.inspector import Inspector  # noqa: E402
-
-VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "vectors"
 
 
 def _inspector(name: str) -> Inspector:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import REFERENCE_PYTHON, needs_reference
 
 from delegate_lens import Inspector
 from delegate_lens.errors import InspectorError
@@ -122,10 +122,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON"),
-    reason="DELEGATE_LENS_REFERENCE_PYTHON not set",
-)
+@needs_reference
 def test_reference_computes_the_same_gaps_on_our_files(tmp_path: Path) -> None:
     """The reference's calculate_numeric_gap on our demo files (fp16 div): each row it can
     compute has our gap for the same last handle. (It computes fewer rows: the demo's
@@ -135,7 +132,7 @@ def test_reference_computes_the_same_gaps_on_our_files(tmp_path: Path) -> None:
     paths = demo_run(tmp_path, "mlp", {"precision": b"fp16", "precision_kernels": b"div"})
     proc = subprocess.run(
         [
-            os.environ["DELEGATE_LENS_REFERENCE_PYTHON"],
+            REFERENCE_PYTHON,
             "-c",
             _REFERENCE_GAPS,
             str(paths["etdump"]),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pluggy
 import pytest
+from conftest import VECTORS
 
 from delegate_lens import hookimpl, hookspecs
 from delegate_lens.config import ConfigError
@@ -225,7 +226,7 @@ def test_p_options_after_the_command(fake: FakeDist) -> None:
     result = _cli(["-p", "no:cycle_clock", "plugins", "-p", "no:fake_clock"], env=fake.env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "blocked: cycle_clock, fake_clock"
-    vector = REPO.parent / "shared" / "vectors" / "mlp_xnnpack" / "etdump.etdp"
+    vector = VECTORS / "mlp_xnnpack" / "etdump.etdp"
     args = ["etdump", "summary", "-p", "no:fake_clock", "-p", "nonexistent_mod_x", str(vector)]
     result = _cli(args, env=fake.env())
     assert result.returncode == 2

@@ -1,26 +1,25 @@
 """Optional interop check: the reference ExecuTorch Inspector reads our ETDumps (with their
 debug buffers) and our ETRecords, and reports the same blocks, rows and samples as ours.
 
-Runs only when ``DELEGATE_LENS_REFERENCE_PYTHON`` names a Python with ExecuTorch installed
-(a scratch venv outside the repo, never a dependency; see ``tests/test_aot_reference.py``).
+Runs the reference ExecuTorch (installed by ``scripts/install.sh --dev``) in a subprocess;
+skips, with the reason, only where it is not installed (``conftest.REFERENCE_PYTHON``).
 Known, deliberate difference: the reference links the framework rows (``Method::init``,
 ``Program::load_method``, ``Method::execute``) to instruction 0's handles, ours to none
-(``shared/spec/inspector-semantics.md``), so handles are compared for the other rows only.
+(``docs/inspector.md``), so handles are compared for the other rows only.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import NO_REFERENCE, REFERENCE_PYTHON, needs_reference
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
-REFERENCE_PYTHON = os.environ.get("DELEGATE_LENS_REFERENCE_PYTHON")
 
 _ROWS = """
 import json, sys
@@ -66,7 +65,7 @@ def _rows(python: str, module: str, paths: dict[str, Path]) -> list[dict[str, An
     return rows
 
 
-@pytest.mark.skipif(not REFERENCE_PYTHON, reason="DELEGATE_LENS_REFERENCE_PYTHON not set")
+@needs_reference
 @pytest.mark.parametrize(("model", "identifiers"), [("mlp", "int"), ("convnet", "str")])
 def test_reference_inspector_reports_what_ours_does(
     tmp_path: Path, model: str, identifiers: str
@@ -75,7 +74,7 @@ def test_reference_inspector_reports_what_ours_does(
 
     from delegate_lens.backends_demo._demo import run_demo
 
-    assert REFERENCE_PYTHON is not None
+    assert REFERENCE_PYTHON is not None, NO_REFERENCE
     result = run_demo(
         model,
         runs=3,
