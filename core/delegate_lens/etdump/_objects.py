@@ -1,6 +1,6 @@
 """The ETDump object model: one attrs class per table of the format, two enums.
 
-Field names, slot order and defaults are the format's (``shared/spec/etdump-format.md``).
+Field names, slot order and defaults are the format's (``docs/etdump-format.md``).
 Scalars equal to their default are omitted by the writer and restored by the reader;
 ``None`` means "field absent" for strings, vectors and sub-tables (an empty vector is
 ``b""`` / ``[]`` and is written as a present, empty vector).

@@ -3,7 +3,7 @@
 The managers come from the lowering flow (:mod:`delegate_lens.aot`), which sits above this
 package: they are used by their attributes, never imported.
 
-Entries, as the reference writes them (see ``shared/spec/etrecord-format.md``):
+Entries, as the reference writes them (see ``docs/etrecord.md``):
 
 * ``ETRECORD_V0`` — empty marker;
 * ``edge_dialect_exported_program/<method>`` (+ ``_state_dict``, ``_constants``,

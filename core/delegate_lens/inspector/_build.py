@@ -1,6 +1,6 @@
 """Columnar grouping: ETDump runs -> merged blocks of rows, all with numpy.
 
-Steps (spec: ``shared/spec/inspector-semantics.md``):
+Steps (documented in ``docs/inspector.md``):
 
 1. the columns of every run end to end (one string table for the file): the file-wide
    columns the decoder exposes (``etdump.columns.file_wide_columns``, no copy), else the

@@ -1,7 +1,7 @@
 """ETDumpGen: the event tracer that writes an ETDump (and a debug buffer).
 
 It records what the executor and the delegates log, with the reference runtime's layout
-(``shared/spec/etdump-format.md``):
+(``docs/etdump-format.md``):
 
 * a ``Default`` block (opened by the first event when no block is open) holding
   ``Method::init`` and ``Program::load_method``, ``chain_index`` -1 and ``instruction_id`` 0;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import runpy
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +29,8 @@ from delegate_lens.pluginmanager import (
     reset_plugin_manager,
 )
 
-VECTORS = Path(__file__).resolve().parents[3].parent / "shared" / "vectors"
+REPO = Path(__file__).resolve().parents[3]
+VECTORS: Path = runpy.run_path(str(REPO / "tests" / "data" / "vectors" / "unpack.py"))["unpack"]()
 U64_MAX = 2**64 - 1
 EDGES = [
     0,

@@ -5,6 +5,7 @@ dataclasses (``ai-edge-model-explorer``, a dev dependency; that cross-check skip
 from __future__ import annotations
 
 import json
+import runpy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,16 @@ from delegate_lens.inspector import Inspector
 from delegate_lens.pluginmanager import AUTOLOAD_ENV, apply_plugin_options, reset_plugin_manager
 
 VECTORS = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
-SHARED_VECTORS = Path(__file__).resolve().parents[3].parent / "shared" / "vectors"
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
 def vectors_dir() -> Path:
-    if not SHARED_VECTORS.is_dir():
-        pytest.fail(f"the shared vectors are missing: {SHARED_VECTORS}")
-    return SHARED_VECTORS
+    """The repository's reference vectors (``tests/data/vectors``), unpacked once."""
+    folder: Path = runpy.run_path(str(REPO / "tests" / "data" / "vectors" / "unpack.py"))[
+        "unpack"
+    ]()
+    return folder
 
 
 def export(out: Path, etdump: Path, *extra: str) -> int:

@@ -53,9 +53,9 @@ def _writable(folder: Path) -> bool:
     return all(os.access(p, os.W_OK) for p in [folder, *subfolders])
 
 
-def _cache_folder() -> Path:
+def _cache_folder(sums: Path) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "delegate-lens"
-    tag = hashlib.sha256(SUMS.read_bytes()).hexdigest()[:16]
+    tag = hashlib.sha256(sums.read_bytes()).hexdigest()[:16]
     return base / f"vectors-{tag}"
 
 
@@ -75,8 +75,9 @@ def _decompress(source: Path, target: Path, digest: str) -> None:
 
 def unpack(folder: Path = HERE) -> Path:
     """The folder holding every reference vector, unpacked and checked against SHA256SUMS."""
-    digests = expected_digests()
-    out = folder if _writable(folder) else _cache_folder()
+    sums = folder / "SHA256SUMS"
+    digests = expected_digests(sums)
+    out = folder if _writable(folder) else _cache_folder(sums)
     for name, digest in digests.items():
         stored, packed, target = folder / name, folder / f"{name}.xz", out / name
         if target.is_file() and sha256_of(target) == digest:
