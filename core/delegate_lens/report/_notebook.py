@@ -18,6 +18,7 @@ table's and the result's own formatting. Neither torch nor pandas is imported.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING
@@ -41,28 +42,40 @@ main { padding: 8px 12px; }
 """
 
 _CSS = """
-.dl-nb { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2330;
-  max-width: 100%; box-sizing: border-box; }
-.dl-nb * { box-sizing: border-box; }
-.dl-nb .dl-head { background: #1d2330; color: #fff; padding: 6px 10px; border-radius: 6px 6px 0 0; }
-.dl-nb .dl-brand { color: #ffb347; font-weight: 600; }
-.dl-nb .dl-sum { margin: 0; padding: 6px 10px; background: #f6f7f9; font-size: 12px;
-  white-space: pre-wrap; font-family: ui-monospace, monospace; }
-.dl-nb .dl-scroll { max-height: 320px; overflow: auto; border: 1px solid #d5d9e0; margin: 6px 0; }
-.dl-nb .dl-chart { max-height: 240px; overflow: auto; border: 1px solid #d5d9e0; margin: 6px 0;
-  background: #fff; }
-.dl-nb svg { display: block; width: 100%; }
-.dl-nb table { border-collapse: collapse; width: 100%; font-size: 12px; background: #fff; }
-.dl-nb th, .dl-nb td { border-bottom: 1px solid #e5e8ee; padding: 2px 6px; text-align: left;
-  vertical-align: top; }
-.dl-nb th { position: sticky; top: 0; background: #eef1f5; white-space: nowrap; }
-.dl-nb td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.dl-nb tr.diverged td { background: #fff4e5; }
-.dl-nb tr.first td { background: #fde2e1; font-weight: 600; }
-.dl-nb tr.slower td { background: #fde2e1; }
-.dl-nb tr.faster td { background: #e6f4ea; }
-.dl-nb h4 { margin: 8px 0 2px; font-size: 13px; }
-.dl-nb details { margin: 4px 0; }
+div.dl-nb { font: 13px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2330;
+  max-width: 100%; box-sizing: border-box; text-align: left; }
+div.dl-nb * { box-sizing: border-box; }
+div.dl-nb .dl-head { background: #1d2330; color: #fff; padding: 6px 10px;
+  border-radius: 6px 6px 0 0; }
+div.dl-nb .dl-brand { color: #ffb347; font-weight: 600; }
+div.dl-nb pre.dl-sum { margin: 0; padding: 6px 10px; border: 0; background: #f6f7f9;
+  color: inherit; font: 12px/1.4 ui-monospace, monospace; white-space: pre-wrap; }
+div.dl-nb .dl-scroll { max-height: 320px; overflow: auto; border: 1px solid #d5d9e0;
+  margin: 6px 0; }
+div.dl-nb .dl-chart { max-height: 240px; overflow: auto; border: 1px solid #d5d9e0;
+  margin: 6px 0; background: #fff; }
+div.dl-nb .dl-chart svg { display: block; width: 100%; max-width: none; }
+div.dl-nb .dl-ratio { display: flex; align-items: flex-start; }
+div.dl-nb .dl-ratio-names { flex: 0 1 auto; max-width: 40%; padding: 0 8px 0 4px;
+  font-size: 11px; line-height: 14px; }
+div.dl-nb .dl-ratio-names div { height: 14px; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+div.dl-nb .dl-chart svg.dl-ratio-chart { flex: 1 1 0; min-width: 0; }
+div.dl-nb table.dl-table { border-collapse: collapse; border: 0; table-layout: auto;
+  width: 100%; margin: 0; font-size: 12px; color: inherit; background: #fff; }
+div.dl-nb table.dl-table tr { background: #fff; }
+div.dl-nb table.dl-table th, div.dl-nb table.dl-table td { border: 0;
+  border-bottom: 1px solid #e5e8ee; padding: 2px 6px; text-align: left; vertical-align: top;
+  line-height: 1.4; max-width: none; white-space: normal; overflow-wrap: break-word; }
+div.dl-nb table.dl-table th { position: sticky; top: 0; z-index: 1; background: #eef1f5;
+  font-weight: 600; overflow-wrap: normal; }
+div.dl-nb table.dl-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
+div.dl-nb table.dl-table tr.diverged td { background: #fff4e5; }
+div.dl-nb table.dl-table tr.first td { background: #fde2e1; font-weight: 600; }
+div.dl-nb table.dl-table tr.slower td { background: #fde2e1; }
+div.dl-nb table.dl-table tr.faster td { background: #e6f4ea; }
+div.dl-nb h4 { margin: 8px 0 2px; font-size: 13px; }
+div.dl-nb details { margin: 4px 0; }
 """
 
 _BAR = {"ok": "#7f8ea3", "diverged": "#f39c12", "first": "#d62728"}
@@ -98,22 +111,35 @@ def inspector_html(
 # --------------------------------------------------------------------------- shared
 
 
+_BREAK = re.compile(r"(?<=[_:/])(?=[A-Za-z0-9])|(?<=\.)(?=[A-Za-z])")
+"""Where a long name may break (after ``_``, ``:``, ``/``, and a ``.`` before a letter, so
+never inside a number), so a table's columns can narrow to fit the cell."""
+
+
+def _breakable(text: str) -> str:
+    """``text`` escaped, with a ``<wbr>`` at each :data:`_BREAK`."""
+    return _BREAK.sub("<wbr>", escape(text))
+
+
 def _table(
     header: Sequence[str],
     rows: Iterable[Sequence[str]],
     right: set[int],
     classes: Sequence[str] = (),
 ) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    head = "".join(f"<th>{_breakable(h)}</th>" for h in header)
     body = []
     for i, row in enumerate(rows):
         cls = classes[i] if i < len(classes) and classes[i] else ""
         cells = "".join(
-            f'<td class="num">{escape(c)}</td>' if k in right else f"<td>{escape(c)}</td>"
+            f'<td class="num">{escape(c)}</td>' if k in right else f"<td>{_breakable(c)}</td>"
             for k, c in enumerate(row)
         )
         body.append(f'<tr class="{cls}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f'<table class="dl-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def _box(title: str, summary: Sequence[str], parts: Sequence[str]) -> str:
@@ -217,20 +243,27 @@ def gap_html(table: NumericGapTable) -> str:
 
 
 def _ratio_chart(result: CompareResult) -> str:
+    """Each row's name (HTML, at its own size) beside its ratio and interval, drawn in an
+    SVG that fills the rest of the cell's width: positions are percentages of its width
+    (no viewBox, so nothing is scaled and nothing is left empty beside the drawing)."""
     rows = [r for r in result.rows if r.ratio > 0 and math.isfinite(r.ratio)]
     if not rows:
         return ""
     ends = [v for r in rows for v in (r.ratio, *r.ratio_ci) if v > 0 and math.isfinite(v)]
     low, high = math.log(min([*ends, 1.0])), math.log(max([*ends, 1.0]))
-    span = max(high - low, 1e-6)
-    width, row_h, left = 800, 14, 260
+    if high - low < 1e-6:  # every ratio 1: from 1/1.1 to 1.1, ratio 1 in the middle
+        low, high = low - math.log(1.1), high + math.log(1.1)
+    span = high - low
+    row_h, margin = 14, 2.0  # px per row; % of the width kept free at each end
 
-    def x(value: float) -> float:
+    def x(value: float) -> str:
         value = min(max(value, math.exp(low)), math.exp(high))
-        return left + (math.log(value) - low) / span * (width - left - 10)
+        return f"{margin + (math.log(value) - low) / span * (100 - 2 * margin):.2f}%"
 
-    parts = [
-        f'<line x1="{x(1.0):.1f}" x2="{x(1.0):.1f}" y1="0" y2="{row_h * len(rows)}" '
+    height = row_h * len(rows)
+    names = []
+    marks = [
+        f'<line x1="{x(1.0)}" x2="{x(1.0)}" y1="0" y2="{height}" '
         'stroke="#999" stroke-dasharray="3 3"><title>ratio 1</title></line>'
     ]
     for i, row in enumerate(rows):
@@ -238,19 +271,20 @@ def _ratio_chart(result: CompareResult) -> str:
         colour = _VERDICT_COLOUR.get(row.verdict, "#7f8ea3")
         lo, hi = (v if v > 0 and math.isfinite(v) else row.ratio for v in row.ratio_ci)
         name = f"{row.identity.block} · {row.identity.name}"
-        parts.append(
-            f'<text x="4" y="{mid + 4:.1f}" font-size="11">{escape(name[:40])}</text>'
-            f'<line x1="{x(lo):.1f}" x2="{x(hi):.1f}" y1="{mid:.1f}" y2="{mid:.1f}" '
+        names.append(f'<div title="{escape(name)}">{escape(name)}</div>')
+        marks.append(
+            f'<line x1="{x(lo)}" x2="{x(hi)}" y1="{mid:.1f}" y2="{mid:.1f}" '
             f'stroke="{colour}" stroke-width="2"/>'
-            f'<circle cx="{x(row.ratio):.1f}" cy="{mid:.1f}" r="3.5" fill="{colour}">'
+            f'<circle cx="{x(row.ratio)}" cy="{mid:.1f}" r="3.5" fill="{colour}">'
             f"<title>{escape(name)}: ratio {row.ratio:.3f} ({escape(row.verdict)})</title>"
             "</circle>"
         )
-    height = row_h * len(rows)
     return (
-        f'<div class="dl-chart"><svg class="dl-ratio-chart" viewBox="0 0 {width} {height}" '
+        f'<div class="dl-chart"><div class="dl-ratio"><div class="dl-ratio-names">'
+        f"{''.join(names)}</div>"
+        f'<svg class="dl-ratio-chart" width="100%" height="{height}" '
         f'style="height:{height}px" role="img" aria-label="new/base ratio per row">'
-        f"{''.join(parts)}</svg></div>"
+        f"{''.join(marks)}</svg></div></div>"
     )
 
 

@@ -109,8 +109,27 @@
     var measureSel = document.getElementById("graph-measure");
     var depthSel = document.getElementById("graph-depth");
     graphs.forEach(function (g, i) { methodSel.appendChild(el("option", { value: String(i), text: g.method })); });
-    var state = { graph: 0, measure: null, depth: null, expanded: {} };
+    var state = { graph: 0, measure: null, depth: null, expanded: {}, autoFit: true };
     report.graphState = state;
+    // The graph fills its box, its cluster titles inside: fitted when drawn and again each
+    // time the box changes size (a notebook output laid out, shown or widened after the
+    // page started, when the first fit found a box of no size), until the user pans or
+    // zooms; "fit" fits it again and turns this back on.
+    var FIT_PADDING = 24, fitting = false;
+    function fitGraph() {
+      var cy = report.cy, box = document.getElementById("cy");
+      if (!cy || !box.clientWidth || !box.clientHeight) return;  // fitted once it has a size
+      cy.resize();
+      fitting = true;
+      cy.fit(undefined, FIT_PADDING);
+      fitting = false;
+    }
+    if (typeof ResizeObserver !== "undefined") {
+      new ResizeObserver(function () {
+        if (state.autoFit) fitGraph();
+        else if (report.cy) report.cy.resize();
+      }).observe(document.getElementById("cy"));
+    }
 
     function setupGraph() {
       var g = graphs[state.graph];
@@ -207,10 +226,13 @@
           { selector: "node.fused", style: { "background-color": "#fdf2e9", "border-color": "#e67e22", "border-style": "dashed", "label": "data(label)", "text-valign": "top", "font-size": 9, "color": "#a04000", "padding": 8 } },
           { selector: "edge", style: { "width": 1.2, "line-color": "#9aa3b2", "target-arrow-color": "#9aa3b2", "target-arrow-shape": "triangle", "curve-style": "bezier", "arrow-scale": 0.7 } },
           { selector: "node:selected", style: { "border-color": "#1f6feb", "border-width": 3 } }
-        ],
-        layout: { name: "dagre", rankDir: "TB", nodeSep: 14, rankSep: 28, animate: false, fit: true, padding: 12 }
+        ]
       });
+      cy.layout({ name: "dagre", rankDir: "TB", nodeSep: 14, rankSep: 28, animate: false, fit: false }).run();
       report.cy = cy;
+      state.autoFit = true;
+      cy.on("viewport", function () { if (!fitting) state.autoFit = false; });
+      fitGraph();
       cy.on("tap", "node", function (evt) {
         var node = evt.target;
         if (node.hasClass("module")) {
@@ -268,7 +290,7 @@
     methodSel.addEventListener("change", function () { state.graph = Number(methodSel.value); setupGraph(); });
     measureSel.addEventListener("change", function () { state.measure = measureSel.value; render(); });
     depthSel.addEventListener("change", function () { state.depth = Number(depthSel.value); state.expanded = {}; render(); });
-    document.getElementById("graph-fit").addEventListener("click", function () { report.cy.fit(undefined, 12); });
+    document.getElementById("graph-fit").addEventListener("click", function () { state.autoFit = true; fitGraph(); });
     setupGraph();
   };
 
