@@ -1,4 +1,4 @@
-"""delegate_lens.compare and `delegate-lens compare` on the shared vectors: matching by
+"""delegate_lens.compare and `delegate-lens compare` on the reference vectors: matching by
 identity, one-sided rows, the statistics, every output format and bad input."""
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def test_unrelated_programs_get_no_verdict_unless_asked(
     assert "do not look like one program" in line and "programs DIFFER" in line
     assert "--allow-unmatched" in line and "Traceback" not in err
     for allow in (["--allow-unmatched"], ["--min-matched", "0%"]):
-        status = main([*args, *allow])
+        # (at --alpha 0.1 the MLP's 5 runs are enough to test a row: else no verdict)
+        status = main([*args, *allow, "--alpha", "0.1"])
         out = capsys.readouterr().out
         assert status in (0, 1) and "warning: only 0.417% of the operator rows matched" in out
     # without ETRecords the programs are unknown, and the matched share still decides
@@ -359,3 +360,46 @@ def test_cli_writes_each_format(vectors_dir: Path, tmp_path: Path) -> None:
         assert out.read_text().strip()
     assert json.loads((tmp_path / "report.json").read_text())["regressions"] == 0
     assert SLOWER not in (tmp_path / "report.csv").read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "said"),
+    [
+        # the issue: a --min-samples no row reaches
+        (
+            "gpt_portable",
+            ["--min-samples", "99999999999"],
+            "none of the 243 matched row(s) has enough samples to test (at most 50 on a side; "
+            "--min-samples 99999999999; a median's interval at --alpha 0.05 needs 6); record "
+            "more runs, or lower --min-samples",
+        ),
+        ("gpt_portable", ["--min-samples", "51", "--test", "mannwhitney"], "(at most 50 on a"),
+        # 5 runs: fewer than a median's interval needs at alpha 0.05
+        ("mlp_xnnpack", [], "a median's interval at --alpha 0.05 needs 6); record more runs, or"),
+    ],
+)
+def test_cli_gate_that_tests_no_row_does_not_pass(
+    vectors_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    extra: list[str],
+    said: str,
+) -> None:
+    if "mannwhitney" in extra:
+        pytest.importorskip("scipy")
+    dump, record = _vector(vectors_dir, name)
+    out = tmp_path / "report.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(dump), str(dump), "--etrecord", str(record), *extra, "-o", str(out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {dump} and {dump}: no verdict: ") and err.count("\n") == 1
+    assert said in err
+    assert list(tmp_path.iterdir()) == []  # no report: no verdict
+    # one row that can be tested is a verdict: mlp at alpha 0.1 (5 runs are enough)
+    if name == "mlp_xnnpack":
+        args = ["compare", str(dump), str(dump), "--alpha", "0.1", "-f", "json", "-o", str(out)]
+        assert main(args) == 0
+        verdicts = {row["verdict"] for row in json.loads(out.read_text())["rows"]}
+        assert verdicts == {NO_CHANGE, TOO_FEW}

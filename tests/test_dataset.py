@@ -20,6 +20,7 @@ pytest.importorskip("duckdb")
 
 from delegate_lens.cli import main  # noqa: E402
 from delegate_lens.dataset import DatasetStore, collect, query  # noqa: E402
+from delegate_lens.errors import UsageError  # noqa: E402
 from delegate_lens.etdump import EventKind, load  # noqa: E402
 from delegate_lens.inspector import Inspector  # noqa: E402
 
@@ -194,6 +195,12 @@ def test_query_formats(fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
         (["collect", "{fleet}", "-o", "{ds}", "--batch-mb", "nan"], "number of MB > 0, got 'nan'"),
         (["collect", "{fleet}", "-o", "{ds}", "--batch-mb", "inf"], "number of MB > 0, got 'inf'"),
         (["query", "{ds}/nope", "select 1"], "no such dataset"),
+        (["query", "{fleet}", "select 1"], "{fleet}: no such dataset"),  # a folder, no dataset
+        (["query", "{ds}/_manifest", "select 1"], "no such dataset"),
+        (["collect", "{fleet}/pixel8", "-o", "{fleet}/s24"], "holds other files and no dataset"),
+        (["collect", "--check", "-o", "{fleet}/s24"], "{fleet}/s24: no such dataset"),
+        (["query", "{ds}", "select 1", "-o", "{ds}.xyz"], "(.xyz): use .csv (csv), .json (json)"),
+        (["query", "{ds}", "select 1", "-o", "{ds}.out"], ".parquet (parquet), .txt (table)"),
         (["query", "{ds}", "select * from nope"], "query failed: Catalog Error"),
         (["query", "{ds}", "select 1", "--format", "xml"], "unknown format 'xml'"),
         (["query", "{ds}", "select 1", "--format", "parquet"], "needs -o FILE"),
@@ -210,7 +217,32 @@ def test_cli_errors_one_line_exit_2(
         main([a.format(fleet=fleet, ds=ds) for a in argv])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert message.format(fleet=fleet, ds=ds) in err
+    assert not list(tmp_path.glob("ds.*"))  # no output file
+    assert not (fleet / "s24" / "_manifest").exists()  # nothing written beside the user's
+
+
+def test_collect_into_an_empty_folder_or_a_dataset_but_no_other_folder(
+    fleet: Path, tmp_path: Path
+) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="holds other files and no dataset"):
+        collect([str(fleet / "pixel8")], str(mine))
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    with pytest.raises(UsageError, match="no such dataset"):
+        query(str(mine), "select 1")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UsageError, match="no such dataset"):
+        query(str(empty), "select 1")
+    assert len(collect([str(fleet / "pixel8")], str(empty)).collected) == 2
+    assert len(collect([str(fleet / "s24")], str(empty)).collected) == 2  # a dataset now
+    assert query(str(empty), "select count(distinct source) n from events").to_pylist() == [
+        {"n": 4}
+    ]
 
 
 def test_two_local_workers_collect_the_same_rows(fleet: Path, tmp_path: Path) -> None:

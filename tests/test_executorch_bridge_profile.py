@@ -1,5 +1,5 @@
 """``delegate-lens profile`` / ``delegate_lens.profile`` on real programs (issue 23, item 2):
-the reference's own XNNPACK program from the shared vectors, run by the real runtime.
+the reference's own XNNPACK program from the reference vectors, run by the real runtime.
 
 Skips (with the reason) only where executorch is not installed.
 """
@@ -159,7 +159,7 @@ def test_profile_runtime_error_inside_the_method(
     [
         ([], "no inputs"),
         (["--inputs", "{missing}"], "missing.pt"),
-        (["--inputs", "{pte}"], "not inputs saved with torch.save"),
+        (["--inputs", "{pte}"], "not inputs: not a torch.save file"),
         (["--method", "nope", "--inputs", "{inputs}"], "no method 'nope'"),
         (["--runs", "0"], "must be >= 1"),
         (["--inputs", "{inputs}", "-o", "{pte}"], "is a file"),

@@ -159,7 +159,7 @@ def test_an_etrecord_is_read_once_per_process(
 
     monkeypatch.setattr(record_module, "parse_etrecord", counting)
     etdump = str(MLP / "etdump.etdp")
-    main(["compare", etdump, etdump, "--etrecord", str(path)])
+    main(["compare", etdump, etdump, "--etrecord", str(path), "--alpha", "0.1"])  # 5 runs
     capsys.readouterr()
     assert calls == [str(path)]
     assert load_etrecord(path) is load_etrecord(path)

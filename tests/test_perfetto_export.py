@@ -239,6 +239,73 @@ def test_cli_writes_the_trace_file(vectors_dir: Path, tmp_path: Path) -> None:
     assert read_trace(out.read_bytes()).slices
 
 
+def _perfetto_to_stdout(vectors_dir: Path, *extra: str, tty: bool) -> tuple[int, bytes, bytes]:
+    """``inspect -f perfetto`` with standard output on a pseudo-terminal (``tty``) or a
+    pipe: its status, what standard output got and standard error."""
+    import os
+    import subprocess
+
+    vector = vectors_dir / "mlp_xnnpack"
+    argv = [sys.executable, "-m", "delegate_lens", "inspect", str(vector / "etdump.etdp")]
+    argv += ["--etrecord", str(vector / "etrecord.bin"), "-f", "perfetto", *extra]
+    if not tty:
+        done = subprocess.run(argv, capture_output=True, timeout=120, check=False)
+        return done.returncode, done.stdout, done.stderr
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return proc.wait(timeout=60), out, err
+
+
+@pytest.mark.parametrize("extra", [[], ["-o", "-"]])
+def test_binary_trace_is_not_written_onto_a_terminal(vectors_dir: Path, extra: list[str]) -> None:
+    pytest.importorskip("pty")
+    status, out, err = _perfetto_to_stdout(vectors_dir, *extra, tty=True)
+    assert status == 2 and out == b""
+    assert err == (
+        b"error: format 'perfetto' is binary and standard output is a terminal: give a file "
+        b"with -o FILE (or pipe the output)\n"
+    )
+
+
+def test_binary_trace_goes_into_a_pipe(vectors_dir: Path, tmp_path: Path) -> None:
+    status, out, err = _perfetto_to_stdout(vectors_dir, tty=False)
+    assert status == 0, err
+    assert read_trace(out).slices
+    status, dash, _ = _perfetto_to_stdout(vectors_dir, "-o", "-", tty=False)
+    assert status == 0 and read_trace(dash).slices
+
+
+def test_binary_on_a_terminal_is_refused_in_process(
+    vectors_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    screen = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", Terminal(screen))
+    vector = vectors_dir / "mlp_xnnpack"
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", str(vector / "etdump.etdp"), "-f", "perfetto"])
+    assert exc.value.code == 2 and screen.getvalue() == b""
+    assert "-o FILE" in capsys.readouterr().err
+
+
 def test_missing_extra_is_one_line_naming_it(
     vectors_dir: Path,
     tmp_path: Path,

@@ -45,9 +45,12 @@ def profile(
 ) -> Inspector:
     """Run a real ExecuTorch program (``.pte``) with ETDump and return the Inspector.
 
-    ``inputs`` are the method's inputs (tensors, or a file saved with ``torch.save``);
-    ``bundled`` a bundled program whose first test case gives them instead; by default the
-    ETRecord's representative inputs. ``runs`` executions; ``debug`` also logs
+    ``inputs`` are the method's inputs: tensors or numpy arrays, or a file: ``.npy`` (one
+    array, the only input), ``.npz`` (the inputs in the order the archive stores them,
+    ``arr_0``, ``arr_1``, ... as ``numpy.savez`` names them; names are not used, inputs go
+    by position) or ``torch.save`` (a tensor, or a list/tuple of inputs); ``bundled`` a
+    bundled program whose first test case gives them instead; by default the ETRecord's
+    representative inputs. The program is checked (loaded) before its inputs. ``runs`` executions; ``debug`` also logs
     intermediate outputs in a debug buffer. With ``output_dir``, the ETDump, debug buffer,
     Inspector table, ``report.html`` and numeric gaps are written there. Needs the
     ``executorch`` extra.

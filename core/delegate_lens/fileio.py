@@ -11,6 +11,10 @@ destroys the file that was there before. What the output path names decides how:
 - ``-``: standard output;
 - anything else (a socket, a block device): refused with a :class:`UsageError`.
 
+An ``OSError`` of the writing that names no file (``ENOSPC``: a full disk, or
+``/dev/full``) is raised again naming the output, so that every command's one-line error
+says which file could not be written.
+
 Within :func:`guard_inputs` (the command line runs every command in it), the files read
 as inputs are remembered and an output that is one of them is refused.
 
@@ -38,6 +42,7 @@ from delegate_lens.errors import InputFileError, MissingFileError, UsageError
 
 __all__ = [
     "STDOUT",
+    "STDOUT_NAME",
     "clean_stale_temporaries",
     "guard_inputs",
     "note_input",
@@ -172,6 +177,23 @@ def clean_stale_temporaries(folder: str | os.PathLike[str], name: str) -> list[s
     return removed
 
 
+STDOUT_NAME = "<stdout>"
+"""How an error writing to standard output (``-``) names it."""
+
+
+@contextlib.contextmanager
+def _naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An ``OSError`` raised inside that names no file (``ENOSPC`` from a write, ``EIO``
+    from a flush) is raised again naming ``path``, the output being written (same errno,
+    so the same class: a ``BrokenPipeError`` stays one)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), os.fspath(path)) from None
+
+
 def _write_stream(target: Path, write: Callable[[IO[Any]], object], binary: bool) -> None:
     """Write straight into ``target`` (a FIFO or a character device)."""
     if binary:
@@ -213,12 +235,15 @@ def write_atomic(
 
     A file replaced keeps its permissions; a new one gets 0666 less the umask. On any failure the temporary
     file is removed and ``path`` is left as it was; an error creating the temporary file
-    names ``path``, not the temporary name. ``path`` ``-`` is standard output; a FIFO or a
-    character device is written straight into; a socket or a block device is refused
-    (:class:`UsageError`); so is an input of the command (see :func:`guard_inputs`).
+    names ``path``, not the temporary name; so does an error of the writing that names no
+    file (``ENOSPC``: a full disk, ``/dev/full``). ``path`` ``-`` is standard output
+    (:data:`STDOUT_NAME` in errors); a FIFO or a character device is written straight
+    into; a socket or a block device is refused (:class:`UsageError`); so is an input of
+    the command (see :func:`guard_inputs`).
     """
     if os.fspath(path) == STDOUT:
-        _write_stdout(write, binary)
+        with _naming(STDOUT_NAME):
+            _write_stdout(write, binary)
         return Path(STDOUT)
     target, mode = _resolve(path)
     if mode is not None:
@@ -226,7 +251,8 @@ def write_atomic(
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         _refuse_if_input(target, path)
         if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
-            _write_stream(target, write, binary)
+            with _naming(path):
+                _write_stream(target, write, binary)
             return Path(path)
         if not stat.S_ISREG(mode):
             raise UsageError(
@@ -240,12 +266,13 @@ def write_atomic(
         raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
     try:
         os.fchmod(fd, _mode_for(target))
-        if binary:
-            with os.fdopen(fd, "wb") as stream:
-                write(stream)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
-                write(text)
+        with _naming(path):  # a full disk names the output, not the temporary file
+            if binary:
+                with os.fdopen(fd, "wb") as stream:
+                    write(stream)
+            else:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
+                    write(text)
         try:
             os.replace(tmp, target)
         except OSError as exc:  # e.g. path is a folder: name it, not the temporary file
@@ -267,8 +294,9 @@ def write_folder_atomic(path: str | os.PathLike[str], write: Callable[[Path], ob
 
     A ``path`` that does not exist becomes the folder (one rename); into an existing folder
     each file is moved (``os.replace``, so each one appears whole). On any failure the
-    temporary folder is removed and ``path`` is left as it was. A file of the folder that
-    is an input of the command is refused before anything is moved.
+    temporary folder is removed and ``path`` is left as it was (an error of ``write`` that
+    names no file names ``path``). A file of the folder that is an input of the command is
+    refused before anything is moved.
     """
     if os.fspath(path) == STDOUT:
         raise UsageError("this output is a folder of files: give a folder, not '-'")
@@ -281,7 +309,8 @@ def write_folder_atomic(path: str | os.PathLike[str], write: Callable[[Path], ob
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
-        write(tmp)
+        with _naming(target):
+            write(tmp)
         if not target.exists():
             os.chmod(tmp, 0o777 & ~_umask())
             os.rename(tmp, target)

@@ -3,7 +3,8 @@
 Exit status 0 when no row is significantly slower beyond the threshold, 1 when one is (so
 CI can gate on it), 2 on bad input, including two ETDumps that do not look like one program
 (fewer than ``--min-matched`` of the operator rows matched; ``--allow-unmatched`` compares
-anyway). ``-o`` writes atomically.
+anyway) and a comparison that tested no row (every matched row has too few samples: a gate
+that tests nothing does not pass). ``-o`` writes atomically.
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import UsageError
+
+if TYPE_CHECKING:
+    from delegate_lens.compare import CompareResult
 
 EXIT_REGRESSION = 1
 _FORMATS = ("table", "json", "csv", "markdown")
@@ -149,6 +154,9 @@ def _run(args: argparse.Namespace) -> int:
             min_samples=args.min_samples,
             min_matched=min_matched,
         )
+    untested = _untested(result, args, alpha)
+    if untested is not None:  # a gate that tests nothing does not pass
+        raise UsageError(untested)
     if args.output:
         from delegate_lens.fileio import write_atomic
 
@@ -158,3 +166,31 @@ def _run(args: argparse.Namespace) -> int:
     else:
         write_result(result, sys.stdout, args.format, args.samples)
     return EXIT_REGRESSION if result.has_regression else 0
+
+
+def _untested(result: CompareResult, args: argparse.Namespace, alpha: float) -> str | None:
+    """Why no row got a verdict (every one has too few samples, or none matched), in one
+    line; None when some row was tested."""
+    from delegate_lens.compare import TOO_FEW
+
+    if any(row.verdict != TOO_FEW for row in result.rows):
+        return None
+    where = f"{args.base} and {args.new}: no verdict"
+    if not result.rows:
+        return f"{where}: no row is in both ETDumps, so none could be tested"
+    import numpy as np
+
+    most = max(
+        min(int(np.isfinite(row.base_samples).sum()), int(np.isfinite(row.new_samples).sum()))
+        for row in result.rows
+    )
+    need = f"--min-samples {args.min_samples}"
+    if args.test == "median-ci":
+        from delegate_lens.compare._stats import interval_samples
+
+        need += f"; a median's interval at --alpha {alpha:g} needs {interval_samples(alpha)}"
+    lower = "lower --min-samples" if most < args.min_samples else "raise --alpha"
+    return (
+        f"{where}: none of the {len(result.rows)} matched row(s) has enough samples to test "
+        f"(at most {most} on a side; {need}); record more runs, or {lower}"
+    )

@@ -86,12 +86,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delegate_lens.cli._inspect_cmd import _one_line_warnings
+    from delegate_lens.cli._inspect_cmd import _one_line_warnings, check_debug_buffer
 
     if args.output:
         from delegate_lens.cli._outputs import check_output_file
 
         check_output_file(args.output)
+    check_debug_buffer(args.debug_buffer)  # as inspect: before the reference runs
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
 

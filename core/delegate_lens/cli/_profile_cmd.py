@@ -30,14 +30,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Run a method of a real ExecuTorch program on the real runtime with ETDump (and a "
             "debug buffer with --debug), then join it with its ETRecord in the Inspector. "
-            "Inputs: --inputs FILE (torch.save), --bundled P.bpte (its first test case), or "
-            "the ETRecord's representative inputs. Needs: pip install 'delegate-lens[executorch]'."
+            "Inputs: --inputs FILE (.npy: one input; .npz: the inputs in archive order, names "
+            "unused; or a torch.save .pt of a tensor or a list), --bundled P.bpte (its first "
+            "test case), or the ETRecord's representative inputs. The program is checked "
+            "first. Needs: pip install 'delegate-lens[executorch]'."
         ),
     )
     parser.add_argument("program", metavar="MODEL.pte", help="the ExecuTorch program")
     parser.add_argument("--etrecord", metavar="R", help="the program's ETRecord")
     given = parser.add_mutually_exclusive_group()
-    given.add_argument("--inputs", metavar="FILE", help="inputs saved with torch.save")
+    given.add_argument(
+        "--inputs", metavar="FILE", help="inputs file: .npy, .npz or torch.save (.pt)"
+    )
     given.add_argument("--bundled", metavar="P.bpte", help="take the inputs from a bundled program")
     parser.add_argument("--runs", type=_runs, default=1, metavar="N", help="executions (default 1)")
     parser.add_argument(

@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-f",
         default=None,
         metavar="NAME",
-        help="table, csv, json or parquet (default: from -o's extension, else table)",
+        help="table, csv, json or parquet (default: from -o's extension: .csv, .json, "
+        ".parquet or .txt for a table; else table)",
     )
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     parser.set_defaults(func=_run)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from delegate_lens.cli._inspect_cmd import add_inspector_inputs, add_time_scale_arguments
+from delegate_lens.cli._inspect_cmd import (
+    add_inspector_inputs,
+    add_time_scale_arguments,
+    check_debug_buffer,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.cli._outputs import check_output_file
 
     out = check_output_file(args.output)
+    check_debug_buffer(args.debug_buffer)
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
         from delegate_lens.report import write_report

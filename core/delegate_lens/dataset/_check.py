@@ -58,7 +58,7 @@ def _entry_path(store: DatasetStore, part_name: str) -> str:
 def check_dataset(location: str, *, repair: bool = False) -> DatasetCheck:
     """Check the dataset at ``location``; with ``repair``, drop what is damaged."""
     store = DatasetStore(location)
-    if not store.exists():
+    if not store.is_dataset():
         raise UsageError(f"{location}: no such dataset")
     hold = store.writing() if repair else contextlib.nullcontext()
     with hold:

@@ -134,9 +134,14 @@ def collect(
     found = iter_sources(paths, etrecord=etrecord, labels=labels)  # arguments checked now
     if etrecord is not None:
         _check_etrecord(etrecord)
-    runner: Runner = run_dask(scheduler, workers) if engine == "dask" else run_processes(workers)
     store = DatasetStore(dataset)
     existed = store.exists()
+    if existed and not store.is_dataset() and not store.is_empty_folder():
+        raise UsageError(
+            f"cannot collect into {dataset}: a folder that holds other files and no dataset; "
+            "give a new or empty folder, or an existing dataset"
+        )
+    runner: Runner = run_dask(scheduler, workers) if engine == "dask" else run_processes(workers)
     store.create()
     try:
         with store.writing(on_wait):

@@ -48,7 +48,7 @@ def connect(dataset: str) -> duckdb.DuckDBPyConnection:
     cannot be changed."""
     duckdb = require("duckdb", "query")
     store = DatasetStore(dataset)
-    if not store.exists():
+    if not store.is_dataset():  # no folder, or a folder collect did not make
         raise UsageError(f"{dataset}: no such dataset (collect into it first)")
     con = duckdb.connect(config=dict(_CONFIG))
     try:
@@ -187,14 +187,24 @@ def _write_text(table: pyarrow.Table, stream: IO[str], fmt: str) -> None:
         raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
 
 
+EXTENSIONS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "table"}
+"""The output file extensions ``query -o`` knows, and the format each one means."""
+
+
 def format_for(output: str | None, fmt: str | None) -> str:
-    """``fmt``, else the format named by the output file's extension, else table."""
+    """``fmt``, else the format named by the output file's extension (one of
+    :data:`EXTENSIONS`, else a :class:`UsageError`), else table."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise UsageError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
         return fmt
     if output:
-        ext = os.path.splitext(output)[1].lower().lstrip(".")
-        if ext in FORMATS:
-            return ext
+        ext = os.path.splitext(output)[1].lower()
+        if ext not in EXTENSIONS:
+            known = ", ".join(f"{e} ({f})" for e, f in EXTENSIONS.items())
+            raise UsageError(
+                f"cannot tell the format of {output} from its extension "
+                f"({ext or 'none'}): use {known}, or name it with --format"
+            )
+        return EXTENSIONS[ext]
     return "table"

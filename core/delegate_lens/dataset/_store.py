@@ -184,6 +184,21 @@ class DatasetStore:
     def exists(self) -> bool:
         return bool(self.fs.get_file_info(self.root).type == self._fs_module.FileType.Directory)
 
+    def is_dataset(self) -> bool:
+        """Whether a dataset is here: a folder with ``_manifest/`` (made before any part) or
+        a part. Any other folder, an empty one too, is not a dataset."""
+        if not self.exists():
+            return False
+        manifest = self.fs.get_file_info(self._path(MANIFEST))
+        return bool(manifest.type == self._fs_module.FileType.Directory) or bool(self.parts())
+
+    def is_empty_folder(self) -> bool:
+        """Whether this is a folder holding nothing."""
+        if not self.exists():
+            return False
+        selector = self._fs_module.FileSelector(self.root, recursive=False)
+        return not self.fs.get_file_info(selector)
+
     def parts(self) -> list[str]:
         """Paths of the committed parts (within the filesystem), sorted."""
         if not self.exists():

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from delegate_lens.errors import DelegateLensError, UsageError
-from delegate_lens_executorch.runtime import check_program_bytes, run_program
+from delegate_lens_executorch.runtime import DEFAULT_DEBUG_BUFFER_SIZE, open_program, run_module
 
 __all__ = ["ETDUMP", "PROFILE_FILES", "load_inputs", "profile"]
 
@@ -38,36 +38,95 @@ def _read(path: str | os.PathLike[str], what: str) -> bytes:
     return bytes(read_input(path, what))
 
 
-def as_runtime_value(value: Any) -> Any:
-    """A runtime input from a numpy array (as bundled programs hold them) or a tensor."""
+def as_runtime_value(value: Any, origin: str = "inputs") -> Any:
+    """A runtime input from a numpy array (as bundled programs and ``.npy`` files hold
+    them: a writable tensor in native byte order) or a tensor; ``origin`` names where an
+    array torch has no dtype for came from."""
     import numpy as np
     import torch
 
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.array(value, order="C", copy=True))  # writable
-    return value
+    if not isinstance(value, np.ndarray):
+        return value
+    try:
+        native = np.array(value, dtype=value.dtype.newbyteorder("="), order="C", copy=True)
+        return torch.from_numpy(native)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(
+            f"{origin}: an input array of dtype {value.dtype} cannot be a runtime tensor ({exc})"
+        ) from None
+
+
+INPUT_KINDS = (
+    ".npy (one array: the only input), .npz (arrays: the inputs in archive order) or a "
+    "torch.save file such as .pt (a tensor, or a list/tuple of inputs)"
+)
+"""The kinds of inputs file :func:`load_inputs` reads, as its errors name them."""
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _file_kind(name: str, data: bytes) -> str:
+    """``npy``, ``npz`` or ``torch``: by content (numpy's magic; a zip of ``.npy`` members,
+    where torch.save's zips hold ``data.pkl``), else by the name's suffix, else torch."""
+    import io
+    import zipfile
+
+    if data.startswith(_NPY_MAGIC):
+        return "npy"
+    if zipfile.is_zipfile(io.BytesIO(data)):
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = archive.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError):
+            members = ["?"]
+        if all(member.endswith(".npy") for member in members):
+            return "npz"
+    suffix = Path(name).suffix.lower()
+    return suffix[1:] if suffix in (".npy", ".npz") else "torch"
 
 
 def load_inputs(path: str | os.PathLike[str]) -> list[Any]:
-    """Inputs saved with ``torch.save`` (a tensor, or a list/tuple of inputs)."""
+    """The inputs in the file at ``path``, one list entry per input of the method:
+
+    - ``.npy``: one array, the method's only input;
+    - ``.npz``: the arrays in the order the archive stores them (``numpy.savez(f, x, y)``
+      stores ``arr_0``, ``arr_1``, ...; ``numpy.savez(f, x=..., y=...)`` stores them in
+      keyword order). The names are not used: the runtime takes its inputs by position;
+    - a ``torch.save`` file (``.pt``): a tensor, or a list/tuple of inputs.
+
+    The kind is told by the content (so a ``.npy`` under another name is read too). Arrays
+    stay numpy arrays here (:func:`as_runtime_value` makes tensors of them); any other
+    file, or a damaged one, is a :class:`UsageError` naming the file and the kinds read.
+    """
     import io
 
-    import torch
-
+    name = os.fspath(path)
     data = _read(path, "inputs")
+    kind = _file_kind(name, data)
     try:
+        if kind != "torch":
+            import numpy as np
+
+            if kind == "npy":
+                return [np.load(io.BytesIO(data), allow_pickle=False)]
+            with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+                return [archive[key] for key in archive.files]
+        import torch
+
         value = torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:
-        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else ""
+        first = str(exc).strip().split("\n", 1)[0].split(". ", 1)[0]  # torch's run on
+        reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        what = "a torch.save file" if kind == "torch" else f"a readable .{kind} file"
         raise UsageError(
-            f"{os.fspath(path)}: not inputs saved with torch.save ({reason or type(exc).__name__})"
+            f"{name}: not inputs: not {what} ({reason}); inputs files are {INPUT_KINDS}"
         ) from None
     if isinstance(value, (list, tuple)):
-        return [as_runtime_value(v) for v in value]
+        return list(value)
     if isinstance(value, torch.Tensor):
         return [value]
     raise UsageError(
-        f"{os.fspath(path)}: holds a {type(value).__name__}; save a tensor or a list of inputs"
+        f"{name}: holds a {type(value).__name__}, not inputs; inputs files are {INPUT_KINDS}"
     )
 
 
@@ -80,7 +139,7 @@ def _choose_inputs(
     if inputs is not None and bundled is not None:
         raise UsageError("give inputs or a bundled program, not both")
     if isinstance(inputs, (str, os.PathLike)):
-        return load_inputs(inputs)
+        return [as_runtime_value(v, os.fspath(inputs)) for v in load_inputs(inputs)]
     if inputs is not None:
         return [as_runtime_value(v) for v in inputs]
     if bundled is not None:
@@ -118,42 +177,64 @@ def profile(
     ETDump (``debug``: and a debug buffer of intermediate outputs) and return the
     :class:`delegate_lens.Inspector` of the run (joined with ``etrecord`` when given).
 
-    Inputs: ``inputs`` (values or a ``torch.save`` file), else the first test case of
-    ``bundled`` for ``method``, else the ETRecord's representative inputs.
-    ``output_dir``: write every file of :data:`PROFILE_FILES` that applies there.
+    Inputs: ``inputs`` (values, or a file :func:`load_inputs` reads: ``.npy``, ``.npz``
+    or ``torch.save``), else the first test case of ``bundled`` for ``method``, else the
+    ETRecord's representative inputs. The program is loaded and checked (and ``method``
+    looked up) before any input. ``output_dir``: write every file of
+    :data:`PROFILE_FILES` that applies there; every path the files and errors name is
+    the file's in ``output_dir``, never the staging folder's.
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise UsageError(f"runs must be a whole number >= 1, got {runs!r}")
     out = None if output_dir is None else Path(output_dir)
     if out is not None:
         _check_output_dir(out)
+    origin = os.fspath(program)
     data = _read(program, "program")
-    check_program_bytes(data, os.fspath(program))
+    size = DEFAULT_DEBUG_BUFFER_SIZE if debug else 0
+    module = open_program(data, origin, method=method, debug_buffer_size=size)
     record = None
     if etrecord is not None:
         from delegate_lens.etrecord import parse_etrecord
 
         record = parse_etrecord(etrecord)
     chosen = _choose_inputs(inputs, bundled, record, method)
-    stage = Path(tempfile.mkdtemp(prefix=".profile-", dir=out.parent if out else None))
+    stage = _make_stage(out)
     try:  # the runtime writes its files into the stage: no copy of the debug buffer
-        run_program(
-            data,
-            chosen,
-            origin=os.fspath(program),
-            method=method,
-            runs=runs,
-            debug=debug,
-            folder=stage,
+        run_module(
+            module, chosen, origin=origin, method=method, runs=runs, debug=debug, folder=stage
         )
         title = f"profile of {Path(program).name}"
-        inspector = _write(stage, record, chosen, debug, title, write_all=out is not None)
+        inspector = _write(stage, record, chosen, debug, title, out)
         if out is not None:
             _move_in(stage, out)
         inspector.etdump_path = None if out is None else out / ETDUMP
+    except OSError as exc:
+        _name_in_output(exc, stage, out)
+        raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return inspector
+
+
+def _make_stage(out: Path | None) -> Path:
+    """A new hidden folder beside ``out`` (None: a temporary folder) to write into."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=".profile-", dir=out.parent if out else None))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, os.fspath(out or tempfile.gettempdir())) from None
+
+
+def _name_in_output(exc: OSError, stage: Path, out: Path | None) -> None:
+    """Make ``exc`` name the file of ``out`` where it names a file of the ``stage`` (which
+    goes away): the name a user can look at."""
+    if out is None or exc.filename is None:
+        return
+    try:
+        inside = Path(os.fsdecode(exc.filename)).relative_to(stage)
+    except ValueError:
+        return
+    exc.filename = os.fspath(out / inside)
 
 
 def _write(
@@ -162,9 +243,10 @@ def _write(
     chosen: list[Any],
     debug: bool,
     title: str,
-    *,
-    write_all: bool,
+    out: Path | None,
 ) -> Any:
+    """The Inspector of the run in ``folder``; with ``out``, the table, the report (and
+    the numeric gaps) written into ``folder`` too, naming the ETDump by its path in ``out``."""
     from delegate_lens.inspector import Inspector
 
     buffer_path = folder / DEBUG_BUFFER if debug else None  # both written by the runtime
@@ -173,8 +255,9 @@ def _write(
         etrecord=record,
         debug_buffer_path=buffer_path,
     )
-    if not write_all:
+    if out is None:
         return inspector
+    inspector.etdump_path = out / ETDUMP  # read already: what the report shows and offers
     from delegate_lens.exporters import get_exporters
     from delegate_lens.report import write_report
 

@@ -31,6 +31,8 @@ __all__ = [
     "import_executorch",
     "load_module",
     "native_quiet",
+    "open_program",
+    "run_module",
     "run_program",
 ]
 
@@ -191,10 +193,38 @@ def run_program(
     back: read the file)."""
     if runs < 1:
         raise UsageError(f"runs must be >= 1, got {runs}")
-    module = load_module(data, origin, debug_buffer_size=debug_buffer_size if debug else 0)
+    size = debug_buffer_size if debug else 0
+    module = open_program(data, origin, method=method, debug_buffer_size=size)
+    return run_module(
+        module, inputs, origin=origin, method=method, runs=runs, debug=debug, folder=folder
+    )
+
+
+def open_program(
+    data: bytes, origin: str, *, method: str = "forward", debug_buffer_size: int = 0
+) -> LoadedModule:
+    """The loaded program ``data`` (:func:`load_module`), checked to have ``method``: a
+    damaged program or a missing method is an error naming ``origin``, before any input is
+    looked at. ``debug_buffer_size`` > 0 logs intermediate outputs."""
+    module = load_module(data, origin, debug_buffer_size=debug_buffer_size)
     names = list(module.method_names())
     if method not in names:
         raise UsageError(f"{origin}: no method {method!r} (methods: {', '.join(names)})")
+    return module
+
+
+def run_module(
+    module: LoadedModule,
+    inputs: Sequence[Any],
+    *,
+    origin: str,
+    method: str = "forward",
+    runs: int = 1,
+    debug: bool = False,
+    folder: Path | None = None,
+) -> RealRun:
+    """Run ``method`` of a program from :func:`open_program` ``runs`` times on ``inputs``;
+    the results as :func:`run_program`'s (``debug``: it was opened with a debug buffer)."""
     outputs = execute(module, method, inputs, origin=origin, runs=runs)
     etdump, buffer = write_results(module, debug=debug, folder=folder)
     return RealRun(outputs, etdump, buffer)

@@ -6,7 +6,8 @@ writes them; ``model-explorer graph.json --node_data_paths=a.json,b.json`` shows
 
 Which time a node gets comes from the Inspector's one attribution of time
 (:mod:`delegate_lens.inspector._attribution`), in the method's first linked block: a kernel
-is charged to the node of the op it ran, a delegate's event to the nodes its map gives it,
+is charged to the one node of the op it ran (where two nodes of that op share its debug
+handle, program order tells which), a delegate's event to the nodes its map gives it,
 wrappers (``OPERATOR_CALL``, ``DELEGATE_CALL``) never; a fused event shows its whole time on
 each node of its group (unsplit). p50 and average are over the block's runs of the node's
 time per run; the share is its time over ``Method::execute``'s, all runs.
