@@ -386,11 +386,70 @@ def _what_a_worker_has() -> tuple[str, tuple[str, ...], bool, bool, str]:
 
     return (
         os.getcwd(),
-        pluginmanager._options,
-        pluginmanager._pm is not None,
+        pluginmanager.plugin_options(),
+        pluginmanager.built_plugin_manager() is not None,
         signal.getsignal(signal.SIGINT) == signal.SIG_IGN,
         engine._run.location,
     )
+
+
+def _what_a_kept_worker_has() -> tuple[object, tuple[str, ...] | None]:
+    """(In a worker) the configuration it has, and its plugin options once loaded."""
+    from delegate_lens import config, pluginmanager
+
+    loaded = pluginmanager.built_plugin_manager() is not None
+    return config.get_config().data, pluginmanager.plugin_options() if loaded else None
+
+
+@pytest.mark.skipif(not _FORK, reason="needs fork")
+def test_kept_workers_serve_only_under_the_same_plugins_and_configuration(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept workers hold the configuration and plugin manager they were forked with: they
+    are not used once this process has read the configuration again, or built another
+    plugin manager (even with the same options and plugins), or applied other -p
+    options; the new ones have what this process has."""
+    from delegate_lens import config, pluginmanager
+    from delegate_lens.dataset import _keeping
+
+    monkeypatch.chdir(tmp_path)
+    config.reset_config()
+    pluginmanager.reset_plugin_manager()
+
+    def run(name: str) -> tuple[set[int | None], tuple[object, tuple[str, ...] | None]]:
+        report = collect([str(fleet)], str(tmp_path / name), workers=2, batch_bytes=3_000)
+        assert {r.status for r in report.results} == {"collected"}
+        assert isinstance(_keeping._kept, engine._Pool)
+        has = _keeping._kept.executor.submit(_what_a_kept_worker_has).result(timeout=60)
+        return _pids(), has
+
+    try:
+        first, has = run("a")
+        assert len(first) == 2 and has == ({}, None)
+        again, _ = run("b")
+        assert again == first  # nothing changed
+        (tmp_path / "delegate-lens.toml").write_text("[x]\na = 1\n")
+        config.reset_config()
+        config.get_config()
+        second, has = run("c")
+        assert len(second) == 2 and not second & first
+        assert has == ({"x": {"a": 1}}, None)
+        pluginmanager.get_plugin_manager()
+        third, has = run("d")
+        assert len(third) == 2 and not third & second and has[1] == ()
+        pluginmanager.reset_plugin_manager()
+        pluginmanager.get_plugin_manager()  # another manager, the same plugins
+        fourth, _ = run("e")
+        assert len(fourth) == 2 and not fourth & third
+        pluginmanager.apply_plugin_options(["no:demo_backend"])
+        fifth, has = run("f")
+        assert len(fifth) == 2 and not fifth & fourth
+        assert has == ({"x": {"a": 1}}, ("no:demo_backend",))
+        assert run("g") == (fifth, has)
+    finally:
+        engine.shutdown_workers()
+        pluginmanager.reset_plugin_manager()
+        config.reset_config()
 
 
 @pytest.mark.slow

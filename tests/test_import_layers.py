@@ -185,3 +185,119 @@ def _a_circle(edges: dict[str, set[str]]) -> list[str]:
 def test_the_circle_check_can_fail() -> None:
     assert _a_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _a_circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+# --------------------------------------------------------------------------- sys.modules
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_reads(source: str) -> list[str]:
+    """Where ``source`` reads a module's private name (``_x``, not ``__x__``) through
+    ``sys.modules``: on the lookup itself (``sys.modules["m"]._x``, ``.get("m")._x``,
+    ``getattr(sys.modules["m"], "_x")``) or on a name bound to one (``m =
+    sys.modules.get("m")`` ... ``m._x``, anywhere in the file). An import shows what a
+    module reads and the layer checks above see it; a lookup in ``sys.modules`` does not."""
+    tree = ast.parse(source)
+    table = {  # (from sys import modules [as name])
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "sys"
+        for alias in node.names
+        if alias.name == "modules"
+    }
+
+    def is_table(expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Attribute):
+            return expr.attr == "modules" and isinstance(expr.value, ast.Name)
+        return isinstance(expr, ast.Name) and expr.id in table
+
+    bound: set[str] = set()
+
+    def is_module(expr: ast.expr | None) -> bool:
+        """A module looked up in sys.modules (or a name bound to one)."""
+        if isinstance(expr, ast.Subscript):
+            return is_table(expr.value)
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            return expr.func.attr in {"get", "pop", "setdefault"} and is_table(expr.func.value)
+        if isinstance(expr, ast.BoolOp):
+            return any(is_module(value) for value in expr.values)
+        if isinstance(expr, ast.IfExp):
+            return is_module(expr.body) or is_module(expr.orelse)
+        return isinstance(expr, ast.Name) and expr.id in bound
+
+    def bind(target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name) and is_module(value):
+            bound.add(target.id)
+        elif isinstance(target, ast.Tuple | ast.List) and isinstance(value, ast.Tuple | ast.List):
+            for one, other in zip(target.elts, value.elts):
+                bind(one, other)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, node.value)
+        elif isinstance(node, ast.AnnAssign | ast.NamedExpr):
+            bind(node.target, node.value)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr) and is_module(node.value):
+            found.append(f"line {node.lineno}: .{node.attr}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _is_private(node.args[1].value)
+            and is_module(node.args[0])
+        ):
+            found.append(f"line {node.lineno}: getattr {node.args[1].value}")
+    return found
+
+
+def test_no_private_state_read_through_sys_modules() -> None:
+    """What a module needs of another it imports and asks through public functions (issue
+    31): none reads another's private globals out of ``sys.modules``."""
+    reads = [
+        f"{path.relative_to(PACKAGE)} {where}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for where in _private_reads(path.read_text(encoding="utf-8"))
+    ]
+    assert reads == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'import sys\nplugins = sys.modules.get("p")\nif plugins is not None:\n    plugins._pm\n',
+        'import sys\ndef f():\n    config = sys.modules.get("c")\n    return config._cache\n',
+        'import sys\nx = sys.modules["m"]._state\n',
+        'import sys\nx = sys.modules.get("m")._state\n',
+        'import sys\nx = getattr(sys.modules["m"], "_state", None)\n',
+        'import sys\na, b = sys.modules["a"], 1\na._x\n',
+        'import sys\nif (m := sys.modules.get("m")) is not None:\n    m._x\n',
+        'import sys\nm = sys.modules.get("m") or None\nm._x\n',
+        'from sys import modules as table\ntable["m"]._x\n',
+    ],
+)
+def test_the_sys_modules_check_can_fail(source: str) -> None:
+    assert _private_reads(source), source
+
+
+def test_the_sys_modules_check_passes_public_use() -> None:
+    source = (
+        "import sys\n"
+        'torch = sys.modules.get("torch")\n'
+        "torch.Tensor\n"
+        'if "delegate_lens.config" in sys.modules:\n'
+        "    from delegate_lens.config import cached_config\n"
+        "setattr(sys.modules[__name__], 'x', 1)\n"
+        "vars(sys.modules[__name__]).__len__()\n"
+        "other = object()\n"
+        "other._private\n"
+    )
+    assert _private_reads(source) == []

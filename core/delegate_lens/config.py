@@ -47,6 +47,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "Section",
+    "cached_config",
     "chosen_config",
     "derived_per_config",
     "get_config",
@@ -255,6 +256,14 @@ def get_config() -> Config:
     config = load_config()
     _cache = (key, config)
     return config
+
+
+def cached_config() -> Config | None:
+    """The configuration :func:`get_config` read last and keeps (``None``: none read yet,
+    or forgotten by :func:`reset_config`); reads nothing. Another read gives another
+    :class:`Config` object."""
+    cached = _cache
+    return None if cached is None else cached[1]
 
 
 _chosen_cache: tuple[tuple[str, ...], Config] | None = None

@@ -34,6 +34,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -63,11 +64,13 @@ __all__ = [
     "PluginWarning",
     "apply_plugin_options",
     "build_plugin_manager",
+    "built_plugin_manager",
     "describe_plugin",
     "exception_text",
     "get_plugin_manager",
     "has_implementations",
     "list_plugins",
+    "plugin_options",
     "reset_plugin_manager",
 ]
 
@@ -127,11 +130,17 @@ class PluginInfo:
         return self.source.distribution or f"({self.source.kind})"
 
 
+_serials = itertools.count(1)
+
+
 class DelegateLensPluginManager(pluggy.PluginManager):
     """pluggy's manager, remembering where each plugin came from."""
 
     def __init__(self) -> None:
         super().__init__(PROJECT_NAME)
+        self.serial: int = next(_serials)
+        """This manager's number in this process: another manager has another (e.g. the
+        singleton rebuilt), which a plain value can tell without holding the manager."""
         self.plugin_sources: dict[str, PluginSource] = {}
         self.unknown_blocked: tuple[str, ...] = ()
         """Names given as ``-p no:NAME`` that match no built-in and no entry point."""
@@ -183,6 +192,18 @@ def apply_plugin_options(options: Sequence[str]) -> pluggy.PluginManager:
         _options = parsed
         _pm = None
     return get_plugin_manager()
+
+
+def built_plugin_manager() -> DelegateLensPluginManager | None:
+    """The process's plugin manager when it is built (``None``: not yet, or reset since);
+    unlike :func:`get_plugin_manager`, never builds it."""
+    return _pm
+
+
+def plugin_options() -> tuple[str, ...]:
+    """The ``-p`` options the process's plugin manager is built with (those last given to
+    :func:`apply_plugin_options`; none after :func:`reset_plugin_manager`)."""
+    return _options
 
 
 def reset_plugin_manager() -> None:

@@ -1,10 +1,10 @@
 """Keeping ``collect``'s worker pool from one run to the next in this process.
 
-A run takes the kept pool when it was started under the same setting (:class:`Setting`)
-and all its workers still run; else the kept pool ends and the run starts its own. A run
-that went to its end keeps its pool (one pool is kept; another ends); a run that failed
-or was stopped ends it. A kept pool ends after ``IDLE_SECONDS`` without a run, on
-:func:`shutdown`, or with this process.
+A run takes the kept pool when it was started under the same settings
+(:class:`WorkerSettings`) and all its workers still run; else the kept pool ends and the
+run starts its own. A run that went to its end keeps its pool (one pool is kept; another
+ends); a run that failed or was stopped ends it. A kept pool ends after ``IDLE_SECONDS``
+without a run, on :func:`shutdown`, or with this process.
 """
 
 from __future__ import annotations
@@ -13,60 +13,80 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
+
+if TYPE_CHECKING:
+    from delegate_lens.config import Config
 
 IDLE_SECONDS = 30.0
 """How long workers kept after a run wait for the next before they end."""
 
 
 @attrs.frozen(eq=False)
-class Setting:
-    """What workers took from this process when they started, besides its imports, and
-    what this process may change later: the number of workers, the environment, the
-    loaded configuration, the plugin manager (the same object) and its plugins, the
-    ``-p`` options. Kept workers serve a run only under the same setting."""
+class WorkerSettings:
+    """What workers take from this process when they start, besides its imports, and what
+    this process may change later: the number of workers, the environment, the
+    configuration read, the plugin manager and its plugins, the ``-p`` options. Built
+    here (:meth:`now`, from :mod:`~delegate_lens.config`'s and
+    :mod:`~delegate_lens.pluginmanager`'s public functions), handed to each worker as it
+    starts (:meth:`apply` there: a plain value, pickled for a worker that is not forked);
+    kept workers serve a run only under the same settings (:meth:`same`)."""
 
     workers: int
     environment: dict[str, str]
-    config: object  # delegate_lens.config's cache (None: not loaded yet)
-    manager: object  # the plugin manager (None: not built yet)
+    config: Config | None  # the configuration read here (None: none yet); forked: theirs
+    manager: int | None  # the plugin manager's serial (None: not built yet)
     options: tuple[str, ...] | None  # the -p options, when the plugins are loaded
-    plugins: frozenset[str] | None  # the names registered in it
+    plugins: frozenset[str] | None  # the names registered in the manager
 
     @classmethod
-    def now(cls, workers: int) -> Setting:
-        config = sys.modules.get("delegate_lens.config")
-        plugins = sys.modules.get("delegate_lens.pluginmanager")
-        manager = options = None
-        if plugins is not None and plugins._pm is not None:
-            manager, options = plugins._pm, tuple(plugins._options)
-        return cls(
-            workers,
-            dict(os.environ),
-            None if config is None else config._cache,
-            manager,
-            options,
-            None if manager is None else frozenset(n for n, _ in manager.list_name_plugin()),
-        )
+    def now(cls, workers: int) -> WorkerSettings:
+        """This process's settings now, for ``workers`` workers (what it never loaded:
+        none, and not loaded here for nothing: a collect loads no plugin host)."""
+        config = manager = options = plugins = None
+        if "delegate_lens.config" in sys.modules:
+            from delegate_lens.config import cached_config
 
-    def same(self, other: Setting) -> bool:
+            config = cached_config()
+        if "delegate_lens.pluginmanager" in sys.modules:
+            from delegate_lens.pluginmanager import built_plugin_manager, plugin_options
+
+            pm = built_plugin_manager()
+            if pm is not None:
+                manager, options = pm.serial, plugin_options()
+                plugins = frozenset(name for name, _ in pm.list_name_plugin())
+        return cls(workers, dict(os.environ), config, manager, options, plugins)
+
+    def same(self, other: WorkerSettings) -> bool:
+        """Whether workers started under ``other`` serve as well under these (the
+        configuration by identity: read again, it is another object)."""
         return (
             self.workers == other.workers
             and self.config is other.config
-            and self.manager is other.manager
+            and self.manager == other.manager
             and self.options == other.options
             and self.plugins == other.plugins
             and self.environment == other.environment
         )
 
+    def apply(self) -> None:
+        """In a worker: load the plugins this process had loaded (with its ``-p``
+        options) where the worker did not inherit them (from a fork server, spawned)."""
+        if self.options is None:  # (not loaded here: nor there, until asked for)
+            return
+        from delegate_lens import pluginmanager
+
+        if pluginmanager.built_plugin_manager() is None:
+            pluginmanager.apply_plugin_options(self.options)
+
 
 class Pool(Protocol):
-    """What is kept: a pool that knows its setting, whether it can serve, how to end."""
+    """What is kept: a pool that knows its settings, whether it can serve, how to end."""
 
     @property
-    def setting(self) -> Setting: ...
+    def settings(self) -> WorkerSettings: ...
 
     def usable(self) -> bool: ...
 
@@ -91,17 +111,17 @@ def _take_kept() -> Pool | None:
     return pool
 
 
-def take(kind: type[P], workers: int, start: Callable[[int, Setting], P]) -> P:
+def take(kind: type[P], workers: int, start: Callable[[int, WorkerSettings], P]) -> P:
     """The kept pool when it is a ``kind`` that can serve a run of ``workers`` now, else
-    ``start(workers, setting)`` (the kept pool, if any, ends first: then no thread of its
+    ``start(workers, settings)`` (the kept pool, if any, ends first: then no thread of its
     runs when the new one's workers are forked)."""
-    setting = Setting.now(workers)
+    settings = WorkerSettings.now(workers)
     pool = _take_kept()
     if pool is not None:
-        if isinstance(pool, kind) and pool.setting.same(setting) and pool.usable():
+        if isinstance(pool, kind) and pool.settings.same(settings) and pool.usable():
             return pool
         pool.close(stop=False)
-    return start(workers, setting)
+    return start(workers, settings)
 
 
 def keep(pool: Pool) -> None:

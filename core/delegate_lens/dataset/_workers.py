@@ -9,19 +9,20 @@ the pool's one queue: none idles while a batch is queued, and at the end, where 
 are smallest, they finish close together.
 
 The pool is kept from run to run in this process (:mod:`~delegate_lens.dataset._keeping`:
-while the setting is the same and every worker runs; it ends after ``IDLE_SECONDS`` idle,
+while the settings are the same and every worker runs; it ends after ``IDLE_SECONDS`` idle,
 on :func:`shutdown_workers`, or with this process), and started with a run's first batch
 otherwise (before any other thread of this process: a progress bar's, the pool's own).
 Its workers are forked (instant: they share this process's imports, plugins and
 configuration) where the platform allows, else started from a fork server or spawned. A
 forked worker does not hold the dataset's write lock it was forked under
 (:mod:`~delegate_lens.dataset._store` closes it in every forked child). The pool's
-initializer (:func:`_start_worker`) loads the plugins the caller had loaded (with its
-``-p`` options) where the worker did not inherit them, ignores Ctrl-C (the caller stops
-the run: a worker finishes the batch it is writing, takes no other, and ends), and
-watches its parent: a worker ends when its parent does, however it ends. Each run starts
-with one task per worker (:func:`_begin_run`: the run's dataset, known hashes and
-working folder). A worker that dies breaks the pool: a
+initializer (:func:`_start_worker`) is handed the caller's settings
+(:class:`~delegate_lens.dataset._keeping.WorkerSettings`): it loads the plugins the
+caller had loaded (with its ``-p`` options) where the worker did not inherit them,
+ignores Ctrl-C (the caller stops the run: a worker finishes the batch it is writing,
+takes no other, and ends), and watches its parent: a worker ends when its parent does,
+however it ends. Each run starts with one task per worker (:func:`_begin_run`: the
+run's dataset, known hashes and working folder). A worker that dies breaks the pool: a
 :class:`~delegate_lens.errors.CollectError` names it and its exit code; a run that fails
 or is stopped ends its workers.
 """
@@ -46,7 +47,7 @@ import attrs
 
 from delegate_lens.dataset import _keeping
 from delegate_lens.dataset._batch import FileResult, collect_batch
-from delegate_lens.dataset._keeping import Setting
+from delegate_lens.dataset._keeping import WorkerSettings
 from delegate_lens.dataset._sources import Source
 from delegate_lens.errors import CollectError, DelegateLensError
 
@@ -106,10 +107,11 @@ _run = _WorkerRun()
 
 
 def _start_worker(
-    stop: Event, barrier: Barrier, plugin_options: tuple[str, ...] | None, setup: bytes | None
+    stop: Event, barrier: Barrier, settings: WorkerSettings, setup: bytes | None
 ) -> None:
-    """The pool's initializer: runs once in each worker, before its first task (``setup``:
-    its first run's, see :func:`_begin_run`)."""
+    """The pool's initializer: runs once in each worker, before its first task
+    (``settings``: the caller's when the pool started; ``setup``: its first run's, see
+    :func:`_begin_run`)."""
     # Ctrl-C is the caller's to handle: it stops the run, and this worker ends after the
     # batch it is writing (no half-written part, no second traceback). SIGINT came in
     # blocked (:func:`_sigint_blocked`): one sent meanwhile is dropped here, not raised.
@@ -121,11 +123,7 @@ def _start_worker(
     _keep_freed_memory()
     _run.stop, _run.barrier = stop, barrier
     try:  # (an initializer's error would break the pool with a logged traceback)
-        if plugin_options is not None:  # the caller had loaded its plugins: so does this
-            from delegate_lens import pluginmanager
-
-            if pluginmanager._pm is None:  # (not inherited: from a fork server, spawned)
-                pluginmanager.apply_plugin_options(plugin_options)
+        settings.apply()  # the caller's plugins, where not inherited
         if setup is not None:
             _set_run(setup)
     except Exception as exc:  # the first batch raises it (and a later run's start)
@@ -279,15 +277,6 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _plugin_options() -> tuple[str, ...] | None:
-    """The caller's ``-p`` options when it has loaded its plugins (None: not loaded)."""
-    plugins = sys.modules.get("delegate_lens.pluginmanager")
-    if plugins is None or plugins._pm is None:
-        return None
-    options: tuple[str, ...] = plugins._options
-    return options
-
-
 _GRACE_SECONDS = 2.0
 """How long a broken pool's workers get to end before they are killed."""
 
@@ -297,13 +286,13 @@ class _Pool:
     :meth:`begin` and is tracked by the batches submitted and not yet done."""
 
     def __init__(
-        self, workers: int, setting: Setting | None = None, setup: bytes | None = None
+        self, workers: int, settings: WorkerSettings | None = None, setup: bytes | None = None
     ) -> None:
         """``setup``: the first run's (:func:`_run_setup`), given to each worker as it
         starts (no :meth:`begin` for that run)."""
         import multiprocessing
 
-        self.setting = setting or Setting.now(workers)
+        self.settings = settings or WorkerSettings.now(workers)
         method = _start_method()
         context = multiprocessing.get_context(method)
         if method == "forkserver":
@@ -317,7 +306,7 @@ class _Pool:
             workers,
             mp_context=context,
             initializer=_start_worker,
-            initargs=(self.stop, self.barrier, self.setting.options, setup),
+            initargs=(self.stop, self.barrier, self.settings, setup),
         )
         self.running: dict[Future[_PackedResults | None], list[Source]] = {}
         self.starting: list[Future[None]] = []  # this run's starts (one per worker)
@@ -441,8 +430,8 @@ def run_workers(
     setup = _run_setup(location, known)
     started: list[_Pool] = []
 
-    def start(count: int, setting: Setting) -> _Pool:
-        started.append(_Pool(count, setting, setup))  # (its workers start with the run's)
+    def start(count: int, settings: WorkerSettings) -> _Pool:
+        started.append(_Pool(count, settings, setup))  # (its workers start with the run's)
         return started[-1]
 
     pool = _keeping.take(_Pool, workers, start)

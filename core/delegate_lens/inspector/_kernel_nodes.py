@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from delegate_lens.inspector._tables import BlockTable
 
-__all__ = ["handle_set", "kernel_op_name", "kernel_positions", "op_name"]
 
 
 def op_name(op_type: str) -> str:
