@@ -1,4 +1,4 @@
-"""Benchmark the ETDump codec on the shared vectors; prints medians and the machine.
+"""Benchmark the ETDump codec on the reference vectors; prints medians and the machine.
 
     python benchmarks/bench_etdump.py [--repeat N]
 

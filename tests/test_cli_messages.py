@@ -29,7 +29,19 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (["inspect", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin"], 0),
         (["inspect", "{v}/etdump.etdp", "-f", "csv"], 0),
         (["report", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin", "-o", "r.html"], 0),
-        (["compare", "{v}/etdump.etdp", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin"], 0),
+        (
+            # (5 runs: a verdict at --alpha 0.1; at 0.05 no row could be tested, exit 2)
+            [
+                "compare",
+                "{v}/etdump.etdp",
+                "{v}/etdump.etdp",
+                "--etrecord",
+                "{v}/etrecord.bin",
+                "--alpha",
+                "0.1",
+            ],
+            0,
+        ),
         # the JSON holds the debug values (as null): said there, once
         (["inspect", "{v}/etdump.etdp", "-f", "json", "-o", "i.json"], 1),
     ],
@@ -50,6 +62,36 @@ def test_missing_debug_buffer_is_not_said_before_an_error(
     result = _cli("report", str(v / "etdump.etdp"), "--run", "99", "-o", "r.html", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin", "-f", "json"],
+        ["inspect", "{v}/etdump.etdp", "-o", "{out}/i.csv", "-f", "csv"],
+        ["report", "{v}/etdump.etdp", "-o", "{out}/r.html"],
+        ["numerics", "{v}/etdump.etdp", "--etrecord", "{v}/etrecord.bin", "-o", "{out}/g.json"],
+    ],
+)
+def test_an_empty_debug_buffer_is_the_same_error_in_every_command(
+    vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    from delegate_lens.cli import main
+
+    empty = tmp_path / "debug.bin"
+    empty.write_bytes(b"")
+    out = tmp_path / "out"
+    out.mkdir()
+    v = vectors_dir / "mlp_xnnpack"
+    with pytest.raises(SystemExit) as exit_info:
+        main([*(a.format(v=v, out=out) for a in args), "--debug-buffer", str(empty)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"error: --debug-buffer {empty}: the debug buffer is empty (0 bytes); give the buffer "
+        "the run wrote with this ETDump\n"
+    )
+    assert captured.out == "" and list(out.iterdir()) == []
 
 
 @pytest.mark.usefixtures("fresh_plugin_manager")

@@ -89,10 +89,10 @@ def test_summary_names_delegate_events_by_their_identifier(
     assert "Fully Connected (NC, F32) GEMM #1" in out
     # unnamed debug events have no times: no "0 ticks" that reads like zero-length events
     assert [line.split() for line in out.splitlines() if "(no name)" in line] == [
-        ["(no", "name)", "25", "-", "-"]
+        ["(no", "name)", "0", "-", "-", "25"]
     ]
     gemm2 = next(line for line in out.splitlines() if "GEMM #2" in line)
-    assert gemm2.split()[-3:] == ["5", "0", "0"]  # profiled, and really 0 ticks long
+    assert gemm2.split()[-4:] == ["5", "0", "0", "0"]  # profiled, and really 0 ticks long
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -205,3 +205,46 @@ def test_summary_top_must_be_a_count(top: str) -> None:
     assert proc.stderr.strip().splitlines() == [
         f"error: delegate-lens etdump summary: argument --top: expected a number >= 0, got {top!r}"
     ]
+
+
+def test_summary_counts_profile_and_debug_events_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A delegate logs a timed event and its output under one identifier: the mean ticks
+    are over the profile events, and their count stands beside them, the debug events in a
+    column of their own (the count of both used to stand beside the profile events' mean)."""
+    from delegate_lens.etdump import (
+        AllocationEvent,
+        DebugEvent,
+        ETDump,
+        Event,
+        ProfileEvent,
+        RunData,
+        dump,
+    )
+
+    events = [
+        Event(profile_event=ProfileEvent(delegate_debug_id_int=0, start_time=100, end_time=400)),
+        Event(debug_event=DebugEvent(delegate_debug_id_int=0)),
+        Event(profile_event=ProfileEvent(delegate_debug_id_int=0, start_time=500, end_time=600)),
+        Event(debug_event=DebugEvent(delegate_debug_id_int=0)),
+        Event(profile_event=ProfileEvent("Method::execute", start_time=50, end_time=700)),
+    ]
+    dump(ETDump(run_data=[RunData(name="Execute", events=events)]), tmp_path / "d.etdp")
+    assert main(["etdump", "summary", str(tmp_path / "d.etdp")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines.index("events by name (2 names):") + 1
+    assert lines[head].split() == ["name", "profile", "mean", "ticks", "total", "ticks", "debug"]
+    rows = {line[:20].strip(): line[20:].split() for line in lines[head + 1 :]}
+    assert rows["(delegate id 0)"] == ["2", "200", "400", "2"]  # 2 timed, mean of those 2
+    assert rows["Method::execute"] == ["1", "650", "650", "0"]
+
+    # events of another kind (allocations) get a column of their own, only when present
+    events.append(Event(allocation_event=AllocationEvent(allocator_id=0, allocation_size=64)))
+    dump(ETDump(run_data=[RunData(name="Execute", events=events)]), tmp_path / "a.etdp")
+    assert main(["etdump", "summary", str(tmp_path / "a.etdp")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("events by name")) + 1
+    assert lines[head].split()[-2:] == ["debug", "other"]
+    no_name = next(line for line in lines if "(no name)" in line)
+    assert no_name.split()[2:] == ["0", "-", "-", "0", "1"]

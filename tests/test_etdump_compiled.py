@@ -1,5 +1,5 @@
 """The compiled walk (delegate_lens.etdump._walk) decodes exactly what the numpy decoder
-decodes, and accepts no buffer the numpy decoder rejects: on the shared vectors, on files
+decodes, and accepts no buffer the numpy decoder rejects: on the reference vectors, on files
 decoded together, and on mutated, truncated and crafted bytes."""
 
 from __future__ import annotations

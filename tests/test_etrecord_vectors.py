@@ -1,4 +1,4 @@
-"""Reading every shared vector's ETRecord, checked against the reference Inspector's answers."""
+"""Reading every reference vector's ETRecord, checked against the reference Inspector's answers."""
 
 from __future__ import annotations
 

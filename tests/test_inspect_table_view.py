@@ -66,3 +66,22 @@ def test_a_narrow_terminal_cuts_fairly(
     assert row[-3] == "demo_linear_relu_f32"  # metadata no longer cut to 12 characters
     assert row[1] == "DemoBackend: linear_relu#0"
     assert row[8].endswith("...")  # the widest column (op types) gives up room first
+
+
+@pytest.mark.parametrize("columns", ["150", "120"])
+def test_a_narrow_terminal_keeps_the_identifier_of_delegate_rows(
+    columns: str,
+    demo: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 150 columns or fewer every delegate row read ``DemoBacke...``: the identifier
+    that tells them apart was what got cut. Now the backend prefix or the middle goes."""
+    pipe = [_cells(r)[1] for r in _table(demo, capsys, None, monkeypatch)[1:]]
+    whole = [name for name in pipe if name.startswith("DemoBackend: ")]  # every cell whole
+    assert len(whole) == 7
+    cut = [_cells(r)[1] for r in _table(demo, capsys, columns, monkeypatch)[1:]]
+    cut = [name for name in cut if any(name.endswith(full[-4:]) for full in whole)]
+    assert len(cut) == 7 and len(set(cut)) == 7  # "#0".."#5", "...ition": still apart
+    for short, full in zip(cut, whole):
+        assert short != full and short.endswith(full[-4:])

@@ -1,4 +1,4 @@
-"""Inspector API on the shared vectors: mismatched inputs, debug buffer problems, tables,
+"""Inspector API on the reference vectors: mismatched inputs, debug buffer problems, tables,
 find_total_for_module, get_op_list, to_dataframe, and the torch-free import."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every shared vector reproduces the reference Inspector's expected.json."""
+"""Every reference vector reproduces the reference Inspector's expected.json."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The reference's devtools names and outputs, piece by piece: every public module path of
 ``executorch.devtools`` (1.5.1) is importable as ``delegate_lens.X`` with its public names;
 the Inspector's printed table and TSV are byte for byte what the reference wrote for the
-shared vectors (``tests/data/reference_api``); the bundled-program schema objects and JSON;
+reference vectors (``tests/data/reference_api``); the bundled-program schema objects and JSON;
 the ETRecord's reference fields and methods; the comparator classes."""
 
 from __future__ import annotations

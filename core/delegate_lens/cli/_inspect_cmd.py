@@ -1,8 +1,9 @@
 """`delegate-lens inspect`: the Inspector's tables of an ETDump (+ ETRecord) in any format.
 
 Formats come from the ``dl_exporters`` hook (built-ins: table, json, tsv, csv,
-chrome-trace; plugins may add more). ``-o`` writes atomically (temporary file, then
-rename); without it the output goes to stdout. Warnings print as one ``warning:`` line each.
+chrome-trace, perfetto; plugins may add more); the help texts list them from the same
+registry when they are shown. ``-o`` writes atomically (temporary file, then rename);
+without it the output goes to stdout. Warnings print as one ``warning:`` line each.
 """
 
 from __future__ import annotations
@@ -51,23 +52,74 @@ def add_inspector_inputs(parser: argparse.ArgumentParser, *, debug_buffer: bool 
         )
 
 
+def format_names() -> str:
+    """The names ``inspect --format`` takes, from the exporters' registry (``table`` first,
+    the default); the built-in ones when a plugin is broken (running a command says how)."""
+    try:
+        from delegate_lens.exporters import get_exporters
+
+        names = list(get_exporters())
+    except DelegateLensError:
+        from delegate_lens.builtins.exporters import BUILTIN_EXPORTERS
+
+        names = [exporter.name for exporter in BUILTIN_EXPORTERS]
+    return ", ".join(sorted(names, key=lambda name: (name != "table", name)))
+
+
+class _FormatNames:
+    """:func:`format_names` as a help text's ``%(formats)s``, worked out only when a help
+    is shown: building the parser stays cheap and loads no plugin."""
+
+    def __str__(self) -> str:
+        return format_names()
+
+
+def check_debug_buffer(path: str | None) -> None:
+    """Refuse a ``--debug-buffer`` file that is empty: given on purpose, it holds no value
+    the run logged (a buffer never written, or cut off): a :class:`UsageError` naming it, the
+    same for every command that reads one (``inspect``, ``report``, ``numerics``). A
+    missing or unreadable file is left to the Inspector, which names it."""
+    if path is None:
+        return
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+        raise UsageError(
+            f"--debug-buffer {path}: the debug buffer is empty (0 bytes); give the buffer "
+            "the run wrote with this ETDump"
+        )
+
+
+def _list_formats_in_help(action: argparse.Action) -> None:
+    """Give ``action``'s help its ``%(formats)s``: argparse fills a help's ``%(name)s``
+    from its action's attributes when it shows it."""
+    vars(action)["formats"] = _FormatNames()
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "inspect",
-        help="link an ETDump's events to operators (table, json, csv, tsv, chrome-trace)",
+        help="link an ETDump's events to operators (formats: %(formats)s)",
         description=(
             "Join an ETDump (runtime events) with an ETRecord (graph and debug maps) and "
             "write the Inspector's tables."
         ),
     )
+    _list_formats_in_help(subparsers._choices_actions[-1])  # the line in the top-level help
     add_inspector_inputs(parser)
-    parser.add_argument(
+    fmt = parser.add_argument(
         "--format",
         "-f",
         default="table",
         metavar="NAME",
-        help="output format: table (default), json, tsv, csv, chrome-trace, or one a plugin adds",
+        help="output format: %(formats)s (default: table)",
     )
+    _list_formats_in_help(fmt)
     parser.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     add_time_scale_arguments(parser)
     parser.add_argument(
@@ -142,6 +194,11 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"format {exporter.name!r} writes several files: give a folder with -o DIR"
         )
+    check_debug_buffer(args.debug_buffer)
+    if exporter.binary:
+        from delegate_lens.cli._terminal import refuse_binary_on_terminal
+
+        refuse_binary_on_terminal(exporter.name, args.output, sys.stdout)
     if args.output:
         folder = Path(args.output).parent
         if not folder.is_dir():

@@ -44,6 +44,7 @@ def _write_json(inspector: Inspector, by: str, rows: Sequence[Any], stream: IO[s
     blocks = [
         {
             "block": a.block,
+            "index": a.index,
             "runs": a.n_runs,
             "denominator": a.denominator,
             "denominator_per_run": a.run_time,

@@ -81,6 +81,30 @@ def safe_text(stream: IO[str], *, for_people: bool) -> IO[str]:
     return stream
 
 
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
+def refuse_binary_on_terminal(fmt: str, output: str | None, stream: object) -> None:
+    """Refuse to write the binary format ``fmt`` onto a terminal: standard output
+    (``stream``, for no ``-o`` or ``-o -``) that is a TTY gets a :class:`UsageError`
+    suggesting ``-o``; a pipe or a file is written as asked."""
+    from delegate_lens.fileio import STDOUT
+
+    if output not in (None, STDOUT) or not _is_terminal(stream):
+        return
+    from delegate_lens.errors import UsageError
+
+    raise UsageError(
+        f"format {fmt!r} is binary and standard output is a terminal: give a file with "
+        "-o FILE (or pipe the output)"
+    )
+
+
 def require_rich() -> Any:
     """The ``rich`` module, or :class:`MissingExtraError` naming the extra."""
     try:

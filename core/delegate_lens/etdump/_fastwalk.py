@@ -6,7 +6,7 @@ module turns what it returns into the same :class:`DecodedColumns` (debug values
 decoded by the numpy code they always used; strings are interned in C, so their codes may
 come in another order than numpy's, for the same strings). A malformed buffer is never decoded
 here: :func:`columns` returns None and the numpy decoder runs, so errors name the problem
-as they always did. Both paths give equal columns (tests compare them on the shared vectors
+as they always did. Both paths give equal columns (tests compare them on the reference vectors
 and on mutated buffers).
 
 The fast path is taken when the extension is built, unless the environment variable

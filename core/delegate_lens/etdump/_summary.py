@@ -14,13 +14,24 @@ from delegate_lens.etdump._objects import ETDump
 
 @attrs.frozen
 class NameStats:
-    """Events sharing a name: how many, and the total/mean duration of the profiled ones."""
+    """Events sharing a name: how many, and the total/mean duration of the profiled ones.
+
+    ``count`` is every event of the name; ``profiled`` the profile events among them, the
+    only ones with times (``total_ticks`` and ``mean_ticks`` are theirs); ``debug`` the
+    debug events (intermediate outputs, no times); what remains (``others``) are events of
+    another kind (allocations, empty events)."""
 
     name: str
     count: int
     total_ticks: int
     mean_ticks: float
-    profiled: int = 0  # how many of them are profile events (the others have no times)
+    profiled: int = 0
+    debug: int = 0
+
+    @property
+    def others(self) -> int:
+        """Events that are neither profile nor debug events."""
+        return self.count - self.profiled - self.debug
 
 
 @attrs.frozen
@@ -83,13 +94,21 @@ def summarize(etdump: ETDump) -> Summary:
         counts = np.bincount(names + 1, minlength=len(strings) + 1)
         totals = np.bincount(names[prof] + 1, weights=duration, minlength=len(strings) + 1)
         profiled = np.bincount(names[prof] + 1, minlength=len(strings) + 1)
+        debug = np.bincount(names[kind == EventKind.DEBUG] + 1, minlength=len(strings) + 1)
         for code in np.argsort(-counts, kind="stable"):
             if counts[code] == 0:
                 break
             label = "(no name)" if code == 0 else strings[code - 1]
             mean = float(totals[code] / profiled[code]) if profiled[code] else 0.0
             by_name.append(
-                NameStats(label, int(counts[code]), int(totals[code]), mean, int(profiled[code]))
+                NameStats(
+                    label,
+                    int(counts[code]),
+                    int(totals[code]),
+                    mean,
+                    int(profiled[code]),
+                    int(debug[code]),
+                )
             )
     allocators = [a.name for run in etdump.run_data for a in run.allocators]
     return Summary(
@@ -145,14 +164,21 @@ def format_summary(summary: Summary, *, title: str = "ETDump", top: int = 40) ->
     else:
         lines.append("allocators: none")
     lines.append(f"events by name ({len(summary.by_name)} names):")
-    width = max((len(s.name) for s in summary.by_name[:top]), default=4)
-    lines.append(f"  {'name':<{width}} {'count':>10} {'mean ticks':>14} {'total ticks':>18}")
-    for s in summary.by_name[:top]:
+    shown = summary.by_name[:top]
+    width = max((len(s.name) for s in shown), default=4)
+    # the times are the profile events': their count stands beside them, the debug events
+    # (no times) apart, and events of other kinds only when there are any
+    others = any(s.others for s in shown)
+    head = f"  {'name':<{width}} {'profile':>10} {'mean ticks':>14} {'total ticks':>18}"
+    head += f" {'debug':>10}" + (f" {'other':>10}" if others else "")
+    lines.append(head)
+    for s in shown:
         if s.profiled:
             ticks = f"{s.mean_ticks:>14,.0f} {s.total_ticks:>18,}"
-        else:  # debug events only: no times
+        else:  # no profile events: no times
             ticks = f"{'-':>14} {'-':>18}"
-        lines.append(f"  {s.name:<{width}} {s.count:>10,} {ticks}")
+        line = f"  {s.name:<{width}} {s.profiled:>10,} {ticks} {s.debug:>10,}"
+        lines.append(line + (f" {s.others:>10,}" if others else ""))
     if len(summary.by_name) > top:
         lines.append(f"  ... {len(summary.by_name) - top} more names")
     return "\n".join(lines)

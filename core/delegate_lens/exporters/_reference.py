@@ -7,7 +7,7 @@ columns ``raw``, ``delegate_debug_identifier``, ``stack_traces``, ``module_hiera
 This module makes the same text without pandas or tabulate: the same columns (``start_time``
 included), headers, number formatting (``format(x, "g")`` in the grid, ``repr`` in the TSV,
 numbers aligned on their decimal point) and quoting. Checked against files the reference
-printed for the shared vectors (``tests/data/reference_api/``).
+printed for the reference vectors (``tests/data/reference_api/``).
 """
 
 from __future__ import annotations

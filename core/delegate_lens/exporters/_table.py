@@ -11,9 +11,12 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import shutil
 from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
+
+import attrs
 
 from delegate_lens._texttable import align_columns
 
@@ -40,15 +43,59 @@ def _headers(table: TableInput, include_units: bool, metadata: bool) -> list[str
     return cols
 
 
-def _delegate_row_name(name: str, backend: str | None, identifier: int | str) -> str:
+@attrs.frozen
+class _DelegateName:
+    """A delegate-logged row's name in two parts: ``head`` (its backend, and its event name
+    when that is not the identifier) and ``tail``, the identifier that tells the rows of a
+    call apart (``#3``, ``Add (ND) #1``). Printed whole; cut by :meth:`cut`."""
+
+    head: str
+    tail: str
+
+    def __str__(self) -> str:
+        return self.head + self.tail
+
+    def cut(self, width: int) -> str:
+        """The name in at most ``width`` characters, never losing the end of the
+        identifier: the backend prefix is cut first (``DemoBa... #3``), then dropped, then
+        the middle of the identifier (``Convolut...IGEMM #1``)."""
+        text = self.head + self.tail
+        if len(text) <= width:
+            return text
+        room = width - len(_CUT) - len(self.tail)
+        if room >= _KEPT_HEAD:
+            return self.head[:room] + _CUT + self.tail
+        identifier = self.tail.strip()
+        if len(identifier) <= width:
+            return identifier
+        return _cut_middle(identifier, width)
+
+
+_CUT = "..."
+_KEPT_HEAD = 4  # fewer characters of a backend prefix say nothing: it is dropped instead
+_NUMBER_AT_END = re.compile(r"#\w+\]?$")
+
+
+def _cut_middle(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, its middle replaced by ``...``: at least half of
+    what is kept is its end, and always a ``#N`` it ends with."""
+    room = max(width - len(_CUT), 1)
+    mark = _NUMBER_AT_END.search(text)
+    end = min(max(len(mark.group()) if mark else 0, (room + 1) // 2), room)
+    return text[: room - end] + _CUT + text[len(text) - end :]
+
+
+def _delegate_row_name(name: str, backend: str | None, identifier: int | str) -> _DelegateName:
     """A delegate-logged row named with its backend and identifier: ``NPU #3`` for an int
     identifier, ``NPU: conv1`` for a str one (its name), ``Add [NPU #3]`` otherwise."""
     owner = backend or "delegate"
     if isinstance(identifier, str):
-        return f"{owner}: {name}" if name == identifier else f"{name} [{owner}: {identifier}]"
-    return (
-        f"{owner} #{identifier}" if name == str(identifier) else f"{name} [{owner} #{identifier}]"
-    )
+        if name == identifier:
+            return _DelegateName(f"{owner}: ", name)
+        return _DelegateName(f"{name} [{owner}: ", f"{identifier}]")
+    if name == str(identifier):
+        return _DelegateName(owner, f" #{identifier}")
+    return _DelegateName(f"{name} [{owner}", f" #{identifier}]")
 
 
 def _has_bundled(rows: Sequence[TableRow]) -> bool:
@@ -64,9 +111,9 @@ def _rows(
         if _HIDDEN_IN_TABLE in r.event_name:
             continue
         stats: list[Any] = list(r.stats.as_tuple()) if r.stats is not None else [None] * 6
-        name = r.event_name
+        name: str | _DelegateName = r.event_name
         if named and r.identifier is not None:
-            name = _delegate_row_name(name, r.delegate_backend_name, r.identifier)
+            name = _delegate_row_name(r.event_name, r.delegate_backend_name, r.identifier)
         row = [r.block, name, *stats]
         row += [list(r.op_types), r.is_delegated_op, r.delegate_backend_name]
         if metadata:
@@ -107,10 +154,17 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
 
 
-def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[list[str]]:
+def _fit(
+    rows: list[list[str]],
+    width: int,
+    squeezable: Sequence[int],
+    names: Sequence[_DelegateName | None] = (),
+) -> list[list[str]]:
     """Cut the cells of the ``squeezable`` columns to one common cap, the largest that lets
     lines fit ``width`` (never below ``_MIN_CELL``): wide columns give up the most, and no
-    column is cut to the minimum while another keeps more than it needs."""
+    column is cut to the minimum while another keeps more than it needs. The event names
+    of delegate-logged rows (``names``, one per body row, None for the others) keep their
+    identifier (:meth:`_DelegateName.cut`); other cells lose their end."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     room = (
         width - 2 * (len(widths) - 1) - sum(w for i, w in enumerate(widths) if i not in squeezable)
@@ -120,8 +174,9 @@ def _fit(rows: list[list[str]], width: int, squeezable: Sequence[int]) -> list[l
         cap -= 1
     for col in squeezable:
         if widths[col] > cap:
-            for row in rows[1:]:
-                row[col] = _shorten(row[col], cap)
+            for i, row in enumerate(rows[1:]):
+                name = names[i] if col == 1 and i < len(names) else None
+                row[col] = _shorten(row[col], cap) if name is None else name.cut(cap)
     return rows
 
 
@@ -187,7 +242,8 @@ def table_cells(
     the parsed delegate metadata when the file has any, one column per key (the first
     sample's values) — on a terminal and in a pipe alike. With ``width`` (a terminal) the
     headers are short, ``False``/``[]`` are left blank, and the event names, op types and
-    metadata are shortened (ending ``...``) so that lines fit that many columns. The rows
+    metadata are shortened (``...``) so that lines fit that many columns (a delegate row's
+    name keeps its identifier, ``DemoBa... #3``: its backend prefix is cut instead). The rows
     of ``table`` hold their metadata when it is shown.
     """
     view = width is not None if view is None else view
@@ -201,6 +257,7 @@ def table_cells(
     # once the other columns are fitted (their positions are fixed above)
     bundled_cells = [_fmt(row.pop()) for row in raw_rows] if bundled else []
     meta_values = [row.pop() for row in raw_rows] if metadata and view else []
+    names = [row[1] if isinstance(row[1], _DelegateName) else None for row in raw_rows]
     body = [[_fmt(v) for v in row] for row in raw_rows]
     if meta_values:
         meta_headers, meta_cells = _metadata_cells(meta_values, headers)
@@ -217,7 +274,7 @@ def table_cells(
             row[9] = "yes" if row[9] == "True" else row[9]
     if width is not None and body:
         squeezable = [1, 8, *range(11, len(headers))]
-        rows = _fit(rows, width, squeezable)
+        rows = _fit(rows, width, squeezable, names)
     if bundled:
         rows[0].insert(1, "bundled_input_index")
         for row, cell in zip(rows[1:], bundled_cells):

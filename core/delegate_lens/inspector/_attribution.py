@@ -11,13 +11,16 @@ is one event per run):
   ``native_call_<op>.out`` is charged to the op type named ``<op>`` among its instruction's
   nodes, not to every op of the instruction (a decomposed ``linear`` is a ``permute_copy``,
   an ``addmm`` and a ``view_copy``, each its own kernel and instruction, all with the
-  ``linear``'s debug handle).
+  ``linear``'s debug handle). Where the handle holds two nodes of the op (two
+  ``view_copy``), the kernels' program order tells which node each ran
+  (:mod:`~delegate_lens.inspector._kernel_nodes`).
 * **Wrappers are never added to what they contain.** ``Method::execute``, ``Method::init``
   and ``Program::load_method`` (framework events), ``OPERATOR_CALL`` around a kernel row of
   the same instruction, ``DELEGATE_CALL`` around the events its delegate logged, and a
-  delegate-logged event whose handles strictly contain another's of the same call (a
-  per-call summary) are wrappers. An ``OPERATOR_CALL`` with no kernel row inside is the only
-  measure of its instruction and is charged like a kernel.
+  delegate-logged event that contains another of the same call (a per-call summary: its
+  handles strictly hold the other's, or in time, :mod:`~delegate_lens.inspector._nesting`,
+  which needs no ETRecord) are wrappers. An ``OPERATOR_CALL`` with no kernel row inside is
+  the only measure of its instruction and is charged like a kernel.
 * **Inside a delegate, the events the backend logged are charged** to the op types of the
   handles its Debug Handle Map gives them. An event covering several op types (a fused
   ``linear_relu``) is charged to the group as a whole (``"aten.linear.default +
@@ -45,7 +48,12 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.inspector._kernel_nodes import handle_set as _handle_set
+from delegate_lens.inspector._kernel_nodes import kernel_op_name as kernel_op_name
+from delegate_lens.inspector._kernel_nodes import kernel_positions
+from delegate_lens.inspector._kernel_nodes import op_name as op_name
 from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
+from delegate_lens.inspector._nesting import time_containers
 
 if TYPE_CHECKING:
     from delegate_lens.inspector._tables import BlockTable
@@ -157,26 +165,6 @@ class _Acc:
     samples: FloatArray
 
 
-def op_name(op_type: str) -> str:
-    """The operator's name in an op type: ``aten.addmm.default`` -> ``addmm``."""
-    parts = op_type.split(".")
-    return parts[-2] if len(parts) >= 2 else op_type
-
-
-def kernel_op_name(event_name: str) -> str | None:
-    """The operator a portable kernel event ran: ``native_call_addmm.out`` -> ``addmm``;
-    None for any other event name."""
-    if not event_name.startswith("native_call_"):
-        return None
-    return event_name[len("native_call_") :].split(".")[0] or None
-
-
-def _handle_set(handles: int | list[int] | None) -> frozenset[int]:
-    if handles is None:
-        return frozenset()
-    return frozenset([handles] if isinstance(handles, int) else handles)
-
-
 def _key_of(op_types: Sequence[str], fallback: str) -> tuple[str, str, tuple[str, ...]]:
     distinct = tuple(dict.fromkeys(op_types))
     if not distinct:
@@ -184,34 +172,6 @@ def _key_of(op_types: Sequence[str], fallback: str) -> tuple[str, str, tuple[str
     if len(distinct) == 1:
         return distinct[0], "op", distinct
     return GROUP_SEPARATOR.join(distinct), "group", distinct
-
-
-def _kernel_positions(table: BlockTable) -> dict[int, tuple[int, ...]]:
-    """For every kernel row named after its op, the positions (nodes) in its link it ran.
-
-    Rows of the same handles and op are paired with the matching nodes by rank (both are
-    in program order) when there are as many rows as nodes; otherwise each row gets every
-    matching node (a group).
-    """
-    out: dict[int, tuple[int, ...]] = {}
-    ranks: dict[tuple[frozenset[int], str], list[int]] = {}
-    for j, key in enumerate(table.keys):
-        link = table.links[j]
-        op = kernel_op_name(key.name) if key.identifier is None else None
-        if op is None or not link.op_types:
-            continue
-        matching = tuple(k for k, t in enumerate(link.op_types) if op_name(t) == op)
-        if not matching:
-            continue
-        out[j] = matching
-        if len(matching) > 1:
-            ranks.setdefault((_handle_set(link.debug_handles), op), []).append(j)
-    for rows in ranks.values():
-        rows.sort(key=lambda j: (table.keys[j].instruction_id, j))
-        if len(rows) == len(out[rows[0]]) and all(out[j] == out[rows[0]] for j in rows):
-            for rank, j in enumerate(rows):
-                out[j] = (out[j][rank],)
-    return out
 
 
 def _summaries(table: BlockTable, delegated: list[int]) -> set[int]:
@@ -250,8 +210,8 @@ def attribute_table(table: BlockTable) -> BlockAttribution:
             and key.instruction_id >= 0
         ):
             kernels_at.add(key.instruction_id)
-    summaries = _summaries(table, delegated)
-    positions = _kernel_positions(table)
+    summaries = _summaries(table, delegated) | time_containers(table, delegated)
+    positions = kernel_positions(table)
 
     acc: dict[str, _Acc] = {}
     row_key: dict[int, str] = {}
@@ -369,9 +329,10 @@ def attribute_table(table: BlockTable) -> BlockAttribution:
 
 def node_samples(table: BlockTable, attribution: BlockAttribution) -> dict[str, FloatArray]:
     """Per graph node (by name): the time charged to it in each run of the block. A kernel
-    gives its time to the node of the op it ran; a fused event gives its whole time to each
-    node of its group (unsplit: a node view of a group repeats the group's time, so sum
-    charges, not nodes)."""
+    gives its time to the node of the op it ran (to each node of its op only where program
+    order cannot tell which one ran); a fused event gives its whole time to each node of its
+    group (unsplit: a node view of a group repeats the group's time, so sum charges, not
+    nodes)."""
     out: dict[str, FloatArray] = {}
     for j in np.flatnonzero(attribution.row_charge >= 0).tolist():
         names = table.links[j].node_names
@@ -386,6 +347,8 @@ def node_samples(table: BlockTable, attribution: BlockAttribution) -> dict[str, 
 class _Shared(Protocol):
     @property
     def block(self) -> str: ...
+    @property
+    def block_index(self) -> int: ...
     @property
     def runs(self) -> int: ...
     @property
@@ -419,8 +382,11 @@ def write_summary_table(
     """A summary's rows as an aligned text table: the block, the ``lead`` columns
     (header, cell of a row, whether it is a number), then count, time per run, total,
     share and p50 per run (numbers right-aligned); then a line per block naming its runs
-    and what the shares divide by (:func:`denominator_lines`)."""
+    and what the shares divide by (:func:`denominator_lines`). Blocks are named as
+    :func:`block_labels` says."""
     from delegate_lens._texttable import align_columns
+
+    labels = block_labels(rows)
 
     header = [
         "event_block_name",
@@ -433,7 +399,7 @@ def write_summary_table(
     ]
     body = [
         [
-            r.block,
+            labels[r.block_index],
             *(cell(r) for _name, cell, _number in lead),
             str(r.count),
             f"{r.time_per_run:.6g}",
@@ -451,14 +417,25 @@ def write_summary_table(
         file.write(line + "\n")
 
 
+def block_labels(rows: Iterable[_Shared]) -> dict[int, str]:
+    """Per block index of ``rows``, how a table names the block: its name, or, when two
+    blocks share a name (two methods' ``Execute``), ``"<index>: <name>"`` for every block,
+    as the HTML report labels them."""
+    names = {row.block_index: row.block for row in rows}
+    if len(set(names.values())) == len(names):
+        return names
+    return {index: f"{index}: {name}" for index, name in names.items()}
+
+
 def denominator_lines(rows: Iterable[_Shared]) -> list[str]:
     """One line per block of a summary's rows: its runs and what its shares divide by."""
-    first: dict[str, _Shared] = {}
+    first: dict[int, _Shared] = {}
     for row in rows:
-        first.setdefault(row.block, row)
+        first.setdefault(row.block_index, row)
+    labels = block_labels(first.values())
     return [
-        f"{block}: {r.runs} run(s); share = % of {r.denominator} (over all runs)"
-        for block, r in first.items()
+        f"{labels[index]}: {r.runs} run(s); share = % of {r.denominator} (over all runs)"
+        for index, r in first.items()
     ]
 
 

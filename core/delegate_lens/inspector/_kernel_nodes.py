@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from delegate_lens.inspector._tables import BlockTable
 
 
-
 def op_name(op_type: str) -> str:
     """The operator's name in an op type: ``aten.addmm.default`` -> ``addmm``."""
     parts = op_type.split(".")

@@ -58,6 +58,7 @@ class ModuleSummary:
     :param p50: the median over runs of its time per run.
     :param runs: the block's runs.
     :param denominator: what ``share`` divides by (see the attribution).
+    :param block_index: the event block's position among the Inspector's blocks.
     """
 
     block: str
@@ -72,6 +73,7 @@ class ModuleSummary:
     p50: float
     runs: int
     denominator: str
+    block_index: int
 
 
 MODULE_COLUMNS = tuple(f.name for f in attrs.fields(ModuleSummary))
@@ -179,6 +181,7 @@ def module_rows(
             p50=float(np.median(entry.samples)) if n_runs else 0.0,
             runs=n_runs,
             denominator=attribution.denominator,
+            block_index=attribution.index,
         )
         for (kind, key), entry in acc.items()
     ]
@@ -198,6 +201,7 @@ def module_rows(
                     p50=charge.p50,
                     runs=n_runs,
                     denominator=attribution.denominator,
+                    block_index=attribution.index,
                 )
             )
     rows.sort(key=lambda r: (-r.total_time, r.module))

@@ -43,6 +43,8 @@ class OpTypeSummary:
     :param p50: the median over runs of its time per run.
     :param runs: the block's runs.
     :param denominator: what ``share`` divides by: ``Method::execute`` or ``attributed time``.
+    :param block_index: the event block's position among the Inspector's blocks (two
+        blocks may share a name: two methods' ``Execute``).
     """
 
     block: str
@@ -55,6 +57,7 @@ class OpTypeSummary:
     p50: float
     runs: int
     denominator: str
+    block_index: int
 
 
 OP_TYPE_COLUMNS = tuple(f.name for f in attrs.fields(OpTypeSummary))
@@ -74,6 +77,7 @@ def op_type_rows(attribution: BlockAttribution) -> list[OpTypeSummary]:
             p50=charge.p50,
             runs=attribution.n_runs,
             denominator=attribution.denominator,
+            block_index=attribution.index,
         )
         for charge in attribution.charges
     ]
@@ -89,6 +93,6 @@ def op_type_summary(tables: Sequence[BlockTable]) -> list[OpTypeSummary]:
 
 def write_op_type_table(rows: Sequence[OpTypeSummary], unit: str, file: IO[str]) -> None:
     """The summary as an aligned text table; a line per block names its runs and what the
-    shares divide by."""
+    shares divide by (blocks of one name told apart by their index, ``1: Execute``)."""
     lead = [("op_type", attrgetter("op_type"), False), ("kind", attrgetter("kind"), False)]
     write_summary_table(rows, lead, unit, file)

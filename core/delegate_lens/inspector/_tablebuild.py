@@ -71,6 +71,7 @@ def build_table(
         stats_of=lambda: row_stats(samples, block.has_perf),
         converted_start=converted_start,
         ticks_of=lambda: exact_ticks(fc, block, keys, exact, label),
+        event_times=lambda events: (fc.start_time[events], fc.end_time[events]),
     )
     attach_debug_data(table, grouping, fc, debug_buffer)
     table.run_output = run_output(fc, int(block.runs[0]), debug_buffer)

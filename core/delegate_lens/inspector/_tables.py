@@ -27,6 +27,10 @@ DelegateTimes = Callable[
 ]
 """``(row, key, start ticks, end ticks) -> (start, end)`` converted into the target scale
 for one delegate-logged row, or None for the default conversion."""
+EventTimes = Callable[
+    [npt.NDArray[np.integer[Any]]], "tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]"
+]
+"""``events -> (start ticks, end ticks)`` of global event indices, of the same shape."""
 
 
 @attrs.define(eq=False)
@@ -49,6 +53,9 @@ class BlockTable:
     ticks_of: Callable[[], npt.NDArray[np.uint64] | None] = attrs.field(
         default=lambda: None, repr=False
     )
+    event_times: EventTimes | None = attrs.field(default=None, repr=False)
+    """Raw start and end ticks of the events at some global indices (e.g. a column of
+    ``block.events``), from the file's columns; None: not known."""
     _stats: FloatArray | None = attrs.field(default=None, init=False, repr=False)
 
     @property

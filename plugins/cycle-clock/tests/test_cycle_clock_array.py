@@ -138,7 +138,7 @@ def test_the_array_hook_answers_before_tick_clock() -> None:
 def _inspect(vector: str) -> Inspector:
     folder = VECTORS / vector
     if not folder.is_dir():
-        pytest.fail(f"the shared vectors are missing: {folder}")
+        pytest.fail(f"the reference vectors are missing: {folder}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return Inspector(etdump_path=folder / "etdump.etdp", etrecord=str(folder / "etrecord.bin"))
