@@ -8,7 +8,9 @@ bundled program, debug buffer, ETDump JSON), ``bombs`` (zip bombs in ETRecords, 
 here), ``kills`` (``kill -9`` during writes of a report, an ETDump and a dataset part),
 ``concurrent`` (two collects into one dataset at once), ``datasets`` (damaged parts and
 manifest entries), ``plugins`` (misbehaving plugins loaded with ``-p``), ``paths`` (outputs
-that are FIFOs, sockets, folders, links to an input, names with control characters).
+that are FIFOs, sockets, folders, links to an input, names with control characters),
+``limits`` (``query -o`` inside its dataset, endless and memory-hungry queries, tensors of
+too many dimensions, ``profile`` runs past one ETDump: ``hostile_limits.py``).
 
 Each case is one ``delegate-lens`` process. Per class it prints: cases, clean (exit 0/1, or
 exit 2 with one ``error:`` line), tracebacks, hangs (past ``--timeout``), peak memory of the
@@ -36,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hostile_common import CLI, MLP, Tally, run
+from hostile_limits import limits
 
 # ---------------------------------------------------------------- mutation fuzz
 
@@ -429,6 +432,7 @@ CLASSES: dict[str, Callable[[Path, argparse.Namespace], Tally]] = {
     "datasets": datasets,
     "plugins": plugins,
     "paths": paths,
+    "limits": limits,
 }
 
 

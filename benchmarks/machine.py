@@ -45,9 +45,9 @@ def cpu_model() -> str:
 
 
 def _compiled_walk() -> bool:
-    from delegate_lens.etdump import _fastwalk as fastwalk
+    from delegate_lens.etdump import compiled_walk_available
 
-    return fastwalk.available()
+    return compiled_walk_available()
 
 
 def describe(extra: str = "") -> str:

@@ -9,6 +9,7 @@ import runpy
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -38,6 +39,28 @@ _IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes", "on"}
 needs_reference = pytest.mark.skipif(REFERENCE_PYTHON is None and not _IN_CI, reason=NO_REFERENCE)
 """Marks a test that runs the reference in a subprocess through ``REFERENCE_PYTHON``; it
 skips where the reference is missing, except in CI (``CI`` set), where it then fails."""
+
+
+def compiled_extension(name: str) -> ModuleType:
+    """The compiled extension ``name`` (``delegate_lens.etdump._walk``...), imported whatever
+    ``DELEGATE_LENS_NO_COMPILED`` chose. A test that needs it skips where it is not built (no
+    C compiler or Cython at install), except in CI (``CI`` set), where it then fails."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        missing = f"{name} is not built (no C compiler or Cython at install?): {exc}"
+        if _IN_CI:
+            pytest.fail(f"{missing}; CI builds every extension", pytrace=False)
+        pytest.skip(missing)
+
+
+def choose(selection: ModuleType, chosen: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a selection module (``etdump._fastwalk``, ``exporters._compiled``) hand out the
+    functions of ``chosen``, its extension or its Python twin, until ``monkeypatch`` undoes it
+    (what it chose at import depends on the build and ``DELEGATE_LENS_NO_COMPILED``)."""
+    for name in selection.NAMES:
+        monkeypatch.setattr(selection, name, getattr(chosen, name))
+
 
 VECTOR_NAMES = ("mlp_xnnpack", "conv_xnnpack", "gpt_portable")
 """Vectors that have an ``etdump.json`` (the big one has only ``expected.json``)."""

@@ -222,3 +222,102 @@ def test_reference_inspector_links_our_files(
         assert op_types and all(o.startswith("aten.") for o in op_types), (name, op_types)
     portable = [r for r in rows if r[0].startswith("native_call_")]
     assert all(r[1] and all(o.startswith("aten.") for o in r[1]) for r in portable), portable
+
+
+# --------------------------------------------------------------------------- non-finite floats
+
+
+class _NonFinite(torch.nn.Module):
+    """Attention's mask (``masked_fill(mask, -inf)``), a ``+inf`` bound and a NaN fill."""
+
+    def forward(self, x: Any) -> Any:
+        mask = x > 0
+        masked = x.masked_fill(mask, float("-inf"))
+        bounded = torch.clamp(x, max=float("inf"))
+        nan = x.masked_fill(mask, float("nan"))
+        return masked + bounded, nan
+
+
+def _float_args(program: Any) -> list[float]:
+    return [
+        a
+        for n in program.graph.nodes
+        if n.op == "call_function"
+        for a in [*n.args, *n.kwargs.values()]
+        if isinstance(a, float)
+    ]
+
+
+@pytest.fixture(scope="module")
+def non_finite_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    example = (torch.tensor([[-1.0, 2.0, 0.5], [3.0, -4.0, 0.0]]),)
+    edge = dl.to_edge(torch.export.export(_NonFinite(), example), generate_etrecord=True)
+    path = tmp_path_factory.mktemp("nonfinite") / "etrecord.bin"
+    return edge.to_program().get_etrecord().save(path)
+
+
+def test_non_finite_floats_are_written_as_the_reference_writes_them() -> None:
+    node = {
+        "name": "n",
+        "inputs": [
+            {"name": "a", "arg": {"as_float": "-Infinity"}},
+            {"name": "b", "arg": {"as_floats": ["NaN", 1.5, "Infinity"]}},
+            {"name": "c", "arg": {"as_string": "-Infinity"}},  # a string stays one
+        ],
+    }
+    doc = {"graph_module": {"graph": {"nodes": [node]}}, "schema_version": {}}
+    down = reference_document(doc)
+    assert down is not None
+    args = [i["arg"] for i in down["graph_module"]["graph"]["nodes"][0]["inputs"]]
+    assert args[0] == {"as_float": float("-inf")}
+    assert args[1]["as_floats"][1:] == [1.5, float("inf")] and args[1]["as_floats"][0] != 0.0
+    assert args[2] == {"as_string": "-Infinity"}
+    text = json.dumps(down)  # JSON's non-standard tokens, as the reference's serializer
+    assert '"as_float": -Infinity' in text and '"as_floats": [NaN, 1.5, Infinity]' in text
+
+
+def test_non_finite_floats_round_trip(non_finite_path: Path) -> None:
+    raw = zipfile.ZipFile(non_finite_path).read("edge_dialect_exported_program/forward")
+    assert b'"-Infinity"' not in raw and b'"as_float": -Infinity' in raw
+    assert b'"as_float": NaN' in raw and b'"as_float": Infinity' in raw
+    program = dl.parse_etrecord(non_finite_path).edge_program()
+    floats = _float_args(program)
+    assert float("-inf") in floats and float("inf") in floats
+    assert any(f != f for f in floats)  # NaN
+    x = torch.tensor([[1.0, -2.0, 0.0], [-0.5, 0.25, 7.0]])
+    for got, want in zip(program.module()(x), _NonFinite()(x), strict=True):
+        torch.testing.assert_close(got, want, equal_nan=True)
+
+
+_NON_FINITE_CHECK = """
+import sys, torch
+from executorch.devtools.etrecord import parse_etrecord
+program = parse_etrecord(etrecord_path=sys.argv[1]).edge_dialect_program
+args = [repr(a) for n in program.graph.nodes if n.op == "call_function"
+        for a in [*n.args, *n.kwargs.values()] if isinstance(a, (float, str))]
+print(args)
+torch.save(list(program.module()(torch.load(sys.argv[2]))), sys.argv[3])
+"""
+
+
+@pytest.mark.slow
+@needs_reference
+def test_reference_reads_non_finite_floats(non_finite_path: Path, tmp_path: Path) -> None:
+    """The reference's parse_etrecord gives the floats back (not the strings torch writes),
+    and its edge program computes what the model does."""
+    assert REFERENCE_PYTHON is not None, NO_REFERENCE
+    x = torch.tensor([[1.0, -2.0, 0.0], [-0.5, 0.25, 7.0]])
+    torch.save(x, tmp_path / "x.pt")
+    files = [str(non_finite_path), str(tmp_path / "x.pt"), str(tmp_path / "out.pt")]
+    proc = subprocess.run(
+        [REFERENCE_PYTHON, "-c", _NON_FINITE_CHECK, *files],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    args = proc.stdout.strip().splitlines()[-1]
+    assert "-inf" in args and "nan" in args and "Infinity" not in args, args
+    for got, want in zip(torch.load(tmp_path / "out.pt"), _NonFinite()(x), strict=True):
+        torch.testing.assert_close(got, want, equal_nan=True)

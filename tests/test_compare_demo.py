@@ -229,7 +229,7 @@ def test_cli_exit_status_gates_on_regressions(
     assert main([*slow, "--format", "markdown"]) == 1
     captured = capsys.readouterr()
     # the report on stdout, nothing on stderr (compare's two loading threads call hooks at
-    # once; stdout must come back after them: tests/test_hookcalls_threads.py)
+    # once; hook calls never swap stdout: tests/test_hookcalls_threads.py)
     assert captured.err == ""
     text = captured.out
     assert "| aten.sigmoid" not in text  # op types are not in the markdown table

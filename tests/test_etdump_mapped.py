@@ -4,13 +4,14 @@ goes and closed after (delegate_lens.etdump._mapped)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import VECTORS
+from conftest import VECTORS, choose, compiled_extension
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_etdump_compiled import _numpy, assert_same
@@ -24,6 +25,7 @@ from delegate_lens.etdump import (
     Event,
     ProfileEvent,
     RunData,
+    _walk_py,
     dumps,
 )
 from delegate_lens.etdump import (
@@ -47,14 +49,20 @@ LAZY = (
 
 @pytest.fixture(autouse=True)
 def compiled_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("DELEGATE_LENS_NO_COMPILED", raising=False)
+    """The compiled walk where it is built, whatever was chosen at import; the tests of the
+    walk itself ask for it (:func:`compiled_extension`: they skip without it, but fail in CI)."""
+    try:
+        extension = importlib.import_module(fastwalk.EXTENSION)
+    except ImportError:
+        pass
+    else:
+        choose(fastwalk, extension, monkeypatch)
     yield
 
 
 def _walked(data: bytes, batch: int) -> tuple[dict[str, object] | None, int]:
     """What the walk returns for ``data`` released every ``batch`` events, and how many
     times it called release."""
-    assert fastwalk._walk is not None
     buf = Buffer(data)
     calls = [0]
 
@@ -62,9 +70,8 @@ def _walked(data: bytes, batch: int) -> tuple[dict[str, object] | None, int]:
         calls[0] += 1
 
     lo, hi = buf.files()
-    found = fastwalk._walk(
-        buf.u8, np.array([_root_position(buf)], np.int64), lo, hi, release, batch
-    )
+    walk = compiled_extension(fastwalk.EXTENSION).walk
+    found = walk(buf.u8, np.array([_root_position(buf)], np.int64), lo, hi, release, batch)
     return found, calls[0]
 
 
@@ -114,6 +121,7 @@ _EVENTS = st.one_of(
 def test_columns_made_on_first_need_equal_numpy(runs: list[list[Event]], batch: int) -> None:
     """Whichever event first sets a rarely used field (a delegate id, metadata, an
     allocation, a debug entry), the walk's columns equal numpy's, released or not."""
+    compiled_extension(fastwalk.EXTENSION)
     data = dumps(ETDump(run_data=[RunData(name="Execute", events=events) for events in runs]))
     reference = _numpy(data)
     buf = Buffer(data)
@@ -177,7 +185,7 @@ def test_decode_file_keeps_only_the_metadata(tmp_path: Path, data: bytes) -> Non
 
 
 def test_decode_file_without_the_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
+    choose(fastwalk, _walk_py, monkeypatch)
     path = tmp_path / "f.etdp"
     path.write_bytes(RICH)
     assert (
@@ -230,8 +238,10 @@ def test_decode_file_errors_deep_in_the_file(
 ) -> None:
     """A format error found while arrays still view the map is the error raised (not a
     complaint about closing the map)."""
-    if not compiled:
-        monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
+    if compiled:
+        compiled_extension(fastwalk.EXTENSION)
+    else:
+        choose(fastwalk, _walk_py, monkeypatch)
     data = bytearray(RICH)
     data[len(data) // 2 :] = b"\xff" * (len(data) - len(data) // 2)
     path = tmp_path / "mangled.etdp"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 import typing
 import warnings
 from pathlib import Path
@@ -14,8 +15,9 @@ import numpy.typing as npt
 import pluggy
 import pytest
 
-from delegate_lens import hookimpl, hooks, hookspecs
+from delegate_lens import hookcalls, hookimpl, hooks, hookspecs
 from delegate_lens.errors import PluginError, PluginWarning
+from delegate_lens.hookcalls import call_hook
 from delegate_lens.pluginmanager import build_plugin_manager
 
 SPECS = sorted(name for name in dir(hookspecs) if name.startswith("dl_"))
@@ -52,8 +54,8 @@ def test_one_typed_caller_per_hook_taking_the_specs_arguments() -> None:
         assert caller.__doc__ and f"``{spec}``" in caller.__doc__
 
 
-def test_hook_spec_annotations_name_real_classes() -> None:
-    """What the specs import for type checkers exists: every annotation evaluates."""
+def _type_checking_names() -> dict[str, object]:
+    """The specs' module namespace with what it imports for type checkers only."""
     tree = ast.parse(Path(hookspecs.__file__).read_text(encoding="utf-8"))
     block = next(
         node
@@ -62,10 +64,136 @@ def test_hook_spec_annotations_name_real_classes() -> None:
     )
     namespace = dict(vars(hookspecs))
     exec(compile(ast.Module(body=block.body, type_ignores=[]), "specs", "exec"), namespace)
+    return namespace
+
+
+def test_hook_spec_annotations_name_real_classes() -> None:
+    """What the specs import for type checkers exists: every annotation evaluates."""
+    namespace = _type_checking_names()
     for spec in SPECS:
         hints = typing.get_type_hints(getattr(hookspecs, spec), globalns=namespace)
         assert "return" in hints, spec
         assert all(hint is not typing.Any for hint in hints.values()), spec
+
+
+def test_answers_are_checked_against_the_specs_evaluated_return_types() -> None:
+    """hookcalls evaluates the specs' annotations (typing.get_type_hints): numpy's modules
+    for real, the classes of the layers above it as classes it does not check (a plugin
+    may answer with a duck-typed object); those are all the specs import for type
+    checkers."""
+    namespace = _type_checking_names()
+    numpy_names = {
+        name
+        for name, value in namespace.items()
+        if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "numpy"
+    }
+    assert numpy_names == set(hookcalls._LIBRARIES)
+    for spec in SPECS:
+        hints = typing.get_type_hints(
+            getattr(hookspecs, spec), globalns=vars(hookspecs), localns=hookcalls._SPEC_NAMES
+        )
+        assert "return" in hints, spec
+    stand_ins = {name for name in hookcalls._SPEC_NAMES if name not in numpy_names}
+    assert stand_ins <= {name for name in namespace if name not in vars(hookspecs)}
+
+
+def _answering(hook: str, value: object) -> object:
+    """A plugin answering ``hook`` with ``value``."""
+
+    def answer(self: object) -> object:
+        return value
+
+    return type("Answers", (), {hook: hookimpl(answer)})()
+
+
+def _ask(hook: str, plugin: object) -> object:
+    arguments = {name: None for name in inspect.signature(getattr(hookspecs, hook)).parameters}
+    return call_hook(hook, pm=_pm(plugin), **arguments)
+
+
+@pytest.mark.parametrize(
+    ("hook", "answer", "says"),
+    [
+        (
+            "dl_encode_delegate_metadata",
+            "text",
+            "returned str 'text', but the hook returns bytes | None",
+        ),
+        ("dl_delegate_time_scale", True, "returned bool True, but the hook returns float | None"),
+        (
+            "dl_delegate_time_scale_array",
+            [0.5],
+            "returned list [0.5], but the hook returns npt.NDArray[np.float64] | None",
+        ),
+        (
+            "dl_parse_delegate_metadata",
+            "gemm",
+            "returned str 'gemm', but the hook returns list[str] | dict[str, object] | None",
+        ),
+        ("dl_html_display", b"<b>", "returned bytes b'<b>', but the hook returns str | None"),
+    ],
+)
+def test_a_firstresult_answer_of_another_type_is_the_plugins_failure(
+    hook: str, answer: object, says: str
+) -> None:
+    with pytest.raises(PluginError) as info:
+        _ask(hook, _answering(hook, answer))
+    assert str(info.value) == f"plugin 'p0' (registered) failed in {hook}: PluginError: {says}"
+
+
+@pytest.mark.parametrize(
+    ("hook", "answer"),
+    [
+        ("dl_encode_delegate_metadata", bytearray(b"x")),  # bytes-like
+        ("dl_delegate_time_scale", 3),  # an int is a float
+        ("dl_delegate_time_scale_array", np.zeros(2)),
+        ("dl_parse_delegate_metadata", {"kernel": ["gemm"]}),
+        ("dl_partitioner", object()),  # a class of a layer above: duck typing, not checked
+        ("dl_runtime_backend", "anything"),  # a protocol: not checked
+        ("dl_intermediate_output", [[1, 2]]),  # array-like: protocols, not checked
+        ("dl_executorch_bridge", 42),  # object
+    ],
+)
+def test_a_firstresult_answer_the_spec_allows_is_given_back(hook: str, answer: object) -> None:
+    assert _ask(hook, _answering(hook, answer)) is answer
+
+
+def test_hooks_run_through_the_plugin_managers_own_hook_calls() -> None:
+    """pluggy's call loop, as ``pm.hook.<name>(...)`` runs it: monitoring sees each call,
+    a plugin's own wrapper runs around the implementations, and a wrapper that fails is
+    named too."""
+    order: list[str] = []
+
+    class Wraps:
+        @hookimpl(wrapper=True)
+        def dl_partitioner(self, backend_id: str) -> typing.Generator[None, object, object]:
+            order.append("wrapper before")
+            result = yield
+            order.append(f"wrapper after {result!r}")
+            if backend_id == "broken":
+                raise RuntimeError("wrapper broke")
+            return result
+
+    class Answers:
+        @hookimpl
+        def dl_partitioner(self) -> str:
+            order.append("plain")
+            return "partitioner"
+
+    pm = _pm(Answers(), Wraps())
+    seen: list[str] = []
+    undo = pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: seen.append(name), lambda *args: None
+    )
+    assert hooks.partitioner("B", (), pm=pm) == "partitioner"
+    undo()
+    assert seen == ["dl_partitioner"]
+    assert order == ["wrapper before", "plain", "wrapper after 'partitioner'"]
+    with pytest.raises(PluginError) as info:
+        hooks.partitioner("broken", (), pm=pm)
+    assert str(info.value) == (
+        "plugin 'p1' (registered) failed in dl_partitioner: RuntimeError: wrapper broke"
+    )
 
 
 def test_no_module_calls_hooks_untyped() -> None:

@@ -34,7 +34,7 @@ _SLOW_COLLECT = textwrap.dedent(
     write_part = store.DatasetStore.write_part
 
     def slow(self, table, files):
-        print("writing", flush=True)
+        print("writing", file=sys.__stdout__, flush=True)  # the CLI sends prints to stderr
         time.sleep(float(sys.argv[1]))
         return write_part(self, table, files)
 
@@ -222,7 +222,7 @@ _KILLED_COLLECT = textwrap.dedent(
         folder, name = path.rsplit("/", 1)
         with open(f"{folder}/.{name}.1-abcd1234.tmp", "wb") as half:
             half.write(b"PAR1 half a part")
-        print("writing", flush=True)
+        print("writing", file=sys.__stdout__, flush=True)  # the CLI sends prints to stderr
         time.sleep(60)
 
     store.DatasetStore._write = stuck

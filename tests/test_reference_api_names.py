@@ -42,6 +42,7 @@ REFERENCE_NAMES: dict[str, list[str]] = {
         "parse_vgf_neural_statistics_delegate_metadata",
         "parse_vgf_neural_statistics_metadata",
     ],
+    "inspector._inspector_utils": ["get_aot_debug_handle_to_op_name_mapping"],
     "inspector.numerical_comparator": [
         "DebugHandle",
         "IntermediateOutputMapping",

@@ -67,7 +67,7 @@ def test_delegate_mappings_are_valid(data: st.DataObject) -> None:
 @given(st.data())
 def test_etdump_runs_round_trip_and_keep_the_time_rule(data: st.DataObject) -> None:
     from delegate_lens.etdump import dumps, loads
-    from delegate_lens.testing._conformance import _Case, _check_events
+    from delegate_lens.testing._conformance import ModelCheck, check_events
 
     mapping = data.draw(dls.delegate_mappings(range(10)))
     etdump = data.draw(dls.etdump_runs(mapping))
@@ -77,14 +77,14 @@ def test_etdump_runs_round_trip_and_keep_the_time_rule(data: st.DataObject) -> N
         return [[e.profile_event for e in run.events] for run in dump.run_data]
 
     assert events(again) == events(etdump)
-    case = _Case("etdump", None, None)
+    case = ModelCheck("etdump", None, None)
     calls = {
         e.profile_event.instruction_id: {"delegate_map": mapping}
         for run in again.run_data
         for e in run.events
         if e.profile_event is not None and e.profile_event.name == "DELEGATE_CALL"
     }
-    _check_events(case, again, calls, "X")
+    check_events(case, again, calls, "X")
     assert case.findings == []
 
 
@@ -233,7 +233,7 @@ class _Node:
 
 def _coverage_findings(mapping: dict[Any, Any], profile: Any = None) -> list[str]:
     from delegate_lens.testing import BackendProfile
-    from delegate_lens.testing._conformance import Recorder, _Case, _check_maps
+    from delegate_lens.testing._conformance import ModelCheck, Recorder, check_maps
 
     program = type("Program", (), {})()
     program.graph = type("Graph", (), {})()
@@ -241,8 +241,8 @@ def _coverage_findings(mapping: dict[Any, Any], profile: Any = None) -> list[str
     result = type("Result", (), {"debug_handle_map": mapping})()
     recorder = Recorder("X")
     recorder.preprocessed.append((program, result))
-    case = _Case("model", None, None)
-    _check_maps(case, recorder, profile or BackendProfile())
+    case = ModelCheck("model", None, None)
+    check_maps(case, recorder, profile or BackendProfile())
     return [f.subject for f in case.findings if f.rule == "delegated-nodes-covered"]
 
 

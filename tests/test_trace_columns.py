@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import choose, compiled_extension
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from delegate_lens.config import compiled_code_off
 from delegate_lens.etdump import ETDump, Event, ProfileEvent, RunData, dumps
-from delegate_lens.exporters import _compiled
-from delegate_lens.exporters import _slices as slices
+from delegate_lens.exporters import _compiled, _trace_lines_py
 from delegate_lens.exporters import write_chrome_trace as write_trace
 from delegate_lens.exporters._chrome_trace import _Microseconds
 from delegate_lens.inspector import Inspector, TimeScale, block_slices, trace_input
@@ -107,12 +107,12 @@ def test_trace_equals_the_per_slice_model(n_runs: int) -> None:
 
 
 def test_both_nesting_paths_write_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")  # numpy and Python
+    choose(_compiled, _trace_lines_py, monkeypatch)  # numpy and Python
     runs = [_run(997 * i, jitter=(i % 4) * 5) for i in range(50)]
     inspector = Inspector(etdump_data=dumps(ETDump(run_data=runs)))
     vector = io.StringIO()
     write_chrome_trace(inspector, vector)
-    monkeypatch.setattr(slices, "_VECTOR_RUNS", 10**9)
+    monkeypatch.setattr(_trace_lines_py, "_VECTOR_RUNS", 10**9)
     loop = io.StringIO()
     write_chrome_trace(inspector, loop)
     assert vector.getvalue() == loop.getvalue()
@@ -181,22 +181,14 @@ def _tracks(draw: Any) -> tuple[np.ndarray, np.ndarray]:
 @given(_tracks())
 def test_numpy_nesting_equals_the_stack_walk(tracks: tuple[np.ndarray, np.ndarray]) -> None:
     start, end = tracks
-    expected = slices._nest_loop(start, end)
-    old, switch = slices._VECTOR_RUNS, os.environ.get("DELEGATE_LENS_NO_COMPILED")
-    try:
-        slices._VECTOR_RUNS = 0  # every block through the numpy path
-        os.environ["DELEGATE_LENS_NO_COMPILED"] = "1"
-        got = slices.nest(start, end)
-    finally:
-        slices._VECTOR_RUNS = old
-        if switch is None:
-            del os.environ["DELEGATE_LENS_NO_COMPILED"]
-        else:
-            os.environ["DELEGATE_LENS_NO_COMPILED"] = switch
+    expected = _trace_lines_py._nest_loop(start, end)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_trace_lines_py, "_VECTOR_RUNS", 0)  # every block through numpy
+        got = _trace_lines_py.nest_runs(start, end)
     for a, b in zip(got, expected, strict=True):
         assert np.array_equal(a, b)
-    assert _compiled.nest_runs is not None
-    for a, b in zip(_compiled.nest_runs(start, end), expected, strict=True):
+    c_walk = compiled_extension(_compiled.EXTENSION).nest_runs
+    for a, b in zip(c_walk(start, end), expected, strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)  # the C stack walk
 
 
@@ -229,22 +221,23 @@ def test_an_error_of_the_file_reaches_the_caller(room: int) -> None:
 
 def test_the_compiled_lines_are_built() -> None:
     """scripts/install.sh builds the C lines (setup.py); without a compiler they are
-    optional, but here they must be there for the comparison below to mean anything."""
-    assert _compiled.run_lines is not None and _compiled.nest_runs is not None
+    optional (this skips, but fails in CI), and chosen at import unless switched off."""
+    compiled_extension(_compiled.EXTENSION)
+    assert _compiled.COMPILED is not compiled_code_off()
 
 
 def _both_ways(inspector: Inspector, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """The trace with the C lines, into a file (the writer thread's path), and with the
-    Python ones, into a string."""
+    Python twin's, into a string."""
+    choose(_compiled, compiled_extension(_compiled.EXTENSION), monkeypatch)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.json"
         with path.open("w", encoding="utf-8") as stream:
             write_chrome_trace(inspector, stream)
         compiled = path.read_text(encoding="utf-8")
-    monkeypatch.setenv("DELEGATE_LENS_NO_COMPILED", "1")
+    choose(_compiled, _trace_lines_py, monkeypatch)
     python = io.StringIO()
     write_chrome_trace(inspector, python)
-    monkeypatch.delenv("DELEGATE_LENS_NO_COMPILED")
     return compiled, python.getvalue()
 
 
@@ -317,17 +310,18 @@ def test_track_order_is_the_four_key_sort(
     lv = np.array(levels[: start.shape[1]], dtype=np.int64)
     expected = np.lexsort((-end, end > start, np.broadcast_to(lv, start.shape), start), axis=-1)
     assert np.array_equal(track_order(start, end, lv), expected)
-    assert _compiled.track_order is not None
-    got = _compiled.track_order(start, end, lv)
+    got = compiled_extension(_compiled.EXTENSION).track_order(start, end, lv)
     assert got is None or np.array_equal(got, expected)
+    assert np.array_equal(_trace_lines_py.track_order(start, end, lv), expected)
 
 
-def test_a_run_far_from_sorted_takes_numpy_sort() -> None:
+def test_a_run_far_from_sorted_takes_numpy_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C sort declines it (None), and track_order sorts it with numpy instead."""
     from delegate_lens.exporters import track_order
 
+    choose(_compiled, compiled_extension(_compiled.EXTENSION), monkeypatch)
     start = np.arange(300, dtype=np.int64)[::-1].reshape(1, 300).copy()
     end = start + 5
     lv = np.zeros(300, dtype=np.int64)
-    assert _compiled.track_order is not None
     assert _compiled.track_order(start, end, lv) is None  # too many moves
     assert np.array_equal(track_order(start, end, lv), np.arange(300)[::-1].reshape(1, 300))

@@ -31,6 +31,7 @@ import enum
 import functools
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -38,7 +39,7 @@ from typing import Final, Protocol, TypeVar, overload
 
 import attrs
 
-from delegate_lens.errors import ConfigError
+from delegate_lens.errors import ConfigError, DelegateLensWarning
 
 __all__ = [
     "CONFIG_ENV",
@@ -70,6 +71,14 @@ CONFIG_ENV = "DELEGATE_LENS_CONFIG"
 OPTIONS_ENV = "DELEGATE_LENS_OPTIONS"
 CONFIG_FILE = "delegate-lens.toml"
 PYPROJECT_TABLE = "tool.delegate-lens"
+NO_COMPILED_ENV = "DELEGATE_LENS_NO_COMPILED"
+"""On: the compiled extensions are left out and their Python twins run (see
+:func:`compiled_code_off`)."""
+
+SWITCH_ON_WORDS: Final = frozenset({"1", "true", "yes", "on"})
+SWITCH_OFF_WORDS: Final = frozenset({"", "0", "false", "no", "off"})
+"""The words of an environment switch (:func:`env_switch`), read without case and
+surrounding spaces; unset is off."""
 
 
 class _Missing(enum.Enum):
@@ -321,6 +330,36 @@ def derived_per_config(derive: Callable[[Config], T]) -> Derived[T]:
         return value
 
     return get
+
+
+def env_switch(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment switch ``name`` is on (``environ``: the process's environment
+    unless given): ``1``, ``true``, ``yes`` or ``on`` turn it on; unset, empty, ``0``,
+    ``false``, ``no`` or ``off`` leave it off (any case, spaces around ignored). Any other
+    word turns it on, as being set always did, with a :class:`DelegateLensWarning` that
+    names the words. Every switch of delegate-lens (``DELEGATE_LENS_NO_COMPILED``,
+    ``DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD``) is read here."""
+    env = os.environ if environ is None else environ
+    text = env.get(name, "")
+    word = text.strip().lower()
+    if word in SWITCH_OFF_WORDS:
+        return False
+    if word not in SWITCH_ON_WORDS:
+        warnings.warn(
+            f"{name}={text!r} is not a switch word, taken as on (on: 1, true, yes, on; "
+            "off: 0, false, no, off, empty or unset)",
+            DelegateLensWarning,
+            stacklevel=2,
+        )
+    return True
+
+
+@functools.cache
+def compiled_code_off() -> bool:
+    """Whether ``DELEGATE_LENS_NO_COMPILED`` switches the compiled extensions off (their
+    Python twins run instead), read once per process: the modules that choose between an
+    extension and its twin ask when they are imported."""
+    return env_switch(NO_COMPILED_ENV)
 
 
 def _tomllib() -> ModuleType:

@@ -1,7 +1,10 @@
 """Every error delegate-lens raises on purpose derives from :class:`DelegateLensError`.
 
 Errors about bad input name what was wrong and where (a file, a field, a byte offset,
-a plugin), so that the CLI can print them as one line.
+a plugin), so that the CLI can print them as one line. Where the reference
+(``executorch.devtools``) raises ``RuntimeError``, ours is one too (``ETRecordFormatError``,
+``BundledProgramError``, ``InspectorError``, ``ConflictingArgumentsError``), so code
+written for the reference catches it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ __all__ = [
     "BundledProgramError",
     "CollectError",
     "ConfigError",
+    "ConflictingArgumentsError",
     "DatasetError",
     "DelegateLensError",
     "DelegateLensWarning",
@@ -25,6 +29,7 @@ __all__ = [
     "PluginError",
     "PluginWarning",
     "ProgramFormatError",
+    "QueryLimitError",
     "RuntimeBackendError",
     "UsageError",
 ]
@@ -38,21 +43,33 @@ class UsageError(DelegateLensError, ValueError):
     """A command-line argument or API argument is invalid."""
 
 
+class ConflictingArgumentsError(UsageError, RuntimeError):
+    """Arguments that cannot go together (a time scale in cycles with one in seconds); a
+    ``RuntimeError`` too, as the reference raises."""
+
+
+class QueryLimitError(UsageError):
+    """A ``query`` passed its time or memory limit (the message names the limit and how to
+    raise it; see ``docs/trust.md``)."""
+
+
 class ETDumpFormatError(DelegateLensError, ValueError):
     """An ETDump buffer is malformed (the message names the byte offset and the field)."""
 
 
-class ETRecordFormatError(DelegateLensError, ValueError):
-    """An ETRecord archive is malformed (the message names the entry)."""
+class ETRecordFormatError(DelegateLensError, ValueError, RuntimeError):
+    """An ETRecord archive is malformed (the message names the entry); a ``RuntimeError``
+    too, as the reference's ``parse_etrecord`` raises."""
 
 
 class ProgramFormatError(DelegateLensError, ValueError):
     """A serialized program buffer is malformed or of an unsupported version."""
 
 
-class BundledProgramError(DelegateLensError, ValueError):
+class BundledProgramError(DelegateLensError, ValueError, RuntimeError):
     """A bundled program (``.bpte``) is malformed or does not match its program (the message
-    names the field, the method or the test case)."""
+    names the field, the method or the test case); a ``RuntimeError`` too, as the
+    reference's ``BundledProgram`` raises."""
 
 
 class ConfigError(DelegateLensError, ValueError):
@@ -86,8 +103,9 @@ class RuntimeBackendError(DelegateLensError, RuntimeError):
     """The simulated runtime could not load or run a program or a delegate backend."""
 
 
-class InspectorError(DelegateLensError):
-    """The Inspector could not build its tables from the given inputs."""
+class InspectorError(DelegateLensError, RuntimeError):
+    """The Inspector could not build its tables from the given inputs (or compute numeric
+    gaps); a ``RuntimeError``, as the reference fails there."""
 
 
 class CollectError(DelegateLensError, RuntimeError):

@@ -8,7 +8,7 @@ destroys the file that was there before. What the output path names decides how:
   over it (a symbolic link is followed: the file it points to is replaced, the link stays);
 - a FIFO or a character device (a terminal, ``/dev/stdout``, ``/dev/null``): written
   straight into, never replaced;
-- ``-``: standard output;
+- ``-``: standard output (:func:`standard_output`);
 - anything else (a socket, a block device): refused with a :class:`UsageError`.
 
 An ``OSError`` of the writing that names no file (``ENOSPC``: a full disk, or
@@ -17,6 +17,11 @@ says which file could not be written.
 
 Within :func:`guard_inputs` (the command line runs every command in it), the files read
 as inputs are remembered and an output that is one of them is refused.
+
+Within :func:`plugin_prints_to_stderr` (the command line runs in it, set once at its
+start), ``sys.stdout`` is ``sys.stderr``: what a plugin prints, in a hook or at import, in
+any thread, never mixes with the command's output, which goes to :func:`standard_output`
+(the stdout the command line started with).
 
 Temporary names carry the writer's process id (``.<name>.<pid>-<random>.tmp``): a later
 write to the same place removes those left by a process that no longer runs (a
@@ -36,7 +41,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TextIO
 
 from delegate_lens.errors import InputFileError, MissingFileError, UsageError
 
@@ -46,8 +51,10 @@ __all__ = [
     "clean_stale_temporaries",
     "guard_inputs",
     "note_input",
+    "plugin_prints_to_stderr",
     "read_input",
     "reraise_as_input_error",
+    "standard_output",
     "temporary_prefix",
     "write_atomic",
     "write_bytes_atomic",
@@ -180,6 +187,29 @@ def clean_stale_temporaries(folder: str | os.PathLike[str], name: str) -> list[s
 STDOUT_NAME = "<stdout>"
 """How an error writing to standard output (``-``) names it."""
 
+_command_stdout: list[TextIO] = []  # the stdout of each command running (in-process: nested)
+
+
+def standard_output() -> TextIO:
+    """Where a command's output goes (and an output path ``-``): ``sys.stdout``, or within
+    :func:`plugin_prints_to_stderr` the stdout it started with."""
+    return _command_stdout[-1] if _command_stdout else sys.stdout
+
+
+@contextlib.contextmanager
+def plugin_prints_to_stderr() -> Iterator[TextIO]:
+    """For the command line, once: inside, ``sys.stdout`` is ``sys.stderr`` (what plugins
+    print goes there) and :func:`standard_output` is the stdout it was, which it yields;
+    given back at the end. Library users, who call the API, are not touched."""
+    stdout = sys.stdout
+    _command_stdout.append(stdout)
+    sys.stdout = sys.stderr
+    try:
+        yield stdout
+    finally:
+        sys.stdout = stdout
+        _command_stdout.pop()
+
 
 @contextlib.contextmanager
 def _naming(path: str | os.PathLike[str]) -> Iterator[None]:
@@ -205,13 +235,14 @@ def _write_stream(target: Path, write: Callable[[IO[Any]], object], binary: bool
 
 
 def _write_stdout(write: Callable[[IO[Any]], object], binary: bool) -> None:
+    stdout = standard_output()
     if binary:
-        sys.stdout.flush()
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        stdout.flush()
+        write(stdout.buffer)
+        stdout.buffer.flush()
     else:
-        write(sys.stdout)
-        sys.stdout.flush()
+        write(stdout)
+        stdout.flush()
 
 
 def _resolve(path: str | os.PathLike[str]) -> tuple[Path, int | None]:

@@ -1,16 +1,30 @@
 """Calling hooks so that a plugin's failure is named (split from the plugin host).
 
-* :func:`call_hook` — call a hook as pluggy does (same order and *firstresult*
-  semantics); an exception of our own type propagates, any other exception raised by a
-  plugin becomes a :class:`~delegate_lens.errors.PluginError` naming the plugin and its
-  distribution.
-* :func:`call_hook_or_warn` — where a fallback exists: warn (:class:`PluginWarning`) and
-  return ``None``.
-* :func:`call_each` — every implementation one by one: ``[(plugin name, result)]``.
-* :func:`call_hook_or_skip` — for a *firstresult* hook with a built-in fallback plugin
-  (the Inspector's metadata parsing and clocks): a plugin that raises is reported
-  (:class:`PluginWarning`, naming it and what it was working on) and the hook is asked
+Every function here calls the hook's :class:`pluggy.HookCaller` (``pm.hook.<name>``) with
+pluggy's own call loop — its order, its *firstresult* semantics, the plugins' own
+wrappers — and adds one hook wrapper of its own (``wrapper=True``, outermost): the error
+policy of the call, which names the plugin that failed.
+
+* :func:`call_hook` (raise) — an exception of our own type propagates, any other exception
+  raised by a plugin becomes a :class:`~delegate_lens.errors.PluginError` naming the
+  plugin and its distribution.
+* :func:`call_hook_or_warn` (warn) — where a fallback exists: warn
+  (:class:`PluginWarning`) and return ``None``.
+* :func:`call_hook_or_skip` (skip) — for a *firstresult* hook with a built-in fallback
+  plugin (the Inspector's metadata parsing and clocks): a plugin that fails is reported
+  (:class:`PluginWarning`, naming it and what it was working on) and the hook is called
   again without it, so the next plugin answers, in the end the built-in fallback.
+* :func:`call_each` — every implementation, in registration order:
+  ``[(plugin name, result)]``; failures as in :func:`call_hook`.
+
+A plugin fails by raising, by calling ``sys.exit()``, or (a *firstresult* hook, whose
+answer is used as it is) by answering with another type than its hook spec declares: the
+spec's return annotation, evaluated (:func:`typing.get_type_hints`), checked by outer type.
+Each implementation is called through a stand-in noting its plugin's name, so the
+wrapper knows which plugin raised or answered.
+
+Nothing here touches ``sys.stdout``: the command line sends what plugins print to stderr,
+once, at its start (:mod:`delegate_lens.cli`).
 
 Each takes the plugin manager as ``pm`` (default: the process's). This module imports the
 plugin host (:mod:`delegate_lens.pluginmanager`), never the other way.
@@ -18,128 +32,347 @@ plugin host (:mod:`delegate_lens.pluginmanager`), never the other way.
 
 from __future__ import annotations
 
-import contextlib
+import builtins
+import collections.abc
+import contextvars
+import functools
+import importlib
 import inspect
-import os
 import sys
-import threading
+import types
+import typing
 import warnings
-from collections.abc import Callable, Iterable, Iterator
-from types import CodeType, TracebackType
-from typing import Any, TextIO
+import weakref
+from collections.abc import Callable, Generator, Sequence
+from types import CodeType, FrameType, TracebackType
+from typing import Any
 
+import attrs
 import pluggy
 
-from delegate_lens.errors import DelegateLensError, PluginError, PluginWarning, UsageError
+from delegate_lens import hookspecs
+from delegate_lens.errors import (
+    ConfigError,
+    DelegateLensError,
+    PluginError,
+    PluginWarning,
+    UsageError,
+)
 from delegate_lens.pluginmanager import describe_plugin, exception_text, get_plugin_manager
 
 __all__ = ["call_each", "call_hook", "call_hook_or_skip", "call_hook_or_warn"]
 
-
-def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
-    return get_plugin_manager() if pm is None else pm
-
-
-def _describe(name: str, pm: pluggy.PluginManager) -> str:
-    return describe_plugin(name, pm)
+Teardown = Generator[None, object, object]
+"""A new-style hook wrapper (pluggy's ``wrapper=True``): ``result = yield``."""
 
 
-_exc_text = exception_text
-
-
-def _caller(pm: pluggy.PluginManager, hook_name: str) -> pluggy.HookCaller:
-    caller = getattr(pm.hook, hook_name, None)
+def _caller(
+    pm: pluggy.PluginManager | None, hook_name: str
+) -> tuple[pluggy.PluginManager, pluggy.HookCaller]:
+    """The plugin manager (default: the process's) and its caller of ``hook_name``."""
+    manager = get_plugin_manager() if pm is None else pm
+    caller = getattr(manager.hook, hook_name, None)
     if not isinstance(caller, pluggy.HookCaller) or not hook_name.startswith("dl_"):
         raise UsageError(f"unknown hook {hook_name!r}")
-    return caller
+    return manager, caller
 
 
-_stdout_lock = threading.Lock()
-_stdout_users = 0  # hook calls running now, in every thread
-_stdout_saved: TextIO | None = None  # the stdout to give back when the last of them ends
+def _is_wrapper(impl: pluggy.HookImpl) -> bool:
+    return bool(impl.hookwrapper or impl.wrapper)
 
 
-def _new_stdout_lock() -> None:  # a forked child (collect's workers) gets a free lock
-    global _stdout_lock
-    _stdout_lock = threading.Lock()
+# --------------------------------------------------------------------------- one call
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_stdout_lock)
+@attrs.define
+class _BadAnswer(Exception):
+    """``plugin`` answered with another type than its hook declares (``error`` says so)."""
+
+    plugin: str | None
+    error: PluginError
 
 
-@contextlib.contextmanager
-def _plugin_stdout_to_stderr() -> Iterator[None]:
-    """``sys.stdout`` is ``sys.stderr`` while any hook call runs, in any thread, and is given
-    back when the last one ends. (``contextlib.redirect_stdout`` per call is not enough:
-    compare reads its two sides in two threads, and a call that began during another's
-    saved stderr as the stdout to give back; ending last, it left stdout on stderr.)"""
-    global _stdout_users, _stdout_saved
-    with _stdout_lock:
-        if _stdout_users == 0:
-            _stdout_saved = sys.stdout
-            sys.stdout = sys.stderr
-        _stdout_users += 1
+@attrs.define(eq=False)
+class _Call:
+    """One call of a hook through a policy wrapper: what it is given, and what the
+    implementations did (noted by their stand-ins: the plugin that raised, the answers)."""
+
+    pm: pluggy.PluginManager
+    caller: pluggy.HookCaller
+    kwargs: dict[str, object]
+    policy: Callable[[_Call], Teardown]
+    impls: list[pluggy.HookImpl]  # as pluggy takes them: called last to first
+    firstresult: bool
+    origin: FrameType | None = None  # where a warning points at
+    where: str | None = None  # what the plugins work on, for messages
+    failed: tuple[str, BaseException] | None = None
+    answers: list[tuple[str, object]] = attrs.Factory(list)
+
+    def run(self) -> Any:
+        """pluggy's call loop over :attr:`impls`, each through its stand-in, inside the
+        policy wrapper (the current call while it runs, in this thread)."""
+        stand_ins = _stand_ins(self.pm)
+        methods = [
+            impl if _is_wrapper(impl) else stand_ins.get(impl) or _stand_in(impl, stand_ins)
+            for impl in self.impls
+        ]
+        methods.append(_POLICY)
+        token = _CURRENT.set(self)
+        try:
+            return self.caller._hookexec(self.caller.name, methods, self.kwargs, self.firstresult)
+        finally:
+            _CURRENT.reset(token)
+
+    def without(self, plugin: str) -> _Call:
+        """This call again, without ``plugin``'s implementations (and nothing noted yet)."""
+        impls = [impl for impl in self.impls if impl.plugin_name != plugin]
+        return attrs.evolve(self, impls=impls, failed=None, answers=[])
+
+    def checked(self, result: object) -> object:
+        """``result``, when it is the answer of a *firstresult* hook (a plugin's own wrapper
+        may make another: then it is not checked) of a type its spec allows."""
+        if not self.firstresult or result is None or any(map(_is_wrapper, self.impls)):
+            return result
+        accepts, declared = _answer_check(self.caller)
+        if accepts is None or accepts(result):
+            return result
+        plugin = self.answers[0][0] if self.answers else None
+        raise _BadAnswer(
+            plugin, PluginError(f"returned {_shown(result)}, but the hook returns {declared}")
+        )
+
+    def failure(
+        self, exc: BaseException, passing: type[BaseException]
+    ) -> tuple[str | None, BaseException] | None:
+        """The plugin that failed (``None``: not known) and its error, when ``exc`` is a
+        plugin's failure: an exception other than ``passing``, ``sys.exit()``, a bad
+        answer. ``None`` for anything else (it propagates)."""
+        if isinstance(exc, pluggy.HookCallError):
+            raise UsageError(
+                f"{self.caller.name}: the call must give argument {self._missing()!r}"
+            ) from None
+        if isinstance(exc, _BadAnswer):
+            return exc.plugin, exc.error
+        if isinstance(exc, passing) or not isinstance(exc, (Exception, SystemExit)):
+            return None
+        error = (
+            PluginError(f"called sys.exit({exc.code!r})") if isinstance(exc, SystemExit) else exc
+        )
+        if self.failed is not None and self.failed[1] is exc:
+            return self.failed[0], error
+        return _culprit(self.impls, exc), error
+
+    def _missing(self) -> str | None:
+        for impl in reversed(self.impls):  # the first one pluggy reached without it
+            for name in impl.argnames:
+                if name not in self.kwargs:
+                    return name
+        return None
+
+    def message(self, plugin: str | None, error: BaseException) -> str:
+        """What failed where."""
+        if plugin is None:
+            names = ", ".join(repr(impl.plugin_name) for impl in self.caller.get_hookimpls())
+            who = f"one of the plugins {names}"
+        else:
+            who = f"plugin {describe_plugin(plugin, self.pm)}"
+        on = f" on {self.where}" if self.where else ""
+        return f"{who} failed in {self.caller.name}{on}: {exception_text(error)}"
+
+    def warn(self, message: str) -> None:
+        """Warn (:class:`PluginWarning`) pointing at :attr:`origin`."""
+        level, frame = 1, sys._getframe()
+        while frame.f_back is not None and frame is not self.origin:
+            level, frame = level + 1, frame.f_back
+        warnings.warn(message, PluginWarning, stacklevel=level if frame is self.origin else 2)
+
+    def can_skip(self, plugin: str | None) -> bool:
+        return (
+            plugin is not None
+            and self.pm.get_plugin(plugin) is not None
+            and any(impl.plugin_name == plugin for impl in self.impls)
+        )
+
+
+# --------------------------------------------------------------------------- the policies
+
+
+def _raise_policy(call: _Call) -> Teardown:
+    """raise: a plugin's failure is a :class:`PluginError` naming it; errors of our own
+    type propagate unchanged."""
     try:
-        yield
-    finally:
-        with _stdout_lock:
-            _stdout_users -= 1
-            if _stdout_users == 0 and _stdout_saved is not None:
-                sys.stdout, _stdout_saved = _stdout_saved, None
+        return call.checked((yield))
+    except BaseException as exc:
+        failure = call.failure(exc, passing=DelegateLensError)
+        if failure is None:
+            raise
+        plugin, error = failure
+        raise PluginError(call.message(plugin, error)) from error
 
 
-class _Failed(Exception):
-    """A plugin named ``plugin`` failed: raised, exited, or returned what its hook does
-    not declare (``error``: the exception, or a PluginError saying what it returned)."""
+def _warn_policy(call: _Call) -> Teardown:
+    """warn: a plugin's failure is a :class:`PluginWarning` naming it, and the answer is
+    ``None`` (the caller falls back); a :class:`ConfigError` propagates."""
+    try:
+        return call.checked((yield))
+    except BaseException as exc:
+        failure = call.failure(exc, passing=ConfigError)
+        if failure is None:
+            raise
+        call.warn(f"{call.message(*failure)}; falling back")
+        return None
 
-    def __init__(self, plugin: str | None, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.plugin = plugin
-        self.error = error
+
+def _skip_policy(call: _Call) -> Teardown:
+    """skip: a plugin's failure is a :class:`PluginWarning` naming it, and the hook is
+    called again without it (so the next plugin answers); when the plugin is not known,
+    the answer is ``None``. A :class:`ConfigError` propagates."""
+    try:
+        return call.checked((yield))
+    except BaseException as exc:
+        failure = call.failure(exc, passing=ConfigError)
+        if failure is None:
+            raise
+        plugin, error = failure
+        message = call.message(plugin, error)
+        if plugin is None or not call.can_skip(plugin):
+            call.warn(f"{message}; falling back")
+            return None
+        call.warn(f"{message}; the next plugin answers")
+        return call.without(plugin).run()
 
 
-_SIMPLE: dict[str, Callable[[object], bool]] = {
-    "None": lambda v: v is None,
-    "Any": lambda v: True,
-    "bytes": lambda v: isinstance(v, (bytes, bytearray, memoryview)),
-    "str": lambda v: isinstance(v, str),
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "bool": lambda v: isinstance(v, bool),
-    "list": lambda v: isinstance(v, list),
-    "dict": lambda v: isinstance(v, dict),
-    "tuple": lambda v: isinstance(v, tuple),
-    "Sequence": lambda v: isinstance(v, (list, tuple)),
-    "npt.NDArray": lambda v: type(v).__name__ == "ndarray",
+_CURRENT: contextvars.ContextVar[_Call] = contextvars.ContextVar("delegate_lens_hook_call")
+"""The call running in this thread (a hook a plugin calls is current until it returns)."""
+
+
+def _policy_wrapper() -> Teardown:
+    call = _CURRENT.get()
+    return call.policy(call)
+
+
+_POLICY = pluggy.HookImpl(
+    None,
+    __name__,
+    _policy_wrapper,
+    pluggy.HookimplOpts(
+        wrapper=True,
+        hookwrapper=False,
+        optionalhook=False,
+        tryfirst=True,
+        trylast=False,
+        specname=None,
+    ),
+)
+"""The policy wrapper of the current call, as pluggy takes it: outermost (last in the list
+pluggy calls from the end), no hook arguments."""
+
+_STAND_INS: weakref.WeakKeyDictionary[
+    pluggy.PluginManager, dict[pluggy.HookImpl, pluggy.HookImpl]
+] = weakref.WeakKeyDictionary()
+"""The stand-ins of each plugin manager's implementations, made once each and kept as long
+as the manager (a plugin unregistered with them)."""
+
+
+def _stand_ins(pm: pluggy.PluginManager) -> dict[pluggy.HookImpl, pluggy.HookImpl]:
+    found = _STAND_INS.get(pm)
+    return _STAND_INS.setdefault(pm, {}) if found is None else found
+
+
+def _stand_in(
+    impl: pluggy.HookImpl, made: dict[pluggy.HookImpl, pluggy.HookImpl]
+) -> pluggy.HookImpl:
+    """``impl`` (the same arguments, plugin and options) calling its function through one
+    that notes, in the current call, its plugin's failure or answer."""
+    function, plugin = impl.function, str(impl.plugin_name)
+
+    def noted(*args: object) -> object:
+        try:
+            result = function(*args)
+        except BaseException as exc:
+            _CURRENT.get().failed = (plugin, exc)
+            raise
+        if result is not None:
+            _CURRENT.get().answers.append((plugin, result))
+        return result
+
+    stand_in = object.__new__(pluggy.HookImpl)
+    for slot in pluggy.HookImpl.__slots__:
+        object.__setattr__(stand_in, slot, noted if slot == "function" else getattr(impl, slot))
+    return made.setdefault(impl, stand_in)
+
+
+# --------------------------------------------------------------------------- answers
+
+
+_TESTS: dict[object, Callable[[object], bool]] = {
+    type(None): lambda v: v is None,
+    bytes: lambda v: isinstance(v, (bytes, bytearray, memoryview)),
+    str: lambda v: isinstance(v, str),
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    bool: lambda v: isinstance(v, bool),
+    list: lambda v: isinstance(v, list),
+    dict: lambda v: isinstance(v, dict),
+    tuple: lambda v: isinstance(v, tuple),
+    collections.abc.Sequence: lambda v: isinstance(v, (list, tuple)),
 }
+"""The outer types a *firstresult* answer is checked against (numbers as in typing: an
+``int`` is a ``float``, a ``bool`` neither; ``bytes`` takes any bytes-like)."""
+
+_LIBRARIES = {"np": "numpy", "npt": "numpy.typing"}
+"""The modules :mod:`delegate_lens.hookspecs` imports for type checkers only."""
 
 
-def _fits(value: object, annotation: str) -> bool:
-    """Whether ``value`` has a type the hook's return ``annotation`` (its source text)
-    allows: each alternative of a ``|`` union checked by its outer type (``list[str]``: a
-    list); a type not known here is not checked."""
-    depth, start, alternatives = 0, 0, []
-    for i, char in enumerate(annotation):
-        depth += char == "["
-        depth -= char == "]"
-        if char == "|" and depth == 0:
-            alternatives.append(annotation[start:i])
-            start = i + 1
-    alternatives.append(annotation[start:])
-    for alternative in alternatives:
-        outer = alternative.strip().split("[", 1)[0]
-        check = _SIMPLE.get(outer)
-        if check is None or check(value):
-            return True
-    return False
+class _SpecNames(dict[str, object]):
+    """The names the specs' annotations use that :mod:`~delegate_lens.hookspecs` imports
+    for type checkers only, as :func:`typing.get_type_hints` looks them up: numpy's
+    modules (imported now), any other (a class of a layer above the plugin host, which a
+    plugin may stand in for by duck typing: not checked here) a class of that name."""
+
+    def __missing__(self, name: str) -> object:
+        if name in vars(hookspecs) or name in vars(builtins):
+            raise KeyError(name)  # found as usual
+        module = _LIBRARIES.get(name)
+        value = importlib.import_module(module) if module else types.new_class(name)
+        self[name] = value
+        return value
 
 
-def _declared(caller: pluggy.HookCaller) -> str | None:
-    spec = getattr(caller, "spec", None)
-    function = getattr(spec, "function", None)
-    annotation = getattr(function, "__annotations__", {}).get("return")
-    return annotation if isinstance(annotation, str) else None
+_SPEC_NAMES = _SpecNames()
+
+
+def _test_of(hint: object) -> Callable[[object], bool] | None:
+    """Whether a value has a type ``hint`` allows, by outer type (``list[str]``: a list);
+    ``None`` when any part of ``hint`` is not checked (a class, a protocol, ``Any``)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        tests = [_test_of(arg) for arg in typing.get_args(hint)]
+        if any(test is None for test in tests):
+            return None
+        return lambda v: any(test(v) for test in tests if test is not None)
+    origin = typing.get_origin(hint) or hint
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and origin is numpy.ndarray:
+        return lambda v: isinstance(v, numpy.ndarray)
+    return _TESTS.get(origin)
+
+
+@functools.cache
+def _answer_check_of(spec: Callable[..., object]) -> tuple[Callable[[object], bool] | None, str]:
+    annotation = inspect.get_annotations(spec).get("return")
+    declared = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    try:
+        hint = typing.get_type_hints(spec, globalns=vars(hookspecs), localns=_SPEC_NAMES)
+    except Exception:  # a spec of another project's making: its answers are not checked
+        return None, declared
+    return _test_of(hint.get("return", Any)), declared
+
+
+def _answer_check(caller: pluggy.HookCaller) -> tuple[Callable[[object], bool] | None, str]:
+    """The test of a *firstresult* answer of ``caller`` (``None``: not checked) and the
+    return type its spec declares, as written."""
+    spec = caller.spec
+    return (None, "") if spec is None else _answer_check_of(spec.function)
 
 
 def _shown(value: object) -> str:
@@ -147,66 +380,7 @@ def _shown(value: object) -> str:
     return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
-def _invoke(
-    caller: pluggy.HookCaller, hook_name: str, kwargs: dict[str, object], skip: set[str]
-) -> Any:
-    """Call the hook as pluggy does (the same order, *firstresult* stops at the first
-    answer), without the plugins in ``skip``; plugins' stdout goes to stderr (machine
-    readable output stays clean). Any failure of a plugin is a :class:`_Failed` naming it:
-    an exception, ``sys.exit()``, or (*firstresult*: the answer is used as it is) a result
-    of another type than the hook declares; the callers of other hooks check each result."""
-    impls = caller.get_hookimpls()
-    with _plugin_stdout_to_stderr():
-        if any(impl.hookwrapper or impl.wrapper for impl in impls) and not skip:
-            try:  # wrappers: pluggy calls them (results then unchecked)
-                return caller(**kwargs)
-            except SystemExit as exc:
-                raise _Failed(None, _exited(exc)) from None
-        spec = getattr(caller, "spec", None)
-        first = bool(spec and spec.opts.get("firstresult"))
-        declared = _declared(caller)
-        results: list[object] = []
-        for impl in reversed(_plain_impls(impls)):
-            name = str(impl.plugin_name)
-            if name in skip:
-                continue
-            try:
-                result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            except KeyError as exc:
-                if exc.args and exc.args[0] in impl.argnames and exc.args[0] not in kwargs:
-                    raise UsageError(f"{hook_name}: the call must give argument {exc}") from None
-                raise _Failed(name, exc) from exc
-            except SystemExit as exc:
-                raise _Failed(name, _exited(exc)) from None
-            except DelegateLensError:
-                raise
-            except Exception as exc:
-                raise _Failed(name, exc) from exc
-            if result is None:
-                continue
-            if first and declared is not None and not _fits(result, declared):
-                raise _Failed(name, _bad_result(result, declared))
-            if first:
-                return result
-            results.append(result)
-        return None if first else results
-
-
-def _stacklevel() -> int:
-    """The ``stacklevel`` of a warning given by a ``call_hook_or_*`` function: where it was
-    called from, past the typed callers of :mod:`delegate_lens.hooks`."""
-    level, frame = 2, sys._getframe(2)
-    while frame.f_back is not None and frame.f_globals.get("__name__") == "delegate_lens.hooks":
-        level, frame = level + 1, frame.f_back
-    return level
-
-
-def _exited(exc: SystemExit) -> PluginError:
-    return PluginError(f"called sys.exit({exc.code!r})")
-
-
-def _bad_result(value: object, declared: str) -> PluginError:
-    return PluginError(f"returned {_shown(value)}, but the hook returns {declared}")
+# --------------------------------------------------------------------------- failures
 
 
 def _code_of(function: Callable[..., object]) -> CodeType | None:
@@ -219,48 +393,46 @@ def _code_of(function: Callable[..., object]) -> CodeType | None:
     return code if isinstance(code, CodeType) else None
 
 
-def _culprit(caller: pluggy.HookCaller, exc: BaseException) -> str | None:
-    """The name of the plugin whose implementation of ``caller`` raised ``exc``."""
-    impls = caller.get_hookimpls()
+def _culprit(impls: Sequence[pluggy.HookImpl], exc: BaseException) -> str | None:
+    """The plugin whose code among ``impls`` raised ``exc`` where no stand-in noted it (a
+    plugin's own wrapper): found in the traceback; the only plugin when there is one."""
     codes: dict[CodeType, pluggy.HookImpl] = {}
     for impl in impls:
         code = _code_of(impl.function)
         if code is not None:
             codes.setdefault(code, impl)
-    candidate: str | None = None
     tb: TracebackType | None = exc.__traceback__
     while tb is not None:
-        frame = tb.tb_frame
-        found = codes.get(frame.f_code)
+        found = codes.get(tb.tb_frame.f_code)
         if found is not None:
             return str(found.plugin_name)
-        if frame.f_code.co_name == "_multicall" and candidate is None:
-            current = frame.f_locals.get("hook_impl")
-            if current is not None and current in impls:
-                candidate = str(current.plugin_name)
         tb = tb.tb_next
-    if candidate is None and len(impls) == 1:
-        candidate = str(impls[0].plugin_name)
-    return candidate
+    plugins = {str(impl.plugin_name) for impl in impls}
+    return plugins.pop() if len(plugins) == 1 else None
 
 
-def _failure_message(
-    pm: pluggy.PluginManager,
-    caller: pluggy.HookCaller,
+def _origin() -> FrameType:
+    """The frame a warning points at: the caller of the ``call_hook_or_*`` function that
+    calls this, past the typed callers of :mod:`delegate_lens.hooks`."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and frame.f_globals.get("__name__") == "delegate_lens.hooks":
+        frame = frame.f_back
+    return frame
+
+
+# --------------------------------------------------------------------------- the calls
+
+
+def _call(
     hook_name: str,
-    exc: BaseException,
-    culprit: str | None = None,
-) -> str:
-    """What failed where; ``culprit`` is the failing plugin when the caller knows it (else
-    it is looked for in the traceback)."""
-    if culprit is None:
-        culprit = _culprit(caller, exc)
-    if culprit is None:
-        names = ", ".join(repr(impl.plugin_name) for impl in caller.get_hookimpls())
-        who = f"one of the plugins {names}"
-    else:
-        who = f"plugin {_describe(culprit, pm)}"
-    return f"{who} failed in {hook_name}: {_exc_text(exc)}"
+    pm: pluggy.PluginManager | None,
+    kwargs: dict[str, object],
+    policy: Callable[[_Call], Teardown],
+    **more: Any,
+) -> _Call:
+    manager, caller = _caller(pm, hook_name)
+    firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
+    return _Call(manager, caller, kwargs, policy, caller.get_hookimpls(), firstresult, **more)
 
 
 def call_hook(
@@ -271,13 +443,7 @@ def call_hook(
     Errors of our own type propagate unchanged; any other exception raised by a plugin
     becomes a :class:`PluginError` naming it (see the module docstring).
     """
-    manager = _manager(pm)
-    caller = _caller(manager, hook_name)
-    try:
-        return _invoke(caller, hook_name, kwargs, set())
-    except _Failed as failed:
-        message = _failure_message(manager, caller, hook_name, failed.error, failed.plugin)
-        raise PluginError(message) from failed.error
+    return _call(hook_name, pm, kwargs, _raise_policy).run()
 
 
 def call_hook_or_warn(
@@ -289,19 +455,7 @@ def call_hook_or_warn(
     the hook. A :class:`~delegate_lens.config.ConfigError` (bad user configuration) still
     propagates.
     """
-    manager = _manager(pm)
-    caller = _caller(manager, hook_name)
-    from delegate_lens.config import ConfigError
-
-    try:
-        return _invoke(caller, hook_name, kwargs, set())
-    except ConfigError:
-        raise
-    except (_Failed, Exception) as exc:
-        failed = exc if isinstance(exc, _Failed) else _Failed(None, exc)
-        message = _failure_message(manager, caller, hook_name, failed.error, failed.plugin)
-        warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=_stacklevel())
-        return None
+    return _call(hook_name, pm, kwargs, _warn_policy, origin=_origin()).run()
 
 
 def call_hook_or_skip(
@@ -312,7 +466,7 @@ def call_hook_or_skip(
     where: str | None = None,
     **kwargs: object,
 ) -> Any:
-    """Call a *firstresult* hook; a plugin that raises is skipped and the next one answers.
+    """Call a *firstresult* hook; a plugin that fails is skipped and the next one answers.
 
     Each failure is reported with ``warnings.warn(message, PluginWarning)``, the message
     naming the plugin, the hook and ``where`` (e.g. ``"row '7' of block 0"``); the hook is
@@ -321,30 +475,7 @@ def call_hook_or_skip(
     cannot be told (the warning then names the candidates). A
     :class:`~delegate_lens.config.ConfigError` (bad user configuration) propagates.
     """
-    from delegate_lens.config import ConfigError
-
-    manager = _manager(pm)
-    caller = _caller(manager, hook_name)
-    skipped: set[str] = set()
-    while True:
-        try:
-            return _invoke(caller, hook_name, kwargs, skipped)
-        except ConfigError:
-            raise
-        except (_Failed, Exception) as exc:
-            failed = exc if isinstance(exc, _Failed) else _Failed(None, exc)
-            culprit = failed.plugin or _culprit(caller, failed.error)
-            message = _failure_message(manager, caller, hook_name, failed.error, culprit)
-            if where:
-                head, _, tail = message.partition(f" failed in {hook_name}: ")
-                message = f"{head} failed in {hook_name} on {where}: {tail}"
-            if culprit is None or culprit in skipped or manager.get_plugin(culprit) is None:
-                warnings.warn(f"{message}; falling back", PluginWarning, stacklevel=_stacklevel())
-                return None
-            warnings.warn(
-                f"{message}; the next plugin answers", PluginWarning, stacklevel=_stacklevel()
-            )
-            skipped.add(culprit)
+    return _call(hook_name, pm, kwargs, _skip_policy, origin=_origin(), where=where).run()
 
 
 def call_each(
@@ -355,30 +486,13 @@ def call_each(
     :returns: ``[(plugin_name, result), ...]`` for the results that are not ``None``.
         Wrapper implementations are skipped. Failures are handled as in :func:`call_hook`.
     """
-    manager = _manager(pm)
-    caller = _caller(manager, hook_name)
-    results: list[tuple[str, Any]] = []
-    for impl in _plain_impls(caller.get_hookimpls()):
+    manager, caller = _caller(pm, hook_name)
+    plain = [impl for impl in caller.get_hookimpls() if not _is_wrapper(impl)]
+    for impl in plain:
         missing = [arg for arg in impl.argnames if arg not in kwargs]
         if missing:
             raise UsageError(f"{hook_name}: the call must give argument(s) {missing}")
-        args = [kwargs[arg] for arg in impl.argnames]
-        name = str(impl.plugin_name)
-        try:
-            with _plugin_stdout_to_stderr():
-                result = impl.function(*args)
-        except DelegateLensError:
-            raise
-        except SystemExit as exc:
-            message = _failure_message(manager, caller, hook_name, _exited(exc), name)
-            raise PluginError(message) from None
-        except Exception as exc:
-            message = _failure_message(manager, caller, hook_name, exc, name)
-            raise PluginError(message) from exc
-        if result is not None:  # (what each plugin gave is checked by the caller)
-            results.append((name, result))
-    return results
-
-
-def _plain_impls(impls: Iterable[pluggy.HookImpl]) -> list[pluggy.HookImpl]:
-    return [impl for impl in impls if not (impl.hookwrapper or impl.wrapper)]
+    # pluggy calls its list last to first: reversed, registration order; all, not the first
+    call = _Call(manager, caller, kwargs, _raise_policy, plain[::-1], firstresult=False)
+    call.run()
+    return call.answers

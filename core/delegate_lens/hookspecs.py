@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
     from delegate_lens.exporters import Exporter
     from delegate_lens.numerics import Comparator
-    from delegate_lens.runtime._program import BackendExecutionContext
+    from delegate_lens.runtime import BackendExecutionContext
     from delegate_lens.testing import BackendProfile
 
 __all__ = [

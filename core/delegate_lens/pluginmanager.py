@@ -35,7 +35,6 @@ import importlib
 import importlib.metadata
 import inspect
 import itertools
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +43,7 @@ import attrs
 import pluggy
 
 from delegate_lens import hookspecs
+from delegate_lens.config import env_switch
 from delegate_lens.errors import (
     DelegateLensWarning,
     PluginError,
@@ -95,9 +95,8 @@ ENTRY_POINT_GROUP = PROJECT_NAME
 """Entry-point group plugins register under (``delegate_lens``)."""
 
 AUTOLOAD_ENV = "DELEGATE_LENS_DISABLE_PLUGIN_AUTOLOAD"
-"""Set to ``1`` to skip plugins found through entry points (built-ins stay)."""
-
-_FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
+"""Set to ``1`` to skip plugins found through entry points (built-ins stay); a switch,
+read by :func:`delegate_lens.config.env_switch` (``true``/``yes``/``on`` too)."""
 
 
 @attrs.frozen
@@ -215,7 +214,7 @@ def reset_plugin_manager() -> None:
 
 
 def _autoload_enabled() -> bool:
-    return os.environ.get(AUTOLOAD_ENV, "").strip().lower() in _FALSE_WORDS
+    return not env_switch(AUTOLOAD_ENV)
 
 
 def _parse_options(options: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -19,7 +19,7 @@ from torch.export import ExportedProgram
 if TYPE_CHECKING:
     from torch.export.decomp_utils import CustomDecompTable
 
-from delegate_lens.etrecord._torch_io import quiet_torch
+from delegate_lens.etrecord._internal import quiet_torch
 
 DEBUG_HANDLE = "debug_handle"
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from delegate_lens.backend._details import CompileSpec
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 DELEGATION_TAG = "delegation_tag"
 """The ``node.meta`` key a partitioner sets on the nodes of a partition."""
@@ -55,7 +58,7 @@ class Partitioner(abc.ABC):
     """Subclass and implement :meth:`partition`."""
 
     @abc.abstractmethod
-    def partition(self, exported_program: object) -> PartitionResult:
+    def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         """Tag the nodes to delegate (``node.meta["delegation_tag"]``) and say who gets them."""
 
     def ops_to_not_decompose(self, exported_program: object) -> tuple[list[Any], Any]:

@@ -3,7 +3,7 @@ went to delegates (defined in :mod:`delegate_lens.aot._delegation_info`; imports
 
 from __future__ import annotations
 
-from delegate_lens.aot._delegation_info import (
+from delegate_lens.aot import (
     DelegationBreakdown,
     DelegationInfo,
     get_delegation_info,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from delegate_lens.aot._delegation_info import (
+from delegate_lens.aot import (
     DelegationBreakdown,
     DelegationInfo,
     get_delegation_info,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-BACKEND_ID = "DemoBackend"
+from delegate_lens.backends_demo._backend import BACKEND_ID
 
 __all__ = [
     "BACKEND_ID",

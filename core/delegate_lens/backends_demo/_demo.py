@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
-from delegate_lens.backends_demo import BACKEND_ID
+from delegate_lens.backends_demo._backend import BACKEND_ID
 from delegate_lens.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
 
-    from delegate_lens.aot._program import ProgramManager
+    from delegate_lens.aot import ProgramManager
     from delegate_lens.bundled_program import BundledProgram
     from delegate_lens.inspector import Inspector
 
@@ -43,7 +43,7 @@ BUNDLED_TEST_CASES = 3
 def check_slowdown_target(graph_module: torch.fx.GraphModule, slowdown: str) -> None:
     """A :class:`UsageError` naming the valid names unless an op of a lowered DemoBackend
     partition answers to ``slowdown``'s op (see ``runtime.SLOWDOWN_SPEC``)."""
-    from delegate_lens.aot._lowering import LoweredBackendModule
+    from delegate_lens.aot import LoweredBackendModule
     from delegate_lens.backends_demo._blob import from_bytes
     from delegate_lens.backends_demo._runtime import op_names, parse_slowdown_value
 

@@ -19,7 +19,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from delegate_lens import CompileSpec, DelegationSpec, Partitioner, PartitionResult
-from delegate_lens.backends_demo import BACKEND_ID
+from delegate_lens.backends_demo._backend import BACKEND_ID
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from delegate_lens import hookimpl
-from delegate_lens.backends_demo import BACKEND_ID
+from delegate_lens.backends_demo._backend import BACKEND_ID
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from delegate_lens.backend import CompileSpec
-from delegate_lens.testing._profile import BackendProfile
+from delegate_lens.testing import BackendProfile
 
 
 def _metadata() -> Any:

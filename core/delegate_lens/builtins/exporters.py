@@ -22,7 +22,7 @@ __all__ = ["BUILTIN_EXPORTERS", "dl_exporters"]
 def _table(inspector: Inspector, stream: IO[str]) -> None:
     from delegate_lens.exporters import terminal_width, write_table
     from delegate_lens.inspector import table_input
-    from delegate_lens.inspector._memory import write_memory_table
+    from delegate_lens.inspector._internal import write_memory_table
 
     # the command's view, the same rows on a terminal and in a pipe (fitted on a terminal)
     write_table(table_input(inspector), stream, width=terminal_width(stream), view=True)

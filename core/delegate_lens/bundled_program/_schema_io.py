@@ -29,7 +29,7 @@ from delegate_lens.bundled_program.schema import (
 )
 from delegate_lens.bundled_program.schema import bundled_program_schema as bp
 from delegate_lens.errors import BundledProgramError
-from delegate_lens.etdump._objects import ScalarType
+from delegate_lens.etdump import ScalarType
 
 if TYPE_CHECKING:
     from delegate_lens.bundled_program.config import BundledValue

@@ -15,7 +15,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from delegate_lens.cli._terminal import escape_controls
 from delegate_lens.errors import DelegateLensError
@@ -142,31 +142,36 @@ def _apply_plugin_options(options: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (the console script exits with it)."""
+    """Run the CLI; returns the exit status (the console script exits with it).
+
+    The command runs with ``sys.stdout`` sent to stderr, so that what plugins print never
+    mixes with its output: it writes that to :func:`delegate_lens.fileio.standard_output`.
+    """
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(command_named(words))
     args = parser.parse_args(words)
-    from delegate_lens.fileio import guard_inputs
+    from delegate_lens.fileio import guard_inputs, plugin_prints_to_stderr
 
-    try:
-        args.plugin_options = _plugin_options(args)
-        _apply_plugin_options(args.plugin_options)
-        with guard_inputs():  # an output that is one of the inputs is refused
-            status: int = args.func(args)
-    except DelegateLensError as exc:
-        _fail(str(exc))
-    except BrokenPipeError:
-        _silence_stdout()
-        return 0
-    except (OSError, UnicodeError) as exc:
-        _fail(_describe_os_error(exc))
-    except KeyboardInterrupt:
-        return 130
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-    return status
+    with plugin_prints_to_stderr() as stdout:
+        try:
+            args.plugin_options = _plugin_options(args)
+            _apply_plugin_options(args.plugin_options)
+            with guard_inputs():  # an output that is one of the inputs is refused
+                status: int = args.func(args)
+        except DelegateLensError as exc:
+            _fail(str(exc))
+        except BrokenPipeError:
+            _silence(stdout)
+            return 0
+        except (OSError, UnicodeError) as exc:
+            _fail(_describe_os_error(exc))
+        except KeyboardInterrupt:
+            return 130
+        try:
+            stdout.flush()
+        except BrokenPipeError:
+            _silence(stdout)
+        return status
 
 
 def _describe_os_error(exc: BaseException) -> str:
@@ -176,10 +181,10 @@ def _describe_os_error(exc: BaseException) -> str:
     return str(exc) or exc.__class__.__name__
 
 
-def _silence_stdout() -> None:
+def _silence(stdout: TextIO) -> None:
     """Output was piped into e.g. ``head``: stop quietly, as Unix tools do."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, stdout.fileno())
 
 
 def _fail(message: str) -> NoReturn:

@@ -63,15 +63,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delegate_lens.testing import check_backend
-    from delegate_lens.testing._conformance import DEFAULT_MAX_EXAMPLES
+    from delegate_lens.testing import DEFAULT_MAX_EXAMPLES, check_backend
 
     examples = DEFAULT_MAX_EXAMPLES if args.max_examples is None else args.max_examples
     if args.executorch_partitioner is not None or args.backend is None:
         report = _check_real(args, examples)
     else:
         report = check_backend(args.backend, max_examples=examples, seed=args.seed)
-    print(report.to_json() if args.format == "json" else report.to_table())
+    from delegate_lens.fileio import standard_output
+
+    print(report.to_json() if args.format == "json" else report.to_table(), file=standard_output())
     return 0 if report.ok else EXIT_FINDINGS
 
 

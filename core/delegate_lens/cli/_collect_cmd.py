@@ -85,19 +85,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _check(args: argparse.Namespace) -> int:
     from delegate_lens.cli._terminal import escape_controls
-    from delegate_lens.dataset._check import check_dataset, format_check
+    from delegate_lens.dataset._internal import check_dataset, format_check
     from delegate_lens.errors import UsageError
+    from delegate_lens.fileio import standard_output
 
     if args.paths:
         raise UsageError("--check and --repair take no PATH: they check the dataset -o names")
     check = check_dataset(args.output, repair=args.repair)
-    sys.stdout.write(escape_controls(format_check(check)))
+    standard_output().write(escape_controls(format_check(check)))
     return 0 if check.ok or args.repair else 1
 
 
 def _run(args: argparse.Namespace) -> int:
     from delegate_lens.dataset import collect
-    from delegate_lens.dataset._sources import parse_labels
+    from delegate_lens.dataset._internal import parse_labels
     from delegate_lens.errors import UsageError
 
     if args.check or args.repair:

@@ -10,7 +10,6 @@ that tests nothing does not pass). ``-o`` writes atomically.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,14 +156,14 @@ def _run(args: argparse.Namespace) -> int:
     untested = _untested(result, args, alpha)
     if untested is not None:  # a gate that tests nothing does not pass
         raise UsageError(untested)
-    if args.output:
-        from delegate_lens.fileio import write_atomic
+    from delegate_lens.fileio import standard_output, write_atomic
 
+    if args.output:
         write_atomic(
             args.output, lambda stream: write_result(result, stream, args.format, args.samples)
         )
     else:
-        write_result(result, sys.stdout, args.format, args.samples)
+        write_result(result, standard_output(), args.format, args.samples)
     return EXIT_REGRESSION if result.has_regression else 0
 
 
@@ -186,7 +185,7 @@ def _untested(result: CompareResult, args: argparse.Namespace, alpha: float) -> 
     )
     need = f"--min-samples {args.min_samples}"
     if args.test == "median-ci":
-        from delegate_lens.compare._stats import interval_samples
+        from delegate_lens.compare._internal import interval_samples
 
         need += f"; a median's interval at --alpha {alpha:g} needs {interval_samples(alpha)}"
     lower = "lower --min-samples" if most < args.min_samples else "raise --alpha"

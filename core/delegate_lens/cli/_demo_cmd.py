@@ -9,6 +9,7 @@ Inspector's table (``program.bpte`` bundles the program with test cases for
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import TYPE_CHECKING
 
 from delegate_lens.errors import UsageError
@@ -87,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.debug and args.debug_buffer_size == 0:
         raise UsageError("--debug needs a debug buffer (--debug-buffer-size > 0)")
     if args.slowdown is not None:  # its form now; its op once the model is lowered
-        from delegate_lens.backends_demo._runtime import parse_slowdown_value
+        from delegate_lens.backends_demo._internal import parse_slowdown_value
 
         try:
             parse_slowdown_value(args.slowdown)
@@ -95,8 +96,10 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"--slowdown: {exc}") from None
     import torch
 
-    from delegate_lens.backends_demo._demo import run_demo
+    from delegate_lens.backends_demo._internal import run_demo
+    from delegate_lens.fileio import standard_output
 
+    out = standard_output()
     # tiny kernels on a shared machine: one intra-op thread gives steadier timings
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -107,6 +110,8 @@ def _run(args: argparse.Namespace) -> int:
             out_dir=args.out,
             identifiers=args.identifiers,
             debug_buffer_size=args.debug_buffer_size,
+            echo=functools.partial(print, file=out),
+            table_file=out,
             show_table=not args.no_table,
             precision=args.precision,
             numerics=args.debug,
@@ -114,8 +119,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     finally:
         torch.set_num_threads(threads)
-    print(f"done in {result.seconds:.1f} s; files in {result.out_dir}/")
-    print(f"report: {_write_report(result.paths, result.out_dir)}")
+    print(f"done in {result.seconds:.1f} s; files in {result.out_dir}/", file=out)
+    print(f"report: {_write_report(result.paths, result.out_dir)}", file=out)
     return 0
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from delegate_lens.errors import ETDumpFormatError
 
@@ -48,16 +47,15 @@ def _count(text: str) -> int:
 
 
 def _to_json(args: argparse.Namespace) -> int:
-    from delegate_lens.etdump import load
-    from delegate_lens.etdump._jsonview import write_json
+    from delegate_lens.etdump import load, write_json
+    from delegate_lens.fileio import standard_output
 
-    write_json(load(args.file), sys.stdout, compact=args.compact)
+    write_json(load(args.file), standard_output(), compact=args.compact)
     return 0
 
 
 def _from_json(args: argparse.Namespace) -> int:
-    from delegate_lens.etdump import dumps
-    from delegate_lens.etdump._jsonview import from_json
+    from delegate_lens.etdump import dumps, from_json
     from delegate_lens.fileio import note_input, write_bytes_atomic
 
     with open(args.json_file, encoding="utf-8") as f:
@@ -87,9 +85,9 @@ def _from_json(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace) -> int:
     from delegate_lens.cli._terminal import escape_controls
-    from delegate_lens.etdump import load
-    from delegate_lens.etdump._summary import format_summary, summarize
+    from delegate_lens.etdump import format_summary, load, summarize
+    from delegate_lens.fileio import standard_output
 
     text = format_summary(summarize(load(args.file)), title=args.file, top=args.top)
-    print(escape_controls(text))
+    print(escape_controls(text), file=standard_output())
     return 0

@@ -36,10 +36,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _show(args: argparse.Namespace) -> int:
-    import sys
-
     from delegate_lens.errors import UsageError
     from delegate_lens.etrecord import parse_etrecord
+    from delegate_lens.fileio import standard_output
 
     record = parse_etrecord(args.file)
     methods = record.methods
@@ -52,7 +51,7 @@ def _show(args: argparse.Namespace) -> int:
     for method in methods:  # parse first: a broken graph is one error line, no half summary
         record.graph(method)
     record.exported_program_graph()
-    write_summary(record, methods, nodes=args.nodes, out=sys.stdout)
+    write_summary(record, methods, nodes=args.nodes, out=standard_output())
     return 0
 
 
@@ -87,7 +86,7 @@ def write_summary(record: ETRecord, methods: tuple[str, ...], *, nodes: bool, ou
 
 
 def _write_method(record: ETRecord, method: str, *, nodes: bool, out: TextIO) -> None:
-    from delegate_lens.etrecord._maps import canonical_identifier
+    from delegate_lens.etrecord._internal import canonical_identifier
 
     graph = record.graph(method)
     print(f"\nmethod {method}", file=out)

@@ -165,7 +165,7 @@ def _one_line_warnings() -> Iterator[None]:
 
 def _run(args: argparse.Namespace) -> int:
     from delegate_lens.exporters import get_exporters
-    from delegate_lens.inspector._timescale import TimeScale
+    from delegate_lens.inspector import TimeScale
 
     exporters = get_exporters()
     exporter: Any
@@ -195,10 +195,13 @@ def _run(args: argparse.Namespace) -> int:
             f"format {exporter.name!r} writes several files: give a folder with -o DIR"
         )
     check_debug_buffer(args.debug_buffer)
+    from delegate_lens.fileio import standard_output
+
+    stdout = standard_output()
     if exporter.binary:
         from delegate_lens.cli._terminal import refuse_binary_on_terminal
 
-        refuse_binary_on_terminal(exporter.name, args.output, sys.stdout)
+        refuse_binary_on_terminal(exporter.name, args.output, stdout)
     if args.output:
         folder = Path(args.output).parent
         if not folder.is_dir():
@@ -213,7 +216,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write {args.output}: it is a folder; give a file name")
     from delegate_lens.cli._terminal import delayed_progress, rich_console
 
-    console = rich_console(sys.stdout) if exporter.name == "table" and not args.output else None
+    console = rich_console(stdout) if exporter.name == "table" and not args.output else None
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
 
@@ -234,11 +237,11 @@ def _run(args: argparse.Namespace) -> int:
         elif args.output:
             _write_atomic(Path(args.output), exporter, inspector)
         elif exporter.binary:
-            _export(exporter, inspector, sys.stdout.buffer)
+            _export(exporter, inspector, stdout.buffer)
         else:
             from delegate_lens.cli._terminal import safe_text
 
-            _export(exporter, inspector, safe_text(sys.stdout, for_people=exporter.name == "table"))
+            _export(exporter, inspector, safe_text(stdout, for_people=exporter.name == "table"))
     return 0
 
 
@@ -271,9 +274,11 @@ def _write_atomic(target: Path, exporter: Exporter, inspector: Inspector) -> Non
 
 def _table_cells(inspector: Inspector) -> tuple[list[str], list[list[str]]]:
     from delegate_lens.exporters import table_cells, terminal_width
+    from delegate_lens.fileio import standard_output
     from delegate_lens.inspector import table_input
 
-    return table_cells(table_input(inspector), width=terminal_width(sys.stdout), view=True)
+    width = terminal_width(standard_output())
+    return table_cells(table_input(inspector), width=width, view=True)
 
 
 def _print_rich_table(console: object, cells: tuple[list[str], list[list[str]]]) -> None:

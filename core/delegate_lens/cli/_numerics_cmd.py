@@ -13,7 +13,6 @@ truncated or another run's).
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -129,12 +128,12 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 table.write_table(stream)
 
-        if args.output:
-            from delegate_lens.fileio import write_atomic
+        from delegate_lens.fileio import standard_output, write_atomic
 
+        if args.output:
             write_atomic(args.output, write)
         else:
-            write(sys.stdout)
+            write(standard_output())
     if args.fail_on_divergence and any(row["diverged"] for row in table):
         return EXIT_DIVERGENCE
     return 0

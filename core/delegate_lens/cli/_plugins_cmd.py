@@ -28,8 +28,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
+    from delegate_lens.fileio import standard_output
     from delegate_lens.pluginmanager import BUILTIN_PLUGINS, get_plugin_manager, list_plugins
 
+    out = standard_output()
     pm = get_plugin_manager()
     rows = list_plugins(pm)
     if args.format == "json":
@@ -46,7 +48,8 @@ def _run(args: argparse.Namespace) -> int:
                     for row in rows
                 ],
                 indent=2,
-            )
+            ),
+            file=out,
         )
         return 0
     # built-ins show their short name (what -p no:NAME takes), as pytest lists its own
@@ -64,9 +67,9 @@ def _run(args: argparse.Namespace) -> int:
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths)]
         hooks = textwrap.wrap(line[3], room, break_long_words=False, break_on_hyphens=False)
-        print("  ".join([*cells, hooks[0]]).rstrip())
+        print("  ".join([*cells, hooks[0]]).rstrip(), file=out)
         for more in hooks[1:]:
-            print(" " * indent + more)
+            print(" " * indent + more, file=out)
     unknown = set(getattr(pm, "unknown_blocked", ()))
     blocked = sorted(name for name, plugin in pm.list_name_plugin() if plugin is None)
     if blocked:
@@ -74,5 +77,5 @@ def _run(args: argparse.Namespace) -> int:
             f"{name} (no plugin of that name)" if name in unknown else short.get(name, name)
             for name in blocked
         )
-        print(f"blocked: {', '.join(labels)}")
+        print(f"blocked: {', '.join(labels)}", file=out)
     return 0

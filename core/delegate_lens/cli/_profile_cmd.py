@@ -8,7 +8,6 @@ table, ``report.html`` and numeric gaps are written there (all or none) and list
 from __future__ import annotations
 
 import argparse
-import sys
 
 from delegate_lens.errors import UsageError
 
@@ -54,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run(args: argparse.Namespace) -> int:
     from delegate_lens._bridge import executorch_bridge
+    from delegate_lens.fileio import standard_output
 
     bridge = executorch_bridge("delegate-lens profile")
     if not args.method:
@@ -73,9 +73,9 @@ def _run(args: argparse.Namespace) -> int:
 
         for path in sorted(Path(args.output).iterdir()):
             if path.name in bridge.profile_files:
-                print(path)
+                print(path, file=standard_output())
         return 0
     from delegate_lens.exporters import get_exporters
 
-    get_exporters()["table"].write(inspector, sys.stdout)
+    get_exporters()["table"].write(inspector, standard_output())
     return 0

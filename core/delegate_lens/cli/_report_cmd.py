@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run(args: argparse.Namespace) -> int:
     from delegate_lens.cli._inspect_cmd import _one_line_warnings
-    from delegate_lens.inspector._timescale import TimeScale
+    from delegate_lens.inspector import TimeScale
 
     source = TimeScale.coerce(args.source_time_scale)
     target = TimeScale.coerce(args.target_time_scale)
@@ -63,5 +63,7 @@ def _run(args: argparse.Namespace) -> int:
             target_time_scale=target,
         )
         write_report(inspector, out, title=args.title, runs=args.run)
-    print(out)
+    from delegate_lens.fileio import standard_output
+
+    print(out, file=standard_output())
     return 0

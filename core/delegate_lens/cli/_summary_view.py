@@ -31,11 +31,11 @@ def _rows(inspector: Inspector, by: str, depth: int | None) -> Sequence[Any]:
 def _write_table(inspector: Inspector, by: str, rows: Sequence[Any], stream: IO[str]) -> None:
     unit = inspector.target_time_scale.value
     if by == "op-type":
-        from delegate_lens.inspector._optypes import write_op_type_table
+        from delegate_lens.inspector._internal import write_op_type_table
 
         write_op_type_table(rows, unit, stream)
     else:
-        from delegate_lens.inspector._modules import write_module_table
+        from delegate_lens.inspector._internal import write_module_table
 
         write_module_table(rows, unit, stream)
 
@@ -63,8 +63,7 @@ def _write_json(inspector: Inspector, by: str, rows: Sequence[Any], stream: IO[s
 
 
 def _write_csv(inspector: Inspector, by: str, rows: Sequence[Any], stream: IO[str]) -> None:
-    from delegate_lens.inspector._modules import MODULE_COLUMNS
-    from delegate_lens.inspector._optypes import OP_TYPE_COLUMNS
+    from delegate_lens.inspector._internal import MODULE_COLUMNS, OP_TYPE_COLUMNS
 
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(OP_TYPE_COLUMNS if by == "op-type" else MODULE_COLUMNS)

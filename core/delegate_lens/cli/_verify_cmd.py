@@ -69,6 +69,9 @@ def _run(args: argparse.Namespace) -> int:
     tracer = None
     if args.etdump:
         tracer = ETDumpGen(debug_buffer_size=args.debug_buffer_size if args.debug_buffer else 0)
+    from delegate_lens.fileio import standard_output
+
+    out = standard_output()
     program = Program(data, args.bundled_program)
     total = failed = 0
     for suite in bundled.method_test_suites:
@@ -77,12 +80,12 @@ def _run(args: argparse.Namespace) -> int:
             load_bundled_input(method, bundled, index)
             method.execute()
             result = verify_method_outputs(method, bundled, index, rtol=args.rtol, atol=args.atol)
-            print(result.line(), flush=False)
+            print(result.line(), file=out, flush=False)
             total += 1
             failed += not result.passed
     if tracer is not None:
         tracer.write(args.etdump, args.debug_buffer)
-    print(f"{total - failed} of {total} test case(s) passed")
+    print(f"{total - failed} of {total} test case(s) passed", file=out)
     return 1 if failed else 0
 
 
@@ -100,8 +103,11 @@ def _verify_real(args: argparse.Namespace, bundled: object) -> int:
         debug_buffer=args.debug_buffer,
         debug_buffer_size=args.debug_buffer_size,
     )
+    from delegate_lens.fileio import standard_output
+
+    out = standard_output()
     for result in results:
-        print(result.line(), flush=False)
+        print(result.line(), file=out, flush=False)
     failed = sum(not r.passed for r in results)
-    print(f"{len(results) - failed} of {len(results)} test case(s) passed")
+    print(f"{len(results) - failed} of {len(results)} test case(s) passed", file=out)
     return 1 if failed else 0

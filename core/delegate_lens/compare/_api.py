@@ -32,9 +32,7 @@ from delegate_lens.compare._result import (
 )
 from delegate_lens.compare._stats import TESTS, compare_samples
 from delegate_lens.errors import UsageError
-from delegate_lens.inspector._api import Inspector
-from delegate_lens.inspector._attribution import BlockAttribution
-from delegate_lens.inspector._tables import BlockTable
+from delegate_lens.inspector import BlockAttribution, BlockTable, Inspector
 
 PathLike = str | os.PathLike[str]
 Attributions = Callable[[BlockTable | None], BlockAttribution | None]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
+from delegate_lens.etdump import FRAMEWORK_EVENTS
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord

@@ -19,8 +19,8 @@ from collections.abc import Callable, Hashable, Sequence
 
 import attrs
 
-from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
-from delegate_lens.inspector._tables import BlockTable
+from delegate_lens.etdump import FRAMEWORK_EVENTS
+from delegate_lens.inspector import BlockTable
 
 
 @attrs.frozen

@@ -80,7 +80,7 @@ def _one_sided_cells(row: OneSidedRow) -> list[str]:
     return [ident.block, ident.name, ident.delegate_backend_name or "-", _handles(ident), n]
 
 
-def _sections(result: CompareResult) -> list[tuple[str, list[list[str]], set[int]]]:
+def result_sections(result: CompareResult) -> list[tuple[str, list[list[str]], set[int]]]:
     """(title, rows with the header first, right-aligned columns) of each section."""
     unit = result.time_unit
     rows = [[h.replace("p50", f"p50 ({unit})") for h in _ROW_HEADERS]]
@@ -141,7 +141,9 @@ def _sections(result: CompareResult) -> list[tuple[str, list[list[str]], set[int
     return sections
 
 
-def _summary(result: CompareResult) -> list[str]:
+def summary_lines(result: CompareResult) -> list[str]:
+    """The lines above the tables: the two sides, the settings, the counts, the programs' match
+    and the verdicts (a warning when few rows matched)."""
     counts = ", ".join(f"{n} by {kind}" for kind, n in result.match_counts().items())
     return [
         f"base: {result.base}",
@@ -162,8 +164,8 @@ def _summary(result: CompareResult) -> list[str]:
 
 
 def _write_table(result: CompareResult, stream: IO[str]) -> None:
-    lines = _summary(result)
-    for title, rows, right in _sections(result):
+    lines = summary_lines(result)
+    for title, rows, right in result_sections(result):
         lines += ["", f"{title}:"]
         lines += align_columns(rows, right=right, rule=True)
     stream.write("\n".join(lines) + "\n")
@@ -174,10 +176,10 @@ def _md_cell(text: str) -> str:
 
 
 def _write_markdown(result: CompareResult, stream: IO[str]) -> None:
-    summary = _summary(result)
+    summary = summary_lines(result)
     lines = ["### delegate-lens compare", ""]
     lines += [f"- {_md_cell(line)}" for line in summary]
-    for title, rows, right in _sections(result):
+    for title, rows, right in result_sections(result):
         lines += ["", f"**{title}**", ""]
         lines.append("| " + " | ".join(_md_cell(c) for c in rows[0]) + " |")
         lines.append(

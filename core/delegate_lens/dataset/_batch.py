@@ -35,10 +35,9 @@ from delegate_lens.dataset._store import DatasetStore
 if TYPE_CHECKING:
     import pyarrow
 
-    from delegate_lens.etdump._decoded import DecodedColumns
+    from delegate_lens.etdump import DecodedColumns
     from delegate_lens.etrecord import ETRecord
-    from delegate_lens.inspector import Inspector
-    from delegate_lens.inspector._build import FileColumns
+    from delegate_lens.inspector import FileColumns, Inspector
 
 _Outcome = tuple[list["_Pending"], "pyarrow.Table | _Pieces"] | tuple["_Pending", Exception]
 """What became of files decoded together: ``(files, table)`` for what was collected,
@@ -169,7 +168,7 @@ class _Pieces:
 
 def _table_of(pieces: Iterator[pyarrow.Table], fc: FileColumns) -> pyarrow.Table | _Pieces:
     """One file's table: whole when small, else in pieces (the first made now)."""
-    from delegate_lens.etdump._columns import EventKind
+    from delegate_lens.etdump import EventKind
 
     rows = int(np.count_nonzero(fc.kind == EventKind.PROFILE))
     first = next(pieces)
@@ -186,7 +185,7 @@ def _decode_group(group: list[_Pending], label_names: Sequence[str]) -> Iterator
     """Tables of ``group`` (all files in one, when all decode), or per file on failure:
     ``(files, table)`` for what was collected, ``(file, error)`` for a bad file."""
     from delegate_lens.dataset._event_table import labelled_pieces
-    from delegate_lens.inspector._build import decoded_file_columns
+    from delegate_lens.inspector import decoded_file_columns
 
     def table(items: list[_Pending], block: _Block | None = None) -> pyarrow.Table | _Pieces:
         with warnings.catch_warnings():

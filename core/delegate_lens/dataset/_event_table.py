@@ -17,17 +17,15 @@ import numpy.typing as npt
 from delegate_lens.dataset._arrow import from_numpy, int_lists, string_lists, strings
 from delegate_lens.dataset._extras import require
 from delegate_lens.dataset._schema import schema
-from delegate_lens.etdump._columns import EventKind
-from delegate_lens.etdump._reader import decode_many
-from delegate_lens.inspector._build import FileColumns, decoded_file_columns
+from delegate_lens.etdump import EventKind, decode_many
+from delegate_lens.inspector import FileColumns, decoded_file_columns
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     import pyarrow
 
-    from delegate_lens.inspector import Inspector
-    from delegate_lens.inspector._linking import RowLink
+    from delegate_lens.inspector import Inspector, RowLink
 
 
 _S = TypeVar("_S", bound=np.generic)

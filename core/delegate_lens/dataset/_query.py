@@ -10,9 +10,16 @@ import os
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from delegate_lens.dataset._extras import require
+from delegate_lens.dataset._limits import (
+    HOW_TO_RAISE_MEMORY,
+    QueryWatch,
+    format_size,
+    query_limits,
+    resolve_memory_limit,
+)
 from delegate_lens.dataset._schema import schema
 from delegate_lens.dataset._store import DatasetStore
-from delegate_lens.errors import UsageError
+from delegate_lens.errors import QueryLimitError, UsageError
 
 if TYPE_CHECKING:
     import duckdb
@@ -21,6 +28,8 @@ if TYPE_CHECKING:
 
 FORMATS = ("table", "csv", "json", "parquet")
 VIEW = "events"
+RESULT_BATCH_ROWS = 1 << 16
+"""Rows per batch as a result is read (and counted against the memory limit)."""
 
 
 # Settings of every connection: no extension is installed or loaded behind the query's
@@ -42,15 +51,17 @@ def _dataset_directory(store: DatasetStore) -> str:
     return f"{store.location.split('://', 1)[0]}://{root}"
 
 
-def connect(dataset: str) -> duckdb.DuckDBPyConnection:
+def connect(dataset: str, *, memory_limit: int | str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the dataset as the view ``events``, locked: it
     reads files only inside the dataset's folder, loads no extension and its settings
-    cannot be changed."""
+    cannot be changed. ``memory_limit`` (bytes, or a size such as ``"2GB"``; default: the
+    ``[query]`` configuration's, else a quarter of the machine's memory) is DuckDB's."""
     duckdb = require("duckdb", "query")
+    limit = resolve_memory_limit(memory_limit)
     store = DatasetStore(dataset)
     if not store.is_dataset():  # no folder, or a folder collect did not make
         raise UsageError(f"{dataset}: no such dataset (collect into it first)")
-    con = duckdb.connect(config=dict(_CONFIG))
+    con = duckdb.connect(config={**_CONFIG, "memory_limit": f"{limit}B"})
     try:
         parts = store.part_uris()
         if not store.local:  # s3://, gs://...: read through httpfs, loaded now, not on use
@@ -99,28 +110,84 @@ def _check_reading(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         )
 
 
-def query(dataset: str, sql: str) -> pyarrow.Table:
+def query(
+    dataset: str,
+    sql: str,
+    *,
+    timeout: float | None = None,
+    memory_limit: int | str | None = None,
+) -> pyarrow.Table:
     """Run ``sql`` — one SELECT — over the dataset; the result as a ``pyarrow.Table``.
     Other statements (COPY, DROP, SET, ATTACH, INSTALL, ...), files outside the dataset
     and extensions are refused. A bad query is a :class:`UsageError` carrying DuckDB's
-    message."""
+    message.
+
+    ``timeout`` (seconds) and ``memory_limit`` (bytes, or a size such as ``"2GB"``) bound
+    the query (defaults: the ``[query]`` configuration's, else 300 s and a quarter of the
+    machine's memory; see ``docs/trust.md``): past either it stops with a
+    :class:`~delegate_lens.errors.QueryLimitError` naming the limit."""
     duckdb = require("duckdb", "query")
-    con = connect(dataset)
+    limits = query_limits(timeout, memory_limit)
+    con = connect(dataset, memory_limit=limits.memory_limit)
     try:
         _check_reading(con, sql)
-        relation = con.sql(sql)
-        if relation is None:
-            raise UsageError("the SQL statement returns no rows (use a SELECT)")
-        fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-        return fetch()
-    except duckdb.PermissionException as exc:
-        raise UsageError(
-            f"query failed: {_first_line(exc)} (a query reads only the dataset's own files)"
-        ) from None
-    except duckdb.Error as exc:
-        raise UsageError(f"query failed: {_first_line(exc)}") from None
+        with QueryWatch(con, limits) as watch:
+            try:
+                table = _run(con, sql, watch)
+            except (duckdb.Error, OSError, _arrow_error()) as exc:
+                # (an error met while the result streams comes through pyarrow)
+                raise watch.stopped or _failure(exc, limits.memory_limit) from None
+        if watch.stopped is not None:  # stopped where no error came back: never a cut result
+            raise watch.stopped
+        return table
     finally:
         con.close()
+
+
+def _arrow_error() -> type[Exception]:
+    error: type[Exception] = require("pyarrow", "query").ArrowException
+    return error
+
+
+def _failure(exc: BaseException, memory_limit: int) -> UsageError:
+    """The one-line error of a query DuckDB failed (met running it or reading its result)."""
+    duckdb = require("duckdb", "query")
+    first = _first_line(exc)
+    if isinstance(exc, duckdb.OutOfMemoryException) or first.startswith("Out of Memory Error"):
+        return QueryLimitError(
+            f"query stopped: it needs more than the memory limit of {format_size(memory_limit)} "
+            f"({first}); raise it {HOW_TO_RAISE_MEMORY}"
+        )
+    if isinstance(exc, duckdb.PermissionException) or first.startswith("Permission Error"):
+        return UsageError(f"query failed: {first} (a query reads only the dataset's own files)")
+    return UsageError(f"query failed: {first}")
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, watch: QueryWatch) -> pyarrow.Table:
+    """The result of ``sql``, read batch by batch: past the memory limit (its bytes) or the
+    timeout, a :class:`QueryLimitError`."""
+    pa = require("pyarrow", "query")
+    relation = con.sql(sql)
+    if relation is None:
+        raise UsageError("the SQL statement returns no rows (use a SELECT)")
+    read = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
+    reader = read(RESULT_BATCH_ROWS)
+    batches = []
+    size = rows = 0
+    limit = watch.limits.memory_limit
+    for batch in reader:
+        size += batch.nbytes
+        rows += batch.num_rows
+        if size > limit:
+            raise QueryLimitError(
+                f"query stopped: its result passed the memory limit of {format_size(limit)} "
+                f"after {rows:,} rows; select less (LIMIT, aggregates) or raise the limit "
+                f"{HOW_TO_RAISE_MEMORY}"
+            )
+        if watch.past_deadline():
+            raise watch.timed_out()
+        batches.append(batch)
+    return pa.Table.from_batches(batches, schema=reader.schema)
 
 
 def _cell(value: object) -> str:

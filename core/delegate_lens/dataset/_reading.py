@@ -68,7 +68,7 @@ def _read_block(sources: Sequence[Source]) -> tuple[_Block, list[bytes | memoryv
     block, and each file's bytes (a view of the block) or why it could not be read. A file
     whose size changed since it was found is read again on its own (its bytes are then not
     a view of the block, and the block is not ``whole``)."""
-    from delegate_lens.etdump._reader import joined_layout
+    from delegate_lens.etdump import joined_layout
 
     starts, sizes = joined_layout([source.size for source in sources])
     # numpy's zeroed memory: fresh pages, which numpy marks for huge pages when big (one

@@ -192,6 +192,16 @@ class DatasetStore:
         manifest = self.fs.get_file_info(self._path(MANIFEST))
         return bool(manifest.type == self._fs_module.FileType.Directory) or bool(self.parts())
 
+    def holds(self, path: str | os.PathLike[str]) -> bool:
+        """Whether the local file ``path`` is the dataset's folder or lies inside it (its
+        parts, its manifest, anything else there), links followed: what a command that
+        reads the dataset must not write."""
+        if not self.local:
+            return False
+        root = os.path.realpath(self.root)
+        target = os.path.realpath(path)
+        return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
     def is_empty_folder(self) -> bool:
         """Whether this is a folder holding nothing."""
         if not self.exists():

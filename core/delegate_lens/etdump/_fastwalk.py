@@ -9,13 +9,15 @@ here: :func:`columns` returns None and the numpy decoder runs, so errors name th
 as they always did. Both paths give equal columns (tests compare them on the reference vectors
 and on mutated buffers).
 
-The fast path is taken when the extension is built, unless the environment variable
-``DELEGATE_LENS_NO_COMPILED`` is set to a non-empty value other than ``0``.
+The walk is chosen once, at import: the extension when it is built, unless
+``DELEGATE_LENS_NO_COMPILED`` is on (:func:`delegate_lens.config.compiled_code_off`), else
+its Python twin (:mod:`delegate_lens.etdump._walk_py`), which declines every buffer (None)
+so that the numpy decoder runs. A None is the walk's only "not here"; any exception it
+raises is a real error, and reaches the caller.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from delegate_lens.config import compiled_code_off
 from delegate_lens.etdump._buffer import Buffer
 from delegate_lens.etdump._columns import COLUMN_SPECS
 from delegate_lens.etdump._decoded import DecodedColumns, bounds_of
@@ -31,31 +34,42 @@ from delegate_lens.etdump._values import decode_values
 I64 = npt.NDArray[np.int64]
 _ALWAYS = frozenset(("kind", "name", "chain_index", "instruction_id", "start_time", "end_time"))
 """The columns the walk always makes (the others only when an event sets them)."""
-_walk: Callable[..., dict[str, Any] | None] | None
-try:
-    from delegate_lens.etdump._walk import walk as _walk
-except ImportError:  # not built (no C compiler at install): numpy alone
-    _walk = None
 
+EXTENSION = "delegate_lens.etdump._walk"
+TWIN = "delegate_lens.etdump._walk_py"
+NAMES = ("walk",)
+"""What the extension and its twin both define, and this module chooses."""
 
-def available() -> bool:
-    """Whether decoding takes the compiled walk (built, and not switched off)."""
-    return _walk is not None and os.environ.get("DELEGATE_LENS_NO_COMPILED", "0") in ("", "0")
+COMPILED: bool
+"""Whether the compiled walk was chosen."""
+if compiled_code_off():
+    from delegate_lens.etdump._walk_py import walk
+
+    COMPILED = False
+else:
+    try:
+        from delegate_lens.etdump._walk import walk
+
+        COMPILED = True
+    except ImportError:  # not built (no C compiler at install): numpy alone
+        from delegate_lens.etdump._walk_py import walk
+
+        COMPILED = False
 
 
 def columns(
     buf: Buffer, roots: I64, release: Callable[[], object] | None = None
 ) -> DecodedColumns | None:
     """The ETDumps at ``roots`` of ``buf`` (root ``k`` in file ``k``) as the numpy decoder
-    makes them, or None when the walk is unavailable or any file is malformed (the numpy
-    decoder then says why). ``release`` is called every so many events during the walk
-    (a mapped file's reader drops the pages read so far)."""
-    if not available() or _walk is None:
-        return None
+    makes them, or None when the walk declines (any file malformed, or the Python twin:
+    the numpy decoder then decodes, or says why). A malformed debug ``Value`` raises here
+    what the numpy decoder raises, as the same code decodes them. ``release`` is called
+    every so many events during the walk (a mapped file's reader drops the pages read so
+    far)."""
     lo, hi = buf.files()  # root k lies in file k
     if len(lo) != len(roots):
         return None
-    found = _walk(
+    found = walk(
         buf.u8,
         np.ascontiguousarray(roots, dtype=np.int64),
         np.ascontiguousarray(lo, dtype=np.int64),

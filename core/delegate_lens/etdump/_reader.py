@@ -211,12 +211,10 @@ class _Decoder:
     def columns(self, roots: I64) -> DecodedColumns:
         """Every run of the ETDumps whose root tables are at ``roots``, as one set of columns.
 
-        The compiled walk (:mod:`.fastwalk`) makes them when it is built and every file is
-        well formed; otherwise numpy does, and names the first problem."""
-        try:
-            fast = fastwalk.columns(self.buf, roots, self.release)
-        except Exception:  # a bad string or debug value: the numpy decoder names it
-            fast = None
+        The compiled walk (:mod:`._fastwalk`) makes them when it was chosen and every file
+        is well formed; when it declines (None), numpy does, and names the first problem.
+        Whatever the walk raises propagates: a bug there is an error, not a slow decode."""
+        fast = fastwalk.columns(self.buf, roots, self.release)
         if fast is not None:
             return fast
         return self.numpy_columns(roots)

@@ -32,10 +32,11 @@ from delegate_lens.etrecord._entries import (
 )
 from delegate_lens.etrecord._graph import GraphInfo, GraphNode, ModuleFrame, op_type_of
 from delegate_lens.etrecord._loading import load_etrecord
-from delegate_lens.etrecord._maps import DelegateEntry, Handles, dumps_json
+from delegate_lens.etrecord._maps import DelegateEntry, Handles, dumps_json, normalize_handles
 from delegate_lens.etrecord._record import ETRecord, parse_etrecord
 from delegate_lens.etrecord._reference_api import ETRecordStateError
-from delegate_lens.etrecord._writer import build_etrecord
+from delegate_lens.etrecord._torch_io import encode_inputs
+from delegate_lens.etrecord._writer import build_etrecord, program_entries
 
 __all__ = [
     "ARTIFACT_SUFFIXES",
@@ -57,10 +58,13 @@ __all__ = [
     "ModuleFrame",
     "build_etrecord",
     "dumps_json",
+    "encode_inputs",
     "generate_etrecord",
     "load_etrecord",
+    "normalize_handles",
     "op_type_of",
     "parse_etrecord",
+    "program_entries",
 ]
 
 

@@ -27,6 +27,13 @@ from delegate_lens.etrecord._entries import (
     EntrySource,
 )
 
+
+class ETRecordStateError(UsageError, RuntimeError):
+    """An ETRecord field cannot be set (a value of the wrong type, a name the format
+    reserves, a field already set) or the record cannot be saved in its present state (a
+    ``RuntimeError``, as the reference raises, and a :class:`UsageError`)."""
+
+
 RESERVED_NAMES = (
     MARKER,
     EXPORTED_PROGRAM,
@@ -159,7 +166,9 @@ def program_of(value: object, what: str) -> Any:
     inner = getattr(value, "exported_program", None)
     if is_exported_program(inner):
         return inner
-    raise UsageError(f"{what} must be a torch.export.ExportedProgram, not {type(value).__name__}")
+    raise ETRecordStateError(
+        f"{what} must be a torch.export.ExportedProgram, not {type(value).__name__}"
+    )
 
 
 def edge_programs(value: Any) -> dict[str, Any]:

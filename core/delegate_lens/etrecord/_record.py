@@ -76,6 +76,7 @@ class ETRecord(ReferenceETRecordAPI):
         _reference_outputs: object = None,
         _representative_inputs: object = None,
     ) -> None:
+        self._graph_map_given = False  # graph_map is None until given (the reference's)
         self._set_state(MemorySource({MARKER: b""}, "<ETRecord>"), strict=False)
         self._assign_fields(
             exported_program=exported_program,
@@ -102,6 +103,7 @@ class ETRecord(ReferenceETRecordAPI):
     @classmethod
     def _load(cls, source: EntrySource) -> ETRecord:
         record = cls.__new__(cls)
+        record._graph_map_given = True  # read from a file: a dict, maybe empty
         record._set_state(source, strict=True)
         return record
 
@@ -452,13 +454,18 @@ class ETRecord(ReferenceETRecordAPI):
         )
 
 
+_Source = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
+
+
 def parse_etrecord(
-    source: str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO,
+    source: _Source | None = None,
     *,
     max_entry_size: int | None = None,
+    etrecord_path: _Source | None = None,
 ) -> ETRecord:
     """Read an ETRecord from a path, bytes or a binary file object.
 
+    ``etrecord_path=`` is the reference's name of ``source`` (give one of them).
     Only the archive's directory and the small JSON maps are read now (and checked);
     graphs are parsed on first use. Bad input raises ETRecordFormatError naming the file
     and the entry; a missing or unreadable file raises InputFileError (an OSError naming it).
@@ -466,6 +473,11 @@ def parse_etrecord(
     ``[etrecord] max_entry_size`` setting, else 1 GiB) is refused when read, from its zip
     header and again while inflating.
     """
+    if (source is None) == (etrecord_path is None):
+        raise TypeError(
+            "parse_etrecord takes the ETRecord once: source or etrecord_path= (its other name)"
+        )
+    source = etrecord_path if source is None else source
     cap = max_entry_size
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
         raise UsageError(f"max_entry_size must be a positive int, got {cap!r}")

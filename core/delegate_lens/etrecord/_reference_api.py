@@ -9,8 +9,9 @@ writes them), so the torch-free views (``graph``, ``debug_handle_map``, ...) and
 always agree with the fields. Live objects given are kept: reading a field back gives the
 same object, as the reference does.
 
-Where the reference raises ``RuntimeError`` (a field already set, a record saved without an
-edge program or a debug handle map), we raise :class:`ETRecordStateError`, which is one.
+Where the reference raises ``RuntimeError`` (a field already set, a program of a type it
+does not take, a reserved name, a record saved without an edge program or a debug handle
+map), we raise :class:`ETRecordStateError`, which is one.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from delegate_lens.etrecord._entries import (
 )
 from delegate_lens.etrecord._layout import (
     RESERVED_NAMES,
+    ETRecordStateError,
     OverlaySource,
     edge_programs,
     graph_map_entry_names,
@@ -62,11 +64,6 @@ _MAP_ENTRIES = (
 )
 
 
-class ETRecordStateError(UsageError, RuntimeError):
-    """An ETRecord field cannot be set or the record cannot be saved in its present state
-    (a ``RuntimeError``, as the reference raises, and a :class:`UsageError`)."""
-
-
 class ReferenceETRecordAPI:
     """The reference's fields and methods (mixed into :class:`~delegate_lens.etrecord.ETRecord`)."""
 
@@ -78,6 +75,7 @@ class ReferenceETRecordAPI:
         _delegates: dict[str, dict[int, DelegateEntry]]
         _num_outs: dict[str, dict[int, int]]
         _export_graph_id: int | None
+        _graph_map_given: bool
 
         def _set_state(self, source: EntrySource, *, strict: bool) -> None: ...
         def _live_program(self, entry: str, method: str = "forward") -> Any: ...
@@ -206,10 +204,15 @@ class ReferenceETRecordAPI:
         return self._graph_map_entries()
 
     @property
-    def graph_map(self) -> dict[str, Any]:
+    def graph_map(self) -> dict[str, Any] | None:
         """Extra programs recorded, ``{"<name>/<method>": ExportedProgram}`` (imports torch
-        when not empty)."""
-        return {name: self._live_program(name) for name in self._graph_map_entries()}
+        when not empty). As the reference's: None for a record made here that was given no
+        graph map and no extra modules (``ETRecord()``), a dict (maybe empty) once one was
+        given and for a record read from a file."""
+        names = self._graph_map_entries()
+        if not names and not self._graph_map_given:
+            return None
+        return {name: self._live_program(name) for name in names}
 
     @graph_map.setter
     def graph_map(self, value: Mapping[str, object] | None) -> None:
@@ -223,6 +226,7 @@ class ReferenceETRecordAPI:
             updates.update(self._program_updates(name, program))
             live[name] = program
         self._update(updates, live)
+        self._graph_map_given = value is not None
 
     # ------------------------------------------------------------------ maps
 
@@ -389,6 +393,7 @@ class ReferenceETRecordAPI:
                 updates.update(self._program_updates(entry, program))
                 live[entry] = program
         self._update(updates, live)
+        self._graph_map_given = True
 
     def copy(self) -> Any:
         """A new ETRecord with this one's programs (exported, edge, graph_map) and graph id,
@@ -399,6 +404,7 @@ class ReferenceETRecordAPI:
         kept = [n for n in self._source.names if n not in _MAP_ENTRIES]
         record._update(self._source.read_many(kept))
         record._torch_programs.update(self._torch_programs)
+        record._graph_map_given = self._graph_map_given
         return record
 
     def _check_saveable(self) -> None:

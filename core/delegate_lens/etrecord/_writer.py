@@ -25,7 +25,10 @@ fields 5.4 lacks are dropped (``torch_version``, ``guards_code``, the graph modu
 ``metadata`` / ``treespec_namedtuple_fields``, empty ``sym_float_values``, each node's
 ``is_hop_single_tensor_return``, each named argument's ``kind``, ``forward_arg_names``)
 and ``as_optional_tensor`` arguments become ``as_tensor`` / ``as_none``; edge programs
-name ATen targets in the reference's edge-dialect form. A document using
+name ATen targets in the reference's edge-dialect form; a non-finite float argument
+(``masked_fill(mask, -inf)``), which torch writes as the string ``"-Infinity"``, is written
+as the reference's serializer writes it, JSON's ``-Infinity`` / ``Infinity`` / ``NaN``
+(the reference's deserializer hands a string on to the operator as it is). A document using
 anything 5.4 cannot express (symbolic floats, complex values, guards, ...) is written as
 torch made it. torch's own deserializer (and so :meth:`ETRecord.edge_dialect_program`)
 reads both shapes.
@@ -34,6 +37,7 @@ reads both shapes.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +46,8 @@ from delegate_lens.errors import UsageError
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
-    from delegate_lens.aot._edge import EdgeProgramManager
-    from delegate_lens.aot._program import ProgramManager
-    from delegate_lens.etrecord import ETRecord
+    from delegate_lens.aot import EdgeProgramManager, ProgramManager
+    from delegate_lens.etrecord._record import ETRecord
 
 
 REFERENCE_SCHEMA = {"major": 5, "minor": 4}
@@ -85,6 +88,26 @@ def _downgrade_arguments(value: object) -> None:
     elif isinstance(value, list):
         for item in value:
             _downgrade_arguments(item)
+
+
+_NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+"""torch's spelling of a non-finite float (a string) -> the float."""
+
+
+def _non_finite_floats(value: object) -> None:
+    """Replace torch's non-finite float strings by floats, in place, where the schema has a
+    float (``as_float``, each of ``as_floats``): JSON dumps them as ``-Infinity`` etc."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "as_float" and isinstance(item, str):
+                value[key] = _NON_FINITE.get(item, item)
+            elif key == "as_floats" and isinstance(item, list):
+                value[key] = [_NON_FINITE.get(x, x) if isinstance(x, str) else x for x in item]
+            else:
+                _non_finite_floats(item)
+    elif isinstance(value, list):
+        for item in value:
+            _non_finite_floats(item)
 
 
 def _drop_empty(obj: dict[str, object], key: str) -> None:
@@ -129,6 +152,7 @@ def reference_document(
             if "parameter_mutation" in spec:
                 raise _Unrepresentable("parameter_mutation")
         _downgrade_arguments(gm)
+        _non_finite_floats(gm)
     except (_Unrepresentable, KeyError, TypeError, AttributeError):
         return None
     doc["schema_version"] = dict(REFERENCE_SCHEMA)
@@ -146,7 +170,7 @@ def program_entries(
     in the reference's schema shape when ``reference_compatible`` and nothing is lost)."""
     from torch._export.serde.serialize import serialize
 
-    from delegate_lens.etrecord import ARTIFACT_SUFFIXES
+    from delegate_lens.etrecord._entries import ARTIFACT_SUFFIXES
     from delegate_lens.etrecord._torch_io import quiet_torch
 
     with quiet_torch():
@@ -169,7 +193,7 @@ def program_entries(
                 meta["from_node"] = old["from_node"]
             node["metadata"] = meta
     if reference_compatible:
-        from delegate_lens.etrecord import EDGE_PROGRAM_PREFIX
+        from delegate_lens.etrecord._entries import EDGE_PROGRAM_PREFIX
 
         edge = name.startswith(EDGE_PROGRAM_PREFIX + "/")
         document = reference_document(document, edge_dialect=edge) or document
@@ -211,7 +235,7 @@ def build_etrecord(
         inputs of the stored ATen program (when it has positional inputs only); ``False``
         stores none.
     """
-    from delegate_lens.etrecord import (
+    from delegate_lens.etrecord._entries import (
         DEBUG_HANDLE_MAP,
         DELEGATE_MAP,
         EDGE_PROGRAM_PREFIX,
@@ -219,9 +243,9 @@ def build_etrecord(
         EXPORTED_PROGRAM,
         MARKER,
         NUM_OUTS_MAP,
-        ETRecord,
-        dumps_json,
     )
+    from delegate_lens.etrecord._maps import dumps_json
+    from delegate_lens.etrecord._record import ETRecord
 
     # duck-typed: the ETRecord package sits below the lowering flow that makes these
     if not all(hasattr(edge_manager, a) for a in ("methods", "unlowered_program")):
@@ -286,11 +310,12 @@ def build_etrecord(
     entries[EXPORT_GRAPH_ID] = str(graph_id).encode("ascii")
     inputs = _representative_inputs(representative_inputs, exported_program)
     if inputs is not None:
-        from delegate_lens.etrecord import REPRESENTATIVE_INPUTS
+        from delegate_lens.etrecord._entries import REPRESENTATIVE_INPUTS
         from delegate_lens.etrecord._torch_io import encode_inputs
 
         entries[REPRESENTATIVE_INPUTS] = encode_inputs(inputs)
     record = ETRecord.from_entries(entries, origin="<generated ETRecord>")
+    record._graph_map_given = False  # as the reference's flow: no graph_map until extras
     # the live programs, so that record.edge_dialect_program / .exported_program give back
     # the objects the record was made from (as the reference's record holds them)
     for method in program_manager.methods:

@@ -20,8 +20,9 @@ were microseconds), printed as Python prints the float (``12.345``). The text is
 from columns, a chunk of runs (about :data:`_CHUNK_EVENTS` slices) at a time, in the
 writer's threads (:mod:`delegate_lens.exporters._trace_sink`): the chunk's slices are made
 with numpy (a :class:`~delegate_lens.exporters.SliceSource`: never a whole block's), then
-nested and printed by the compiled lines (``_trace_lines.pyx``) without the GIL, or,
-without them, with one text template per row and one ``%`` per run.
+nested and printed by the lines of :mod:`delegate_lens.exporters._compiled`: the compiled
+ones (``_trace_lines.pyx``, without the GIL) or their Python twin (one text template per
+row and one ``%`` per run), the same bytes either way.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class _Microseconds:
         digits = len(str(self.divisor)) - 1
         fractions = [f".{f:0{digits}d}".rstrip("0") for f in range(self.divisor or 1)]
         self.fractions = _objects([(f if len(f) > 1 else ".0").encode() for f in fractions])
-        # what the compiled lines take to print a number: divisor (0: multiply instead),
+        # what the lines (._compiled) take to print a number: divisor (0: multiply instead),
         # multiplier, the fraction texts, and the limit of the exact range
         self.compiled_args = (
             self.divisor if self.divisor > 1 else 0,
@@ -149,18 +150,15 @@ class _Microseconds:
 
 
 class _ChromeBlock:
-    """A block's slices with one text template per row (bytes, ASCII: ``json.dumps``
-    escapes the rest): ``%d%s`` for the integer and fraction of ``ts`` and ``dur``, ``%s``
-    for the run and the extra args; ``plain`` the same without the extra args (none in
-    most chunks: one value less per slice); ``exact`` has ``%s`` for every number."""
+    """A block's slices with the text around each row's numbers (bytes, ASCII:
+    ``json.dumps`` escapes the rest) for the lines (:mod:`._compiled`): ``heads`` up to the
+    run, ``mids`` from the args to the run; and ``exact``, one template per row with ``%s``
+    for the run, each number's two parts and the extra args (:meth:`exact_text`)."""
 
     def __init__(self, block: TraceBlock) -> None:
         self.source = block.slices
         self.method = block.method
-        fast: list[bytes] = []
-        plain: list[bytes] = []
-        exact: list[bytes] = []
-        self.heads: list[bytes] = []  # the text around the numbers, for the compiled lines
+        self.heads: list[bytes] = []
         self.mids: list[bytes] = []
         for j in self.source.rows:
             row = block.rows[j]
@@ -170,20 +168,15 @@ class _ChromeBlock:
             )
             self.heads.append(f',\n{head}"tid": '.encode("ascii"))
             self.mids.append(f', "args": {{{_static_args(row)}, "run": '.encode("ascii"))
-            args = _static_args(row).replace("%", "%%")
-            for number, extra, out in (
-                ("%d%s", "%s", fast),
-                ("%d%s", "", plain),
-                ("%s%s", "%s", exact),
-            ):
-                text = (
-                    f',\n{head.replace("%", "%%")}"tid": %s, "ts": {number}, "dur": {number}, '
-                    f'"args": {{{args}, "run": %s{extra}}}}}'
-                )
-                out.append(text.encode("ascii"))
-        self.templates = _objects(fast)
-        self.plain = _objects(plain)
-        self.exact = _objects(exact)
+        self.exact = _objects(
+            [
+                h.replace(b"%", b"%%")
+                + b'%s, "ts": %s%s, "dur": %s%s'
+                + m.replace(b"%", b"%%")
+                + b"%s%s}}"
+                for h, m in zip(self.heads, self.mids, strict=True)
+            ]
+        )
         self.metadata: dict[int, list[str | None]] = {}  # col -> JSON text per run position
         for c, (raws, parsed) in block.metadata.items():
             self.metadata[c] = _sample_metadata(parsed, raws, len(block.runs))
@@ -223,7 +216,7 @@ class _ChromeBlock:
             return [b""] * len(runs)
         where = np.array(positions, dtype=np.intp)
         first, sl = made_slices
-        if _compiled.block_lines is not None and _compiled.compiled() and not self.metadata:
+        if not self.metadata:  # straight from the slices: nested as they are written
             made = _compiled.block_lines(
                 self.heads,
                 self.mids,
@@ -241,36 +234,45 @@ class _ChromeBlock:
                 return buffers.views(*made)
         nested = sl.nested(where - first)
         extra = self.extras(nested, where)
-        if _compiled.run_lines is not None and _compiled.compiled():
-            made = _compiled.run_lines(
-                self.heads,
-                self.mids,
-                np.ascontiguousarray(nested.start - origin),
-                np.ascontiguousarray(nested.end - nested.start),
-                np.ascontiguousarray(nested.cols, dtype=np.intp),
-                runs,
-                extra,
-                *us.compiled_args,
-                buffers.take(),
-            )
-            if made is not None:  # else a value the text cannot print: as below
-                return buffers.views(*made)
+        made = _compiled.run_lines(
+            self.heads,
+            self.mids,
+            np.ascontiguousarray(nested.start - origin),
+            np.ascontiguousarray(nested.end - nested.start),
+            np.ascontiguousarray(nested.cols, dtype=np.intp),
+            runs,
+            extra,
+            *us.compiled_args,
+            buffers.take(),
+        )
+        if made is not None:
+            return buffers.views(*made)
+        return self.exact_text(runs, nested, extra, origin, us)
+
+    def exact_text(
+        self,
+        runs: list[int],
+        nested: Nested,
+        extra: list[bytes] | None,
+        origin: int,
+        us: _Microseconds,
+    ) -> list[bytes]:
+        """The slice lines of runs with a time the decimal text cannot print exactly as the
+        float's repr (negative or huge): those times printed by :meth:`_Microseconds.one`,
+        the others as the lines print them."""
+        r = len(self.source.rows)
         ts_int, ts_frac, ts_bad = us.parts((nested.start - origin).ravel())
         dur_int, dur_frac, dur_bad = us.parts((nested.end - nested.start).ravel())
         names = np.repeat(_objects([b"%d" % run for run in runs]), r).tolist()
-        k = 6 if extra is None else 7  # values per slice
+        k = 7  # values per slice
         values: list[Any] = [None] * (k * len(names))
         values[0::k] = names
-        values[1::k] = ts_int
+        values[1::k] = [b"%d" % v for v in ts_int]
         values[2::k] = ts_frac
-        values[3::k] = dur_int
+        values[3::k] = [b"%d" % v for v in dur_int]
         values[4::k] = dur_frac
         values[5::k] = names
-        if extra is not None:
-            values[6::k] = extra
-        slow = set()
-        for i in ts_bad + dur_bad:  # print these runs with the float's repr
-            slow.add(i // r)
+        values[6::k] = [b""] * len(names) if extra is None else extra
         for i in ts_bad:
             values[k * i + 1 : k * i + 3] = [
                 us.one(int(nested.start.flat[i]) - origin).encode(),
@@ -281,23 +283,10 @@ class _ChromeBlock:
             values[k * i + 3 : k * i + 5] = [us.one(d).encode(), b""]
         n = k * r
         cols = nested.cols
-        templates = self.plain if extra is None else self.templates
-        same = bool((cols == cols[0]).all())
-        form = b"".join(templates[cols[0]].tolist()) if same else b""
-        every = tuple(values)  # one tuple, sliced run by run
-        parts = []
-        for i in range(len(runs)):
-            chunk = every[n * i : n * (i + 1)]
-            if i in slow:
-                exact = [v if isinstance(v, bytes) else b"%d" % v for v in chunk]
-                if extra is None:  # the exact templates have the extra args: none
-                    exact = [x for at in range(0, n, k) for x in (*exact[at : at + k], b"")]
-                parts.append(b"".join(self.exact[cols[i]].tolist()) % tuple(exact))
-            elif same:
-                parts.append(form % chunk)
-            else:
-                parts.append(b"".join(templates[cols[i]].tolist()) % chunk)
-        return parts
+        return [
+            b"".join(self.exact[cols[i]].tolist()) % tuple(values[n * i : n * (i + 1)])
+            for i in range(len(runs))
+        ]
 
 
 def _chunks(runs: list[int], sizes: dict[int, int]) -> Iterator[list[int]]:

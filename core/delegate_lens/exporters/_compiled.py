@@ -1,42 +1,48 @@
-"""The timeline writers' compiled loops (``_trace_lines.pyx``, Cython, built at install when
-a C compiler is there), and whether to take them: when built, unless the environment
-variable ``DELEGATE_LENS_NO_COMPILED`` is set to a non-empty value other than ``0`` (as
-for the ETDump decoder's walk). Without them the same output comes from numpy and Python.
+"""The timeline writers' loops, chosen once, at import: the compiled ones
+(``_trace_lines.pyx``, Cython, built at install when a C compiler is there), or their Python
+twin (:mod:`delegate_lens.exporters._trace_lines_py`: the same names and parameters, the
+same output) where the extension is not built or ``DELEGATE_LENS_NO_COMPILED`` is on
+(:func:`delegate_lens.config.compiled_code_off`). Callers call these names and nothing
+else; a None from :func:`run_lines`, :func:`block_lines` or :func:`track_order` is their
+documented "not this input" (see the twin), any exception is a real error.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from delegate_lens.config import compiled_code_off
 
-import numpy as np
-import numpy.typing as npt
+EXTENSION = "delegate_lens.exporters._trace_lines"
+TWIN = "delegate_lens.exporters._trace_lines_py"
+NAMES = ("block_lines", "nest_runs", "run_lines", "track_order")
+"""What the extension and its twin both define, and this module chooses."""
 
-NestRuns = Callable[
-    [npt.NDArray[np.int64], npt.NDArray[np.int64]],
-    tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int32]],
-]
-nest_runs: NestRuns | None
-run_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
-block_lines: Callable[..., tuple[bytearray, list[int]] | None] | None
-track_order: (
-    Callable[
-        [npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]],
-        npt.NDArray[np.intp] | None,
-    ]
-    | None
-)
-try:
-    from delegate_lens.exporters._trace_lines import (
+COMPILED: bool
+"""Whether the compiled loops were chosen."""
+if compiled_code_off():
+    from delegate_lens.exporters._trace_lines_py import (
         block_lines,
         nest_runs,
         run_lines,
         track_order,
     )
-except ImportError:  # not built: numpy and Python
-    block_lines = nest_runs = run_lines = track_order = None
 
+    COMPILED = False
+else:
+    try:
+        from delegate_lens.exporters._trace_lines import (
+            block_lines,
+            nest_runs,
+            run_lines,
+            track_order,
+        )
 
-def compiled() -> bool:
-    """Whether the compiled loops are taken (built, and not switched off)."""
-    return run_lines is not None and os.environ.get("DELEGATE_LENS_NO_COMPILED", "0") in ("", "0")
+        COMPILED = True
+    except ImportError:  # not built (no C compiler at install): the Python twin
+        from delegate_lens.exporters._trace_lines_py import (  # for the callers:
+            block_lines,  # noqa: F401
+            nest_runs,  # noqa: F401
+            run_lines,  # noqa: F401
+            track_order,  # noqa: F401
+        )
+
+        COMPILED = False

@@ -25,10 +25,6 @@ from delegate_lens.exporters import _compiled
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-# below this many runs a block is nested run by run in Python (numpy's per-call cost
-# would dominate); from it on, one numpy step per slice position serves every run
-_VECTOR_RUNS = 48
-
 
 @attrs.frozen
 class Nested:
@@ -135,15 +131,14 @@ def track_order(start: IntArray, end: IntArray, levels: IntArray) -> npt.NDArray
     """Each run's track order of ``(runs, slices)`` slices, ``levels`` per slice: by start;
     at the same start outer levels first, within a level zero-length slices first, then
     longest; ties in slice order (a stable sort)."""
-    if _compiled.track_order is not None and _compiled.compiled():
-        order = _compiled.track_order(
-            np.ascontiguousarray(start),
-            np.ascontiguousarray(end),
-            np.ascontiguousarray(levels, dtype=np.int64),
-        )
-        if order is not None:  # else runs far from sorted: numpy's sort
-            return order
-    return np.lexsort((-end, end > start, np.broadcast_to(levels, start.shape), start), axis=-1)
+    order = _compiled.track_order(
+        np.ascontiguousarray(start),
+        np.ascontiguousarray(end),
+        np.ascontiguousarray(levels, dtype=np.int64),
+    )
+    if order is None:  # runs far from sorted, which the compiled sort declines: numpy's
+        return np.lexsort((-end, end > start, np.broadcast_to(levels, start.shape), start), axis=-1)
+    return order
 
 
 def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArray[np.int32]]:
@@ -154,72 +149,4 @@ def nest(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArr
     zero-length slice exactly at the end of an open slice stays inside it) and is clipped
     to end no later than the slice left on top, its parent.
     """
-    k, r = start.shape
-    if _compiled.nest_runs is not None and _compiled.compiled():
-        return _compiled.nest_runs(np.ascontiguousarray(start), np.ascontiguousarray(end))
-    if k < _VECTOR_RUNS:
-        return _nest_loop(start, end)
-    # one numpy step per slice position serves every run: the columns are made rows
-    # (contiguous), the stack holds the ends of the open slices, bottom up, one row per
-    # level; they never increase upwards (a slice is clipped to its parent), so the
-    # slices a new one closes are always the top ones
-    starts = np.ascontiguousarray(start.T)
-    ends_out = np.array(end.T)  # clipped in place
-    clipped = np.zeros((r, k), dtype=bool)
-    depth = np.zeros((r, k), dtype=np.int32)
-    stack = np.zeros((4, k), dtype=np.int64)
-    levels = np.arange(stack.shape[0])[:, None]
-    d = np.zeros(k, dtype=np.intp)
-    runs = np.arange(k)
-    size = 0  # levels in use on some run's stack
-    for i in range(r):
-        s = starts[i]
-        e = ends_out[i]
-        if size:
-            ends = stack[:size]
-            open_ = ends > s
-            zero = s == e
-            if zero.any():  # a zero-length slice at an open slice's end stays inside it
-                open_ |= (ends == s) & zero
-            open_ &= levels[:size] < d
-            d = np.count_nonzero(open_, axis=0)
-            top = ends[d - 1, runs]
-            cut = (d > 0) & (e > top)
-            if cut.any():
-                np.copyto(e, top, where=cut)
-                clipped[i] = cut
-            depth[i] = d
-        size = int(d.max()) + 1
-        if stack.shape[0] < size:
-            stack = np.concatenate([stack, np.zeros_like(stack)], axis=0)
-            levels = np.arange(stack.shape[0])[:, None]
-        stack[d, runs] = e
-        d = d + 1
-    return ends_out.T, clipped.T, depth.T
-
-
-def _nest_loop(start: IntArray, end: IntArray) -> tuple[IntArray, BoolArray, npt.NDArray[np.int32]]:
-    """:func:`nest` run by run in plain Python (few runs)."""
-    out = end.copy()
-    clipped = np.zeros(start.shape, dtype=bool)
-    depth = np.zeros(start.shape, dtype=np.int32)
-    for run in range(start.shape[0]):
-        ends: list[int] = []
-        cut: list[bool] = []
-        depths: list[int] = []
-        stack: list[int] = []  # end ticks of the open slices
-        for s, e in zip(start[run].tolist(), end[run].tolist(), strict=True):
-            while stack and stack[-1] <= s and not (stack[-1] == s == e):
-                stack.pop()
-            depths.append(len(stack))
-            if stack and e > stack[-1]:
-                e = stack[-1]
-                cut.append(True)
-            else:
-                cut.append(False)
-            stack.append(e)
-            ends.append(e)
-        out[run] = ends
-        clipped[run] = cut
-        depth[run] = depths
-    return out, clipped, depth
+    return _compiled.nest_runs(np.ascontiguousarray(start), np.ascontiguousarray(end))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from delegate_lens.errors import UsageError
-from delegate_lens.etrecord._loading import load_etrecord
+from delegate_lens.etrecord import load_etrecord
 from delegate_lens.inspector._build import (
     FileColumns,
     build_blocks,
@@ -32,8 +32,7 @@ from delegate_lens.inspector._timescale import TimeScale, scale_factor
 from delegate_lens.inspector._views import TimeViews
 
 if TYPE_CHECKING:
-    from delegate_lens.etdump import ETDump
-    from delegate_lens.etdump._decoded import DecodedColumns
+    from delegate_lens.etdump import DecodedColumns, ETDump
     from delegate_lens.inspector._attribution import BlockAttribution
 
 
@@ -42,12 +41,12 @@ PathLike = str | os.PathLike[str]
 
 def _decode(path: PathLike | None, data: bytes | bytearray | memoryview | None) -> DecodedColumns:
     """The file-wide columns of an ETDump file or buffer; errors name the file."""
-    from delegate_lens.etdump._reader import decode_columns
+    from delegate_lens.etdump import decode_columns
 
     if path is None:
         assert data is not None
         return decode_columns(bytes(data))
-    from delegate_lens.etdump._mapped import decode_file
+    from delegate_lens.etdump import decode_file
 
     return decode_file(path)  # mapped, never held whole
 
@@ -119,7 +118,7 @@ class Inspector(TimeViews):
         check_reference_graph_name(reference_graph_name)
 
         if etdump is not None:
-            from delegate_lens.etdump._objects import ETDump
+            from delegate_lens.etdump import ETDump
 
             if not isinstance(etdump, ETDump):
                 raise UsageError(
@@ -139,7 +138,8 @@ class Inspector(TimeViews):
             from delegate_lens.fileio import read_input
 
             buffer_data = read_input(debug_buffer_path, "debug buffer")
-        self._debug_buffer = DebugBuffer(buffer_data)
+        origin = "the ETDump" if etdump_path is None else os.fspath(etdump_path)
+        self._debug_buffer = DebugBuffer(buffer_data, origin)
 
         self._fc: FileColumns = fc
         grouping = build_blocks(self._fc)

@@ -24,9 +24,15 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.etdump import DebugEntries, ETDump
-from delegate_lens.etdump._columns import EventColumns, EventKind, file_wide_columns
-from delegate_lens.etdump._decoded import DecodedColumns, RunColumns
+from delegate_lens.etdump import (
+    DebugEntries,
+    DecodedColumns,
+    ETDump,
+    EventColumns,
+    EventKind,
+    RunColumns,
+)
+from delegate_lens.etdump._internal import file_wide_columns
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -2,7 +2,10 @@
 
 Tensor data lives in a separate debug buffer at ``Tensor.offset``. A tensor whose bytes do
 not fit the buffer (or when no buffer was given) is unavailable: ``None``, and one warning
-per Inspector says how many values were affected.
+per Inspector says how many values were affected. A tensor whose shape no array can have
+(more than :data:`MAX_DIMS` dimensions, a negative size) is a damaged ETDump: an
+:class:`~delegate_lens.errors.ETDumpFormatError` naming the event and the field, with or
+without a buffer.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from delegate_lens.etdump._objects import NUMPY_SCALAR_TYPES, ScalarType, Value, ValueType
+from delegate_lens.errors import ETDumpFormatError
+from delegate_lens.etdump import NUMPY_SCALAR_TYPES, ScalarType, Value, ValueType
 
 if TYPE_CHECKING:
-    from delegate_lens.etdump._objects import Tensor
+    from delegate_lens.etdump import Tensor
     from delegate_lens.inspector._build import FileColumns, Grouping
     from delegate_lens.inspector._tables import BlockTable
 
@@ -30,12 +34,31 @@ _DTYPES: dict[int, Any] = {
 }
 
 
-class DebugBuffer:
-    """The debug buffer (or none) and the problems met while reading values from it."""
+MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+"""The most dimensions a tensor's ``sizes`` may have (numpy's limit: ExecuTorch's own is 16)."""
 
-    def __init__(self, data: bytes | memoryview | None) -> None:
+
+class _BadTensor(ETDumpFormatError):
+    """A tensor's shape no array can have (the message names the field, not yet the event)."""
+
+
+class DebugBuffer:
+    """The debug buffer (or none) and the problems met while reading values from it.
+    ``origin`` names the ETDump in errors."""
+
+    def __init__(self, data: bytes | memoryview | None, origin: str = "the ETDump") -> None:
         self.data = data
+        self.origin = origin
         self.problems: list[str] = []
+
+    def inflate_event(self, fc: FileColumns, event: int) -> Any:
+        """:meth:`inflate` of the debug entry of ``event`` (a global index of ``fc``); a
+        tensor of a shape no array can have is an :class:`ETDumpFormatError` naming the file,
+        the run, the event and the field."""
+        try:
+            return self.inflate(fc.debug_entry(event))
+        except _BadTensor as exc:
+            raise ETDumpFormatError(f"{self.origin}: {_describe(fc, event)}: {exc}") from None
 
     def inflate(self, value: Value | None) -> Any:
         """A Python/numpy value for an ETDump ``Value`` (None when unavailable)."""
@@ -54,17 +77,23 @@ class DebugBuffer:
             return self.tensor(value.tensor)
         if val == ValueType.TensorList:
             tensors = value.tensor_list.tensors if value.tensor_list else []
-            return [self.tensor(t) for t in tensors]
+            return [
+                self.tensor(t, f"debug_entry.tensor_list.tensors[{i}]")
+                for i, t in enumerate(tensors)
+            ]
         return None
 
-    def tensor(self, tensor: Tensor | None) -> np.ndarray[Any, Any] | None:
+    def tensor(
+        self, tensor: Tensor | None, field: str = "debug_entry.tensor"
+    ) -> np.ndarray[Any, Any] | None:
+        """The array of ``tensor`` (``field`` names it in errors), or None when unavailable."""
         if tensor is None:
             return None
         dtype = _DTYPES.get(int(tensor.scalar_type))
         if dtype is None:
             self.problems.append(f"unsupported scalar type {tensor.scalar_type!r}")
             return None
-        shape = tuple(int(s) for s in tensor.sizes)
+        shape = _shape(tensor, field)
         count = math.prod(shape)
         nbytes = count * np.dtype(dtype).itemsize
         if nbytes == 0:
@@ -83,6 +112,31 @@ class DebugBuffer:
         return flat.reshape(shape).copy()
 
 
+def _shape(tensor: Tensor, field: str) -> tuple[int, ...]:
+    """``tensor.sizes`` as a shape; a :class:`_BadTensor` when no array can have it."""
+    shape = tuple(int(s) for s in tensor.sizes)
+    if len(shape) > MAX_DIMS:
+        raise _BadTensor(
+            f"{field}.sizes has {len(shape)} dimensions; a tensor has at most {MAX_DIMS} "
+            "(a damaged ETDump?)"
+        )
+    for i, size in enumerate(shape):
+        if size < 0:
+            raise _BadTensor(f"{field}.sizes[{i}] is {size}; a size is never negative")
+    return shape
+
+
+def _describe(fc: FileColumns, event: int) -> str:
+    """``run 0 ('Execute'), event 3 (debug event 'conv', instruction 7)``: where ``event`` is."""
+    run = int(np.searchsorted(fc.run_start, event, side="right")) - 1
+    local = event - int(fc.run_start[run])
+    run_name = fc.run_names[run] if run < len(fc.run_names) else None
+    name = fc.string(int(fc.name[event]))
+    where = f"run {run}" + (f" ({run_name!r})" if run_name else "")
+    what = "debug event" + (f" {name!r}" if name else "")
+    return f"{where}, event {local} ({what}, instruction {int(fc.instruction_id[event])})"
+
+
 # --------------------------------------------------------------------------- per table
 
 
@@ -98,7 +152,7 @@ def attach_debug_data(
         g = int(groups[j])
         if g not in cache:
             events = grouping.debug_events_of(g)
-            cache[g] = [buffer.inflate(fc.debug_entry(int(e))) for e in events]
+            cache[g] = [buffer.inflate_event(fc, int(e)) for e in events]
         if cache[g]:
             table.debug_data[j] = cache[g]
 
@@ -110,7 +164,7 @@ def run_output(fc: FileColumns, run: int, buffer: DebugBuffer) -> list[Any]:
     lo = int(fc.run_start[run])
     hi = lo + len(fc.run_columns[run])
     events = lo + np.flatnonzero(fc.is_output[lo:hi])
-    return [buffer.inflate(fc.debug_entry(int(e))) for e in events]
+    return [buffer.inflate_event(fc, int(e)) for e in events]
 
 
 def debug_problems_message(buffer: DebugBuffer) -> str | None:

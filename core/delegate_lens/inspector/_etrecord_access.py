@@ -42,7 +42,7 @@ def exported_program_of(
     if name not in names:
         warn(f"get_exported_program: no graph {graph!r} (graph_map: {names})")
         return None
-    return record.graph_map[name]
+    return (record.graph_map or {})[name]  # a dict: it has the name
 
 
 def reference_output_loader(record: ETRecord, index: int | None) -> Callable[[], Any] | None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from delegate_lens.errors import InspectorWarning
-from delegate_lens.etdump._objects import FRAMEWORK_EVENTS
+from delegate_lens.etdump import FRAMEWORK_EVENTS
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord

@@ -14,12 +14,10 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.etdump._columns import EventKind
+from delegate_lens.etdump import EventKind
 
 if TYPE_CHECKING:
-    from delegate_lens.etdump import ETDump
-    from delegate_lens.etdump._decoded import DecodedColumns
-    from delegate_lens.etdump._objects import Allocator
+    from delegate_lens.etdump import Allocator, DecodedColumns, ETDump
 
 
 @attrs.frozen
@@ -49,7 +47,7 @@ def memory_usage(etdump: ETDump | DecodedColumns) -> list[AllocatorUsage]:
 
     ``etdump`` may also be one file's decoded columns (what the Inspector keeps): then no
     run object is made, and only the runs with allocation events are visited."""
-    from delegate_lens.etdump._decoded import DecodedColumns
+    from delegate_lens.etdump import DecodedColumns
 
     if isinstance(etdump, DecodedColumns):
         if etdump.n_files == 1:

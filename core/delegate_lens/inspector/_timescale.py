@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from delegate_lens.errors import InspectorError, UsageError
+from delegate_lens.errors import ConflictingArgumentsError, InspectorError, UsageError
 
 if TYPE_CHECKING:  # numpy is imported by the conversions, not by the time scales
     import numpy as np
@@ -60,10 +60,11 @@ def units_per_second(scale: TimeScale) -> int:
 def scale_factor(source: TimeScale, target: TimeScale) -> float:
     """The divisor turning source ticks into target units (ns -> ms: ``1e6``).
 
-    Cycles only convert to cycles (:class:`UsageError` otherwise).
+    Cycles only convert to cycles (:class:`ConflictingArgumentsError` otherwise, a
+    ``UsageError`` and a ``RuntimeError`` as the reference raises).
     """
     if (source is TimeScale.CYCLES) != (target is TimeScale.CYCLES):
-        raise UsageError(
+        raise ConflictingArgumentsError(
             f"cannot convert between {source.value} and {target.value}: "
             "cycles only convert to cycles"
         )

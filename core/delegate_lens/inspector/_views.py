@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from delegate_lens.errors import UsageError
-from delegate_lens.etdump._objects import FRAMEWORK_EVENTS
+from delegate_lens.etdump import FRAMEWORK_EVENTS
 from delegate_lens.inspector._events import Event, EventBlock
 
 if TYPE_CHECKING:

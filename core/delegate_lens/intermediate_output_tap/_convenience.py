@@ -17,8 +17,7 @@ from delegate_lens.intermediate_output_tap._strip_pass import strip_taps_
 from delegate_lens.intermediate_output_tap._tap_pass import TapRule, tap_intermediate_outputs_
 
 if TYPE_CHECKING:
-    from delegate_lens.aot._edge import PartitionerArg
-    from delegate_lens.aot._program import ProgramManager
+    from delegate_lens.aot import PartitionerArg, ProgramManager
 
 
 def _floats(value: object) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -132,7 +131,7 @@ def tap_compare(
     :returns: ``(DataFrame, specs)`` as :func:`compare_aot_runtime_dataframe` and
         :func:`tap_intermediate_outputs_` give them.
     """
-    from delegate_lens.aot._edge import to_edge_transform_and_lower
+    from delegate_lens.aot import to_edge_transform_and_lower
 
     ep = torch.export.export(model, tuple(example_inputs))
     tapped, specs = tap_intermediate_outputs_(

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import DelegateLensWarning, ETRecordFormatError, InspectorError
-from delegate_lens.etrecord._entries import REPRESENTATIVE_INPUTS
-from delegate_lens.etrecord._graph import GraphInfo, GraphNode
-from delegate_lens.etrecord._torch_io import to_torch
+from delegate_lens.etrecord import REPRESENTATIVE_INPUTS, GraphInfo, GraphNode
+from delegate_lens.etrecord._internal import to_torch
 from delegate_lens.numerics._aot_outputs import CACHE_SUFFIX, AotOutputs
 
 if TYPE_CHECKING:

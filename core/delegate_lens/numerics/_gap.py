@@ -31,14 +31,13 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.errors import InspectorError, InspectorWarning, UsageError
-from delegate_lens.etdump._objects import FRAMEWORK_EVENTS
+from delegate_lens.etdump import FRAMEWORK_EVENTS
 from delegate_lens.numerics._aot_outputs import AotOutputs
 from delegate_lens.numerics._comparators import Comparator, resolve_comparator
 from delegate_lens.numerics._table import NumericGapTable, Unmatched
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector import Inspector
-    from delegate_lens.inspector._tables import BlockTable
+    from delegate_lens.inspector import BlockTable, Inspector
 
 Handles = tuple[int, ...]
 

@@ -17,7 +17,7 @@ from delegate_lens.report._html import render_html
 from delegate_lens.report._notebook import compare_html, gap_html, inspector_html
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector._api import Inspector
+    from delegate_lens.inspector import Inspector
 
 __all__ = [
     "build_report_data",

@@ -18,7 +18,7 @@ from delegate_lens.report._tables import (
 from delegate_lens.report._timeline import timeline_runs
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector._api import Inspector
+    from delegate_lens.inspector import Inspector
 
 
 REPORT_FORMAT = 1

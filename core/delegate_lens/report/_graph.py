@@ -23,15 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from delegate_lens.etrecord._maps import normalize_handles
-from delegate_lens.inspector._attribution import node_samples
-from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
+from delegate_lens.etdump import FRAMEWORK_EVENTS
+from delegate_lens.etrecord import normalize_handles
+from delegate_lens.inspector import node_samples
 from delegate_lens.report._tables import RowIds, _num
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord
-    from delegate_lens.inspector._api import Inspector
-    from delegate_lens.inspector._tables import BlockTable
+    from delegate_lens.inspector import BlockTable, Inspector
 
 
 Measures = Mapping[str, Mapping[str, float]]
@@ -52,7 +51,7 @@ def tensor_names(arg: object) -> Iterable[str]:
 
 
 def _edges(record: ETRecord, method: str, index_of: Mapping[str, int]) -> list[list[int]]:
-    from delegate_lens.etrecord._maps import load_json
+    from delegate_lens.etrecord._internal import load_json
 
     entry = record.graph(method).entry
     doc = load_json(record.entry(entry), f"{record.origin}: entry {entry!r}")

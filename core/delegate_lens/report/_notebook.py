@@ -24,8 +24,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from delegate_lens.compare._result import CompareResult
-    from delegate_lens.inspector._api import Inspector
+    from delegate_lens.compare import CompareResult
+    from delegate_lens.inspector import Inspector
     from delegate_lens.numerics import NumericGapTable
 
 
@@ -101,7 +101,8 @@ def inspector_html(
 ) -> str:
     """The HTML report of ``inspector`` (see :func:`~delegate_lens.report.write_report`
     for ``title``, ``extra_measures`` and ``runs``) in a frame ``height`` pixels high."""
-    from delegate_lens.report import build_report_data, render_html
+    from delegate_lens.report._data import build_report_data
+    from delegate_lens.report._html import render_html
 
     data = build_report_data(inspector, title=title, extra_measures=extra_measures, runs=runs)
     page = render_html(data).replace("</head>", f"<style>{_FRAME_CSS}</style>\n</head>", 1)
@@ -290,10 +291,10 @@ def _ratio_chart(result: CompareResult) -> str:
 
 def compare_html(result: CompareResult) -> str:
     """The comparison as HTML (summary, ratio chart, the tables of ``write_result``)."""
-    from delegate_lens.compare._output import _sections, _summary
+    from delegate_lens.compare._internal import result_sections, summary_lines
 
     parts = [_ratio_chart(result)]
-    for title, rows, right in _sections(result):
+    for title, rows, right in result_sections(result):
         classes: list[str] = []
         if title == "rows":
             classes = [r.verdict if r.verdict in ("slower", "faster") else "" for r in result.rows]
@@ -302,12 +303,12 @@ def compare_html(result: CompareResult) -> str:
             f'<div class="dl-scroll">{_table(rows[0], rows[1:], right, classes)}</div>'
         )
     title = f"comparison · {len(result.regressions)} slower, {len(result.improvements)} faster"
-    return _box(title, _summary(result), parts)
+    return _box(title, summary_lines(result), parts)
 
 
 def repr_html(obj: Inspector | NumericGapTable | CompareResult) -> str:
     """The display of whichever of the three ``obj`` is."""
-    from delegate_lens.compare._result import CompareResult
+    from delegate_lens.compare import CompareResult
     from delegate_lens.numerics import NumericGapTable
 
     if isinstance(obj, NumericGapTable):

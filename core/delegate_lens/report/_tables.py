@@ -11,11 +11,11 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from delegate_lens.inspector._attribution import EXECUTE, RowRole
+from delegate_lens.inspector import RowRole
+from delegate_lens.inspector._internal import EXECUTE
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector._api import Inspector
-    from delegate_lens.inspector._tables import BlockTable
+    from delegate_lens.inspector import BlockTable, Inspector
 
 
 STATS = ("p10", "p50", "p90", "avg", "min", "max")

@@ -18,8 +18,7 @@ from delegate_lens.inspector import block_slices
 from delegate_lens.report._tables import RowIds
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector._api import Inspector
-    from delegate_lens.inspector._tables import BlockTable
+    from delegate_lens.inspector import BlockTable, Inspector
 
 
 MAX_RUNS_PER_BLOCK = 6

@@ -57,8 +57,7 @@ from delegate_lens.runtime._records import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from delegate_lens.etdump import ETDump
-    from delegate_lens.etdump._columns import EventColumns
+    from delegate_lens.etdump import ETDump, EventColumns
 
 
 DEBUG_BUFFER_ALIGNMENT = 64
@@ -339,8 +338,7 @@ class ETDumpGen(EventTracer):
         return bytes(self._debug_buffer[: self._debug_used])
 
     def _build(self) -> ETDump:
-        from delegate_lens.etdump import ETDump, RunData
-        from delegate_lens.etdump._columns import EventColumns
+        from delegate_lens.etdump import ETDump, EventColumns, RunData
 
         failures: list[str] = []
         runs = [

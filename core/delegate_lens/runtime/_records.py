@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.etdump._objects import NUMPY_SCALAR_TYPES, ScalarType
+from delegate_lens.etdump import NUMPY_SCALAR_TYPES, ScalarType
 
 # dtype name (torch without "torch.", or numpy) -> ETDump ScalarType code. Only the codes of
 # the schema's enum: complex types (c10 codes 8-10) have none, so they are not logged.

@@ -5,7 +5,12 @@
 * :func:`check_backend` — lower models through a backend's plugins, run them traced, read
   back ETDump + ETRecord and check every rule of :data:`RULES`; returns a
   :class:`ConformanceReport`;
-* :class:`BackendProfile` — what a backend declares through ``dl_testing_profile``;
+* :class:`BackendProfile` — what a backend declares through ``dl_testing_profile``
+  (:func:`backend_profile` asks it);
+* :class:`ModelCheck`, :class:`Recorder` and the rule checks (:func:`check_maps`,
+  :func:`check_outputs`, :func:`check_events`, :func:`check_metadata`,
+  :func:`check_etrecord`, :func:`check_links`) — the rules one at a time, for a harness of
+  your own (the ExecuTorch bridge runs them on real ExecuTorch's artefacts);
 * :mod:`delegate_lens.testing.pytest_plugin` — ``pytest --delegate-lens-backend=NAME``.
 
 Importing this package is cheap: torch and hypothesis load on first use of what needs them
@@ -17,19 +22,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    "RULES",
-    "BackendProfile",
-    "ConformanceReport",
-    "Finding",
-    "GeneratedModel",
-    "check_backend",
-    "check_model",
-    "lower",
-    "run_traced",
-    "strategies",
-]
-
 _LAZY = {
     "RULES": "delegate_lens.testing._report",
     "ConformanceReport": "delegate_lens.testing._report",
@@ -40,7 +32,22 @@ _LAZY = {
     "lower": "delegate_lens.testing._harness",
     "run_traced": "delegate_lens.testing._harness",
     "GeneratedModel": "delegate_lens.testing.strategies",
+    # the rules one at a time, for a harness of your own (the ExecuTorch bridge's): a
+    # ModelCheck collects the findings, a Recorder sees what the backend's hooks return
+    "DEFAULT_MAX_EXAMPLES": "delegate_lens.testing._conformance",
+    "ModelCheck": "delegate_lens.testing._conformance",
+    "Recorder": "delegate_lens.testing._conformance",
+    "backend_profile": "delegate_lens.testing._profile",
+    "check_maps": "delegate_lens.testing._coverage",
+    "check_outputs": "delegate_lens.testing._conformance",
+    "check_events": "delegate_lens.testing._conformance",
+    "check_metadata": "delegate_lens.testing._conformance",
+    "check_etrecord": "delegate_lens.testing._conformance",
+    "check_links": "delegate_lens.testing._conformance",
 }
+
+__all__ = sorted([*_LAZY, "strategies"])  # each name declared once: in _LAZY
+_NEED_HYPOTHESIS = ("check_backend", "check_model")  # they generate models
 
 
 def __getattr__(name: str) -> Any:
@@ -50,7 +57,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'delegate_lens.testing' has no attribute {name!r}")
-    if name.startswith("check_"):
+    if name in _NEED_HYPOTHESIS:
         _need_hypothesis()
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

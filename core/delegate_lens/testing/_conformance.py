@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from delegate_lens.errors import DelegateLensError, MappingError, PluginError, UsageError
 from delegate_lens.hookspecs import hookimpl
-from delegate_lens.testing._coverage import _as_tuple, _check_maps
+from delegate_lens.testing._coverage import _as_tuple, check_maps
 from delegate_lens.testing._profile import BackendProfile, backend_profile
 from delegate_lens.testing._report import RULES, ConformanceReport, Finding
 
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
 
-    from delegate_lens.aot._program import ProgramManager
+    from delegate_lens.aot import ProgramManager
     from delegate_lens.backend import CompileSpec
-    from delegate_lens.etdump._objects import ETDump, ProfileEvent
+    from delegate_lens.etdump import ETDump, ProfileEvent
 
 
 DEFAULT_MAX_EXAMPLES = 20
@@ -63,8 +63,9 @@ class Recorder:
         return result
 
 
-class _Case:
-    """One model's check: collects findings tagged with the model's description."""
+class ModelCheck:
+    """One model's check: collects findings tagged with the model's description (what the
+    rule checks, ``check_maps`` to ``check_links``, add to)."""
 
     def __init__(self, model: object, seed: int | None, example: int | None) -> None:
         self.model = model
@@ -102,7 +103,7 @@ def check_model(
     from delegate_lens.runtime import ETDumpGen, Program
 
     profile = profile or backend_profile(backend_id)
-    case = _Case(model, seed, example)
+    case = ModelCheck(model, seed, example)
     partitioner = hooks.partitioner(backend_id, compile_specs)
     if partitioner is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")
@@ -116,11 +117,11 @@ def check_model(
                 exported, partitioner=[partitioner], generate_etrecord=True
             )
         except Exception as exc:
-            _check_maps(case, recorder, profile)
+            check_maps(case, recorder, profile)
             if not (isinstance(exc, MappingError) and case.findings):
                 case.add("lowers", f"lowering failed: {exc}".splitlines()[0], type(exc).__name__)
             return case.findings
-        _check_maps(case, recorder, profile)
+        check_maps(case, recorder, profile)
         try:
             manager = edge.to_program()
             tracer = ETDumpGen(debug_buffer_size=1 << 20)
@@ -135,23 +136,24 @@ def check_model(
             return case.findings
     finally:
         pm.unregister(recorder)
-    _check_outputs(case, got, expected, rtol, atol)
+    check_outputs(case, got, expected, rtol, atol)
     dmap: Mapping[int, Mapping[str, object]] = manager.delegate_map.get("forward", {})
     etdump_bytes = tracer.get_etdump_data()
     etdump = loads(etdump_bytes)
-    orphans = _check_events(case, etdump, dmap, backend_id)
-    _check_metadata(case, recorder, etdump, backend_id)
+    orphans = check_events(case, etdump, dmap, backend_id)
+    check_metadata(case, recorder, etdump, backend_id)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         record_path = Path(tmp) / "etrecord.bin"
         manager.get_etrecord().save(record_path)
-        _check_etrecord(case, record_path, manager)
-        _check_links(case, etdump_bytes, record_path, orphans)
+        check_etrecord(case, record_path, manager)
+        check_links(case, etdump_bytes, record_path, orphans)
     return case.findings
 
 
-def _check_outputs(
-    case: _Case, got: Sequence[object], expected: Sequence[object], rtol: float, atol: float
+def check_outputs(
+    case: ModelCheck, got: Sequence[object], expected: Sequence[object], rtol: float, atol: float
 ) -> None:
+    """Rule ``outputs-match-eager``: the run's outputs ``got`` against eager's ``expected``."""
     import torch
 
     if len(got) != len(expected):
@@ -202,9 +204,12 @@ def _nested(start: int, end: int, call_start: int, call_end: int) -> bool:
     return offset(start) <= offset(end) <= offset(call_end)
 
 
-def _check_events(
-    case: _Case, etdump: ETDump, dmap: Mapping[int, Mapping[str, object]], backend_id: str
+def check_events(
+    case: ModelCheck, etdump: ETDump, dmap: Mapping[int, Mapping[str, object]], backend_id: str
 ) -> set[tuple[int, int | str]]:
+    """Rules ``no-orphan-events`` and ``delegate-event-times`` on the delegate events of
+    ``etdump`` (``dmap``: the method's delegate map, by instruction); returns the orphans,
+    ``(instruction, identifier)``."""
     orphans: set[tuple[int, int | str]] = set()
     for r, k, pe, ident in _delegate_events(etdump):
         iid = pe.instruction_id
@@ -245,7 +250,9 @@ def _check_events(
     return orphans
 
 
-def _check_metadata(case: _Case, recorder: Recorder, etdump: ETDump, backend_id: str) -> None:
+def check_metadata(case: ModelCheck, recorder: Recorder, etdump: ETDump, backend_id: str) -> None:
+    """Rule ``metadata-round-trip``: what the backend encoded (seen by ``recorder``) and
+    logged in ``etdump`` is read back by a ``dl_parse_delegate_metadata`` plugin."""
     from delegate_lens import hooks
 
     def parse(raw: bytes) -> tuple[object, str | None]:
@@ -301,7 +308,9 @@ def _example_inputs(model: torch.nn.Module) -> Sequence[object]:
     return inputs
 
 
-def _check_etrecord(case: _Case, path: Path, manager: ProgramManager) -> None:
+def check_etrecord(case: ModelCheck, path: Path, manager: ProgramManager) -> None:
+    """Rule ``etrecord-round-trip``: the ETRecord at ``path`` reads back with the maps of
+    ``manager``."""
     import delegate_lens as dl
 
     try:
@@ -325,9 +334,11 @@ def _check_etrecord(case: _Case, path: Path, manager: ProgramManager) -> None:
             )
 
 
-def _check_links(
-    case: _Case, etdump_bytes: bytes, record_path: Path, orphans: set[tuple[int, int | str]]
+def check_links(
+    case: ModelCheck, etdump_bytes: bytes, record_path: Path, orphans: set[tuple[int, int | str]]
 ) -> None:
+    """Rule ``events-link-to-operators``: in the Inspector, every operator-level event links
+    to an operator (the ``orphans`` of :func:`check_events` are reported there)."""
     from delegate_lens.inspector import Inspector
 
     with warnings.catch_warnings():

@@ -33,7 +33,7 @@ def _as_tuple(value: object) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def _check_maps(case: _Adds, recorder: _Preprocessed, profile: BackendProfile) -> None:
+def check_maps(case: _Adds, recorder: _Preprocessed, profile: BackendProfile) -> None:
     """Rules ``handles-in-partition`` and ``delegated-nodes-covered`` on every partition the
     backend preprocessed (a per-call summary covers no node by itself)."""
     for program, result in recorder.preprocessed:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -13,9 +13,9 @@ from delegate_lens.errors import UsageError
 if TYPE_CHECKING:
     import torch
 
-    from delegate_lens.aot._program import ProgramManager
+    from delegate_lens.aot import ProgramManager
     from delegate_lens.backend import CompileSpec
-    from delegate_lens.etdump._objects import ETDump
+    from delegate_lens.etdump import ETDump
 
 
 def lower(
@@ -73,7 +73,7 @@ def run_traced(
     """Run ``program`` (a ProgramManager or program bytes) ``runs`` times with ETDump tracing."""
     from delegate_lens.runtime import ETDumpGen, Program
 
-    buffer = getattr(program, "buffer", program)
+    buffer = cast("bytes", getattr(program, "buffer", program))  # a manager's, or bytes
     tracer = ETDumpGen(debug_buffer_size=debug_buffer_size)
     loaded = Program.load(buffer).load_method(method, event_tracer=tracer)
     outputs: list[Any] = []

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import torch
     from _pytest._code.code import TracebackStyle
 
-    from delegate_lens.aot._program import ProgramManager
+    from delegate_lens.aot import ProgramManager
     from delegate_lens.backend import CompileSpec
     from delegate_lens.testing._harness import TracedRun
     from delegate_lens.testing._report import ConformanceReport, Finding

@@ -20,7 +20,7 @@ The buffer is not size prefixed; bytes 4..8 hold the file identifier.
 
 from __future__ import annotations
 
-from delegate_lens.etdump._objects import NUMPY_SCALAR_TYPES, ScalarType
+from delegate_lens.etdump import NUMPY_SCALAR_TYPES, ScalarType
 
 __all__ = [
     "BUNDLED_PROGRAM_SCHEMA_VERSION",

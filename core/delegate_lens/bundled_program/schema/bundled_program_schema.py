@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 import attrs
 
-from delegate_lens.etdump._objects import ScalarType
+from delegate_lens.etdump import ScalarType
 
 __all__ = [
     "Bool",

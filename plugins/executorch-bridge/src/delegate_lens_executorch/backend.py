@@ -50,15 +50,10 @@ def real_backend_details(backend_id: str) -> type:
         )
 
     def preprocess(edge_program: Any, compile_specs: list[Any]) -> Any:
-        from delegate_lens.hookcalls import call_hook
+        from delegate_lens import hooks
 
         with aten_targets(edge_program) as program:
-            result = call_hook(
-                "dl_preprocess",
-                backend_id=backend_id,
-                edge_program=program,
-                compile_specs=_our_specs(compile_specs),
-            )
+            result = hooks.preprocess(backend_id, program, _our_specs(compile_specs))
         if result is None:
             raise PluginError(f"no plugin preprocesses backend {backend_id!r}")
         return details.PreprocessResult(
@@ -86,12 +81,13 @@ def real_partitioner(backend_id: str, compile_specs: Sequence[Any] = ()) -> Any:
     :param compile_specs: delegate-lens ``CompileSpec`` s (or anything with ``key`` and
         ``value``), passed to the backend's partitioner and preprocess.
     """
-    from delegate_lens.hookcalls import call_hook
+    from delegate_lens import hooks
 
     ours_specs = _our_specs(compile_specs)
-    ours = call_hook("dl_partitioner", backend_id=backend_id, compile_specs=ours_specs)
-    if ours is None:
+    found = hooks.partitioner(backend_id, ours_specs)
+    if found is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")
+    ours = found  # (not None, in the methods below too)
     real_backend_details(backend_id)
     partitioner = import_executorch("executorch.exir.backend.partitioner")
     compile_spec = import_executorch("executorch.exir.backend.compile_spec_schema")

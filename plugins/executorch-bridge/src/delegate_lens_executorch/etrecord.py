@@ -129,8 +129,8 @@ def generate_etrecord(
         REPRESENTATIVE_INPUTS,
         ETRecord,
         dumps_json,
+        program_entries,
     )
-    from delegate_lens.etrecord._writer import program_entries
 
     for name, value, attribute in (
         ("edge_dialect_program", edge_dialect_program, "exported_program"),
@@ -173,7 +173,7 @@ def generate_etrecord(
         args, kwargs = exported_program.example_inputs or ((), {})
         inputs = None if kwargs or not args else list(args)
     if inputs is not None and inputs is not False:
-        from delegate_lens.etrecord._torch_io import encode_inputs
+        from delegate_lens.etrecord import encode_inputs
 
         entries[REPRESENTATIVE_INPUTS] = encode_inputs(list(inputs))
     record = ETRecord.from_entries(entries, origin="<generated ETRecord>")

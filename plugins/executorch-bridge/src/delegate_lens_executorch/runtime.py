@@ -100,11 +100,13 @@ class LoadedModule:
 
     ``_load_for_executorch_from_buffer`` keeps a pointer into the bytes it is given, not a
     copy: bytes freed while the module lives are read after free (a crash, or a run of
-    whatever took their memory). Attributes are the module's."""
+    whatever took their memory). Attributes are the module's; ``debug_buffer_size`` is
+    the size of the debug buffer it was loaded with (0: none)."""
 
-    def __init__(self, module: Any, program: bytes) -> None:
+    def __init__(self, module: Any, program: bytes, debug_buffer_size: int = 0) -> None:
         self._module = module
         self.program = program
+        self.debug_buffer_size = debug_buffer_size
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._module, name)
@@ -125,7 +127,7 @@ def load_module(data: bytes, origin: str, *, debug_buffer_size: int = 0) -> Load
         except Exception as exc:  # the runtime reports bad programs as RuntimeError
             failure = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if failure is None:
-        return LoadedModule(module, data)
+        return LoadedModule(module, data, debug_buffer_size)
     reason = log.last_line() or failure  # the log line says why; the exception only where
     raise ProgramFormatError(f"{origin}: the ExecuTorch runtime cannot load it: {reason}")
 
@@ -224,7 +226,12 @@ def run_module(
     folder: Path | None = None,
 ) -> RealRun:
     """Run ``method`` of a program from :func:`open_program` ``runs`` times on ``inputs``;
-    the results as :func:`run_program`'s (``debug``: it was opened with a debug buffer)."""
+    the results as :func:`run_program`'s (``debug``: it was opened with a debug buffer).
+    Runs that would overflow the runtime's ETDump (or its debug buffer) are refused before
+    any, naming the most that fit (:func:`delegate_lens_executorch.budget.fit_runs`)."""
+    from delegate_lens_executorch.budget import fit_runs
+
+    module = fit_runs(module, inputs, origin=origin, method=method, runs=runs, debug=debug)
     outputs = execute(module, method, inputs, origin=origin, runs=runs)
     etdump, buffer = write_results(module, debug=debug, folder=folder)
     return RealRun(outputs, etdump, buffer)

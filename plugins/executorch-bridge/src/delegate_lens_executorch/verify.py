@@ -33,8 +33,7 @@ def verify_bundled(
 
     ``etdump`` (and ``debug_buffer``): write the runs' ETDump (and intermediate outputs).
     """
-    from delegate_lens.bundled_program import BundledProgram
-    from delegate_lens.bundled_program._compare import compare_outputs
+    from delegate_lens.bundled_program import BundledProgram, compare_outputs
     from delegate_lens.fileio import write_bytes_atomic
     from delegate_lens_executorch.profiling import as_runtime_value
 

@@ -28,8 +28,7 @@ from typing import Any
 import attrs
 
 from delegate_lens.errors import ETRecordFormatError
-from delegate_lens.etrecord import GraphInfo, GraphNode
-from delegate_lens.etrecord._maps import normalize_handles
+from delegate_lens.etrecord import GraphInfo, GraphNode, normalize_handles
 
 __all__ = [
     "DelegateCall",

@@ -41,7 +41,7 @@ def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, str | Non
     """Per-node times of ``graph``'s method, from the Inspector's one attribution of time
     (its first block linked to the method), and what the shares divide by (None: no block).
     """
-    from delegate_lens.inspector._attribution import node_samples
+    from delegate_lens.inspector import node_samples
 
     for table, attribution in zip(inspector.tables, inspector.get_attribution(), strict=True):
         if table.method != graph.method:
