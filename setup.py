@@ -25,6 +25,7 @@ else:
                 depends=[  # included by _walk.pyx
                     "core/delegate_lens/etdump/_walk_reads.pxi",
                     "core/delegate_lens/etdump/_walk_strings.pxi",
+                    "core/delegate_lens/etdump/_walk_runs.pxi",
                 ],
                 extra_compile_args=[] if sys.platform == "win32" else ["-O3"],
                 optional=True,  # no compiler: install anyway, without it

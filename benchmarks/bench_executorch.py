@@ -1,10 +1,10 @@
 """Benchmark the executorch bridge (issue 23); prints medians and the machine.
 
     python benchmarks/bench_executorch.py [--models N] [--runs N] [--repeat N]
-        [--only check|profile|portable]
+        [--only check|profile|portable|child]
 
-Needs the ``executorch`` extra. Three measures, in this process, after a warm-up (the
-import of executorch, some seconds, is not timed):
+Needs the ``executorch`` extra. Three measures in this process, after a warm-up (the
+import of executorch, some seconds, is not timed), and one of whole processes:
 
 * ``check``: ``check_backend`` on XNNPACK from the wheel with ``--models`` generated models
   (export, real lowering, real ETRecord, real runtime with ETDump and debug buffer, every
@@ -18,13 +18,23 @@ import of executorch, some seconds, is not timed):
   debug buffer, ``run_method`` N times, ``write_etdump_result_to_file``,
   ``executorch.devtools.Inspector`` and its ``calculate_numeric_gap``);
 * ``portable``: the same side by side on the reference's ``gpt_portable`` program (no
-  delegate: many operator events), runtime with ETDump then the Inspector's tables.
+  delegate: many operator events), runtime with ETDump then the Inspector's tables;
+* ``child``: what running the runtime in a child process costs ``delegate-lens profile``
+  of a small program (the reference's ``mlp_xnnpack``, ``--runs`` runs, ``-o DIR``): whole
+  processes, the command as shipped against the same command with the runtime in its own
+  process (``delegate_lens_executorch.child.ISOLATE = False``, unprotected), in turn,
+  ``--repeat`` pairs after a warm-up; medians of wall and CPU seconds (the runtime's
+  child included) and of the ratio pair by pair (bar: under 1.10).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -32,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from machine import VECTORS, user_env
 from machine import describe as describe_machine
 
 XNNPACK = "executorch.backends.xnnpack.partition.xnnpack_partitioner:XnnpackPartitioner"
@@ -175,12 +186,61 @@ def bench_portable(runs: int, repeat: int) -> None:
     )
 
 
+_CLI = (
+    "import sys\n"
+    "import delegate_lens_executorch.child as child\n"
+    "child.ISOLATE = sys.argv.pop(1) == 'child'\n"
+    "from delegate_lens.cli import main\n"
+    "sys.exit(main())\n"
+)
+
+
+def _timed(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + sys, its children included) of one process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=user_env())
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
+
+
+def bench_child(runs: int, repeat: int) -> None:
+    """``profile`` with the runtime in a child process against the runtime in-process."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        np.save(tmp / "x.npy", np.random.default_rng(0).standard_normal((2, 16), np.float32))
+        pte = VECTORS / "mlp_xnnpack" / "model.pte"
+
+        def argv(mode: str) -> list[str]:
+            command = ["profile", str(pte), "--inputs", str(tmp / "x.npy"), "--runs", str(runs)]
+            return [sys.executable, "-c", _CLI, mode, *command, "-o", str(tmp / mode)]
+
+        _timed(argv("child")), _timed(argv("in-process"))  # warm: the page cache
+        figures: dict[str, list[tuple[float, float]]] = {"child": [], "in-process": []}
+        for _ in range(repeat):
+            for mode in figures:
+                figures[mode].append(_timed(argv(mode)))
+    wall = {mode: statistics.median(w for w, _ in f) for mode, f in figures.items()}
+    cpu = {mode: statistics.median(c for _, c in f) for mode, f in figures.items()}
+    ratios = [a[0] / b[0] for a, b in zip(figures["child"], figures["in-process"], strict=True)]
+    print(
+        f"profile mlp_xnnpack, {runs} runs, -o DIR: runtime in a child {wall['child']:.3f} s "
+        f"wall ({cpu['child']:.3f} s CPU), in-process {wall['in-process']:.3f} s wall "
+        f"({cpu['in-process']:.3f} s CPU); child/in-process {statistics.median(ratios):.3f} "
+        f"(median of {repeat} pairs; bar: < 1.10); load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", choices=("check", "profile", "portable"))
+    parser.add_argument("--only", choices=("check", "profile", "portable", "child"))
     args = parser.parse_args()
     print(describe_machine())
     with warnings.catch_warnings():
@@ -189,6 +249,8 @@ def main() -> None:
             bench_profile(args.runs, args.repeat)
         if args.only in (None, "portable"):
             bench_portable(args.runs, args.repeat)
+        if args.only in (None, "child"):
+            bench_child(args.runs, args.repeat)
         if args.only in (None, "check"):
             bench_check(args.models)
 

@@ -7,16 +7,23 @@ Classes (``--only`` picks some): ``fuzz`` (mutants of every file kind: ETDump, E
 bundled program, debug buffer, ETDump JSON), ``bombs`` (zip bombs in ETRecords, made
 here), ``kills`` (``kill -9`` during writes of a report, an ETDump and a dataset part),
 ``concurrent`` (two collects into one dataset at once), ``datasets`` (damaged parts and
-manifest entries), ``plugins`` (misbehaving plugins loaded with ``-p``), ``paths`` (outputs
+manifest entries), ``plugins`` (misbehaving plugins, in hooks and at import, loaded with
+``-p`` and as entry points: ``hostile_plugins.py``), ``paths`` (outputs
 that are FIFOs, sockets, folders, links to an input, names with control characters),
 ``limits`` (``query -o`` inside its dataset, endless and memory-hungry queries, tensors of
-too many dimensions, ``profile`` runs past one ETDump: ``hostile_limits.py``).
+too many dimensions, ``profile`` runs past one ETDump: ``hostile_limits.py``), ``report``
+(pages of files whose every name is hostile to HTML: ``hostile_report.py``), ``programs``
+(mutants of a real program through ``profile`` and, bundled, ``verify``: the runtime
+crashes on many; ``hostile_programs.py``), ``shared`` (ETDumps under 5 MB whose offsets
+name one run, event, metadata vector or 4 MB name again and again, or that share nothing
+yet pack 245,000 rows, or 1,000 tensors on one debug buffer: ``hostile_shared.py``).
 
 Each case is one ``delegate-lens`` process. Per class it prints: cases, clean (exit 0/1, or
-exit 2 with one ``error:`` line), tracebacks, hangs (past ``--timeout``), peak memory of the
+exit 2 with one ``error:`` line), tracebacks, signals (a command killed by a signal: a
+crash), hangs (past ``--timeout``), peak memory of the
 largest process (MB, from ``wait4``) and the largest input, and bad files (a partial or lost
 output, a temporary left after the next write, a dataset with rows twice). Tracebacks,
-hangs and bad files must be 0; peak under 500 MB for inputs under 5 MB. Exit 1 otherwise.
+signals, hangs and bad files must be 0; peak under 500 MB for inputs under 5 MB. Exit 1 otherwise.
 """
 
 from __future__ import annotations
@@ -39,6 +46,10 @@ from pathlib import Path
 
 from hostile_common import CLI, MLP, Tally, run
 from hostile_limits import limits
+from hostile_plugins import plugins
+from hostile_programs import programs
+from hostile_report import report_pages
+from hostile_shared import shared
 
 # ---------------------------------------------------------------- mutation fuzz
 
@@ -317,57 +328,6 @@ def datasets(work: Path, args: argparse.Namespace) -> Tally:
     return tally
 
 
-# ---------------------------------------------------------------- misbehaving plugins
-
-PLUGINS = {
-    "p_print": "def dl_delegate_time_scale_array(backend_id, event_name, ticks):\n    print('noise')",
-    "p_42": "def dl_delegate_time_scale_array(backend_id, event_name, ticks):\n    return 42",
-    "p_str": "def dl_delegate_time_scale(backend_id, event_name, ticks):\n    return 'fast'",
-    "p_exit0": "def dl_delegate_time_scale_array(backend_id, event_name, ticks):\n    import sys; sys.exit(0)",
-    "p_exit3": "def dl_exporters():\n    import sys; sys.exit(3)",
-    "p_raise": "def dl_delegate_time_scale_array(backend_id, event_name, ticks):\n    raise RuntimeError('x')",
-    "p_exporters_42": "def dl_exporters():\n    return 42",
-    "p_exporters_print": "def dl_exporters():\n    print('noise')",
-    "p_keyerror": "def dl_delegate_time_scale_array(backend_id, event_name, ticks):\n    return {}['k']",
-    "p_recursion": "def dl_delegate_time_scale_array(backend_id, event_name, ticks):\n    return dl_delegate_time_scale_array(backend_id, event_name, ticks)",
-    "p_bad_signature": "def dl_exporters(nonsense):\n    return []",
-    "p_import_error": "import no_such_module_anywhere",
-}
-
-
-def plugins(work: Path, args: argparse.Namespace) -> Tally:
-    tally = Tally("plugins")
-    folder = work / "plugins"
-    folder.mkdir()
-    for name, body in PLUGINS.items():
-        text = "from delegate_lens import hookimpl\n\n" + (
-            body if body.startswith("import") else "@hookimpl\n" + body + "\n"
-        )
-        (folder / f"{name}.py").write_text(text)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])),
-    }
-    argv = [
-        "inspect",
-        str(MLP / "etdump.etdp"),
-        "--etrecord",
-        str(MLP / "etrecord.bin"),
-        "-f",
-        "json",
-    ]
-    _, plain, _ = run(tally, argv, timeout=args.timeout, env=env)
-    for name in PLUGINS:
-        code, out, err = run(tally, ["-p", name, *argv], timeout=args.timeout, env=env)
-        if code == 0 and out != plain:
-            tally.bad_files += 1
-            tally.notes.append(f"{name}: stdout differs from the run without it")
-        if code not in (0, 2) or (code == 2 and name not in err):
-            tally.notes.append(f"{name}: exit {code}, plugin not named: {err.strip()[-120:]}")
-            tally.bad_files += 1
-    return tally
-
-
 # ---------------------------------------------------------------- hostile paths
 
 
@@ -433,6 +393,9 @@ CLASSES: dict[str, Callable[[Path, argparse.Namespace], Tally]] = {
     "plugins": plugins,
     "paths": paths,
     "limits": limits,
+    "programs": programs,
+    "report": report_pages,
+    "shared": shared,
 }
 
 

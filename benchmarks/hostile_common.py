@@ -27,6 +27,7 @@ class Tally:
     def __init__(self, name: str) -> None:
         self.name = name
         self.cases = self.clean = self.tracebacks = self.hangs = self.bad_files = 0
+        self.signals = 0  # commands killed by a signal (a crash, not an error line)
         self.peak_kb = 0
         self.biggest_input = 0
         self.notes: list[str] = []
@@ -34,14 +35,15 @@ class Tally:
     def line(self) -> str:
         return (
             f"{self.name:<11} cases {self.cases:>5}  clean {self.clean:>5}  tracebacks "
-            f"{self.tracebacks:>3}  hangs {self.hangs:>3}  peak {self.peak_kb / 1024:7.1f} MB "
+            f"{self.tracebacks:>3}  signals {self.signals:>3}  hangs {self.hangs:>3}  "
+            f"peak {self.peak_kb / 1024:7.1f} MB "
             f"(largest input {self.biggest_input / 1e6:6.2f} MB)  bad files {self.bad_files:>3}"
         )
 
     @property
     def ok(self) -> bool:
         big = self.biggest_input < 5e6 and self.peak_kb > 500 * 1024
-        return not (self.tracebacks or self.hangs or self.bad_files or big)
+        return not (self.tracebacks or self.signals or self.hangs or self.bad_files or big)
 
 
 def run(
@@ -84,12 +86,14 @@ def run(
         stderr = err.read().decode("utf-8", "replace")
     if code is None:
         return None, stdout, stderr
+    if code < 0:
+        tally.signals += 1
     if "Traceback (most recent call last)" in stderr:
         tally.tracebacks += 1
         tally.notes.append("traceback: " + " ".join(argv) + ": " + stderr.strip().splitlines()[-1])
     elif code in (0, 1) or (
         code == 2
-        and stderr.count("error: ") == 1
+        and sum(line.startswith("error: ") for line in stderr.splitlines()) == 1
         and stderr.rstrip().splitlines()[-1].startswith("error: ")
     ):
         tally.clean += 1

@@ -40,6 +40,8 @@ done
 if [ "$dev" = 1 ]; then
   editable=()
   for dir in "${plugins[@]}"; do editable+=(-e "$dir"); done
+  # the test kit's own test backend, installed like an author's (tests/test_testing_triad.py)
+  editable+=(-e tests/backends/triad-npu)
   # the executorch extra (the bridge's tests run in CI); torch pinned to the build installed
   # above, so nothing may swap it for another (CUDA) build
   torch_pin="torch==$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("torch"))')"

@@ -73,6 +73,33 @@ def vectors_dir() -> Path:
     return VECTORS
 
 
+SUMMARY_LINE = "summary_line"
+"""A test that records ``record_property(SUMMARY_LINE, text)`` has ``text`` printed in the
+run's summary (the differential suite's score, the test kit's mutation score): the property
+travels with the test's report, so it reaches the summary from pytest-xdist's workers too."""
+
+_SUMMARY: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _SUMMARY.extend(str(v) for k, v in report.user_properties if k == SUMMARY_LINE)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _SUMMARY:
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def zoo() -> dict[str, object]:
+    """The zoo of reference-made models (``tests/zoo/README.md``), built once per run into a
+    cache folder; its top manifest. Tests take folders with ``zoo.zoo_model(name, backend)``."""
+    from zoo import build_zoo
+
+    return build_zoo()
+
+
 @pytest.fixture
 def builtin_plugins_only(monkeypatch: pytest.MonkeyPatch, fresh_plugin_manager: None) -> None:
     """Installed plugins (entry points) stay out: only delegate-lens's built-ins load (the
@@ -93,6 +120,14 @@ def fresh_plugin_manager() -> Iterator[None]:
     reset_plugin_manager()
     yield
     reset_plugin_manager()
+
+
+@pytest.fixture(autouse=True)
+def no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``COLUMNS``/``LINES`` from outside: pytest-xdist's workers set ``COLUMNS=80``, which
+    makes the CLI fit its tables to a terminal. A test of fitting sets them itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture(autouse=True)

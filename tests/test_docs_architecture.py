@@ -42,7 +42,7 @@ def test_every_named_hook_is_declared() -> None:
 
 def test_named_registries_exist() -> None:
     from delegate_lens.cli import _COMMAND_MODULES
-    from delegate_lens.testing._report import RULES
+    from delegate_lens.testing import RULES, registered_rules
 
     assert "etdump" in _COMMAND_MODULES
-    assert RULES
+    assert RULES and set(RULES) <= set(registered_rules())

@@ -31,3 +31,23 @@ def test_every_rule_is_documented() -> None:
     for rule in RULES:
         assert f"| `{rule}` |" in text
     assert "delegate-lens check-backend" in text and "--delegate-lens-backend=" in text
+
+
+def test_the_rule_table_names_each_rules_proof() -> None:
+    """The table's third column is each registered rule's ``proven_by`` (a kind of
+    ``delegate_lens.testing.mutants``), or says why there is none."""
+    import re
+
+    from delegate_lens.testing import BUILTIN_RULES
+    from delegate_lens.testing.mutants import MUTANT_KINDS
+
+    text = DOC.read_text(encoding="utf-8")
+    for rule in BUILTIN_RULES:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| `{rule.name}` |")]
+        proof = row.rstrip(" |").rsplit(" | ", 1)[-1]
+        if proof.startswith("none: "):  # and why
+            assert rule.proven_by == (), row
+            continue
+        kinds = tuple(re.findall(r"`([a-z-]+)`", proof))
+        assert kinds == rule.proven_by, (rule.name, kinds)
+        assert set(kinds) <= set(MUTANT_KINDS)

@@ -95,27 +95,49 @@ def test_reference_aten_program_and_aten_only_edge_program_load() -> None:
 
 
 @pytest.mark.parametrize("name", ["mlp_xnnpack", "gpt_portable"])
-def test_executorch_only_operators_give_a_clear_error(name: str) -> None:
-    # in a fresh interpreter: once ExecuTorch is imported (the bridge's tests do), its
-    # operators are registered with torch and the program loads
+def test_executorch_only_operators_load_without_executorch(name: str) -> None:
+    # in a fresh interpreter without ExecuTorch: delegate-lens registers its dim-order
+    # operators when the graph is loaded (tests/test_etrecord_executorch_ops.py)
     code = (
         "import sys\n"
-        "from delegate_lens.errors import ETRecordFormatError\n"
         "from delegate_lens.etrecord import parse_etrecord\n"
         f"record = parse_etrecord({str(VECTORS / name / 'etrecord.bin')!r})\n"
-        "try:\n"
-        "    record.edge_program()\n"
-        "except ETRecordFormatError as exc:\n"
-        "    print(exc)\n"
-        "else:\n"
-        "    sys.exit('no error')\n"
+        "program = record.edge_program()\n"
+        "targets = {str(n.target) for n in program.graph.nodes}\n"
+        "print(sorted(t for t in targets if t.startswith('dim_order_ops.')))\n"
+        "print(any(m.split('.')[0] == 'executorch' for m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    message = proc.stdout.strip()
-    assert "'edge_dialect_exported_program/forward'" in message
-    assert "dim_order_ops." in message and "ExecuTorch" in message
-    assert "\n" not in message
+    ops, imported = proc.stdout.strip().splitlines()[-2:]
+    assert ops.startswith("['dim_order_ops.") and imported == "False"
+
+
+def test_an_operator_nobody_registers_is_a_clear_error(tmp_path: Path) -> None:
+    from delegate_lens.errors import ETRecordFormatError
+    from delegate_lens.etrecord import parse_etrecord
+
+    record = parse_etrecord(VECTORS / "mlp_xnnpack" / "etrecord.bin")
+    entry = "edge_dialect_exported_program/forward"
+    text = record._source.read_many([entry])[entry].decode()
+    assert "dim_order_ops._clone_dim_order" in text or "dim_order_ops._to_dim_order_copy" in text
+    renamed = text.replace("dim_order_ops.", "nobody_ops.")
+    import zipfile
+
+    copy = tmp_path / "renamed.bin"
+    with (
+        zipfile.ZipFile(VECTORS / "mlp_xnnpack" / "etrecord.bin") as src,
+        zipfile.ZipFile(copy, "w") as dst,
+    ):
+        for info in src.infolist():
+            data = src.read(info.filename)
+            dst.writestr(info, renamed.encode() if info.filename == entry else data)
+    with pytest.raises(ETRecordFormatError) as caught:
+        parse_etrecord(copy).edge_program()
+    message = str(caught.value)
+    assert f"{entry!r}" in message and "nobody_ops." in message
+    assert "not registered in torch" in message and "\n" not in message
+    assert "ExecuTorch" not in message  # installing executorch would not help: no advice to
 
 
 def test_generate_etrecord_saves_what_the_writer_builds(

@@ -136,7 +136,8 @@ def test_profile_cli_with_npy_names_only_files_that_remain(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """What a user copies from the output, the report's header and its Perfetto hint
-    works after the command returns (they named ``.profile-xxxx/etdump.etdp`` before)."""
+    works after the command returns (they named the staging folder's etdump.etdp before:
+    ``.profile-xxxx/``, now ``.out.<pid>-xxxx.tmp/``)."""
     monkeypatch.chdir(tmp_path)  # relative paths, as typed
     argv = ["profile", str(PTE), "--etrecord", str(ETRECORD), "--inputs", str(files["x.npy"])]
     assert main([*argv, "--debug", "-o", "out"]) == 0
@@ -150,7 +151,8 @@ def test_profile_cli_with_npy_names_only_files_that_remain(
     assert meta["etdump"] == os.path.join("out", "etdump.etdp")  # the page's header
     assert Path(meta["etdump"]).is_file() and Path(meta["etrecord"]).is_file()
     for name in ("inspector.txt", "numeric_gaps.txt", "report.html"):
-        assert ".profile-" not in (tmp_path / "out" / name).read_text(encoding="utf-8")
+        text = (tmp_path / "out" / name).read_text(encoding="utf-8")
+        assert ".profile-" not in text and re.search(r"\.out\.\d+-\w{8}\.tmp", text) is None
     assert "first divergence: none" in (tmp_path / "out" / "numeric_gaps.txt").read_text()
     # the Perfetto hint, as report.js builds it, run as the user would
     hint = ["inspect", meta["etdump"], "--etrecord", meta["etrecord"]]

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pluggy
 import pytest
 
-from delegate_lens import hookcalls, hookimpl, hooks, hookspecs
+from delegate_lens import _hookanswers, hookimpl, hooks, hookspecs
 from delegate_lens.errors import PluginError, PluginWarning
 from delegate_lens.hookcalls import call_hook
 from delegate_lens.pluginmanager import build_plugin_manager
@@ -87,13 +87,13 @@ def test_answers_are_checked_against_the_specs_evaluated_return_types() -> None:
         for name, value in namespace.items()
         if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "numpy"
     }
-    assert numpy_names == set(hookcalls._LIBRARIES)
+    assert numpy_names == set(_hookanswers._LIBRARIES)
     for spec in SPECS:
         hints = typing.get_type_hints(
-            getattr(hookspecs, spec), globalns=vars(hookspecs), localns=hookcalls._SPEC_NAMES
+            getattr(hookspecs, spec), globalns=vars(hookspecs), localns=_hookanswers._SPEC_NAMES
         )
         assert "return" in hints, spec
-    stand_ins = {name for name in hookcalls._SPEC_NAMES if name not in numpy_names}
+    stand_ins = {name for name in _hookanswers._SPEC_NAMES if name not in numpy_names}
     assert stand_ins <= {name for name in namespace if name not in vars(hookspecs)}
 
 

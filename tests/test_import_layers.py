@@ -17,7 +17,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "delegate_lens"
 LAYERS: list[set[str]] = [
     {"errors", "_texttable", "_lazy"},
     {"config", "fileio"},
-    {"hookspecs", "pluginmanager", "hookcalls", "hooks", "_bridge"},
+    {
+        "_bridge_protocol",
+        "hookspecs",
+        "pluginmanager",
+        "hookcalls",
+        "_hookanswers",
+        "hooks",
+        "_bridge",
+    },
     {"program", "backend"},
     {"etdump", "etrecord"},
     {"numerics", "exporters"},

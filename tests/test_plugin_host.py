@@ -123,8 +123,8 @@ def test_builtins_and_specs_are_registered() -> None:
     specs = {name for name in dir(hookspecs) if name.startswith("dl_")}
     assert specs == {name for name in specs if getattr(pm.hook, name).has_spec()}
     # 8 + dl_numerical_comparators, dl_intermediate_output, dl_testing_profile,
-    # dl_delegate_time_scale_array, dl_executorch_bridge, dl_html_display
-    assert len(specs) == 14
+    # dl_testing_rules, dl_delegate_time_scale_array, dl_executorch_bridge, dl_html_display
+    assert len(specs) == 16
 
 
 def test_singleton_and_reset() -> None:

@@ -288,9 +288,10 @@ def test_program_format_imports_no_torch() -> None:
 
 def test_the_program_package_has_one_face_and_private_modules() -> None:
     import delegate_lens.program as face
-    from delegate_lens.program import _format, _model
+    from delegate_lens.program import _flatbuffer, _format, _model, _pte
 
+    homes = (_model, _format, _pte, _flatbuffer)
     for name in face.__all__:
-        home = _model if hasattr(_model, name) else _format
+        home = next(m for m in homes if hasattr(m, name))
         assert getattr(face, name) is getattr(home, name)
-    assert not hasattr(_model, "__all__") and not hasattr(_format, "__all__")
+    assert not any(hasattr(m, "__all__") for m in homes)

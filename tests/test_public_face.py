@@ -32,6 +32,8 @@ PUBLIC_INSIDE = {
     "testing/pytest_plugin.py",
     # a namespace of hypothesis strategies, as hypothesis.strategies
     "testing/strategies.py",
+    # mutant backends and the mutation score, a namespace as strategies is
+    "testing/mutants.py",
 }
 PLUGIN_PACKAGES = ("builtins/",)  # each module is a plugin, registered under its name
 

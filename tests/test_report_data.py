@@ -74,6 +74,46 @@ def test_rows_graph_and_clusters_follow_the_inspector_and_etrecord(
     assert summary["total"][0] == sum(len(c["nodes"]) for c in graph["clusters"])
 
 
+@pytest.mark.parametrize("name", VECTORS)
+def test_graph_view_is_the_etrecord_graph_joined_to_the_rows(vectors_dir: Path, name: str) -> None:
+    """The report draws its graph from the Inspector's graph view alone."""
+    from delegate_lens.etdump import FRAMEWORK_EVENTS
+
+    inspector = _inspector(vectors_dir / name)
+    record = inspector.etrecord
+    view = inspector.graph_view()
+    assert view is not None and view.origin == record.origin
+    [graph] = view.methods
+    assert graph.method == "forward" and record.methods == ("forward",)
+    nodes = record.graph("forward").nodes
+    assert [(n.name, n.op_type, n.debug_handle, n.module_stack) for n in graph.nodes] == [
+        (n.name, n.op_type, n.debug_handle, n.module_stack) for n in nodes
+    ]
+    calls = record.delegate_map["forward"]
+    assert [c.instruction_id for c in graph.delegate_calls] == sorted(calls)
+    for call in graph.delegate_calls:
+        assert call.backend == calls[call.instruction_id]["name"]
+        assert call.nodes and {nodes[i].debug_handle for i in call.nodes} <= set(call.handles)
+    # a node's rows: every row but the framework's whose debug handles hold the node's
+    for node in graph.nodes:
+        expected = [
+            (table.index, j)
+            for table in inspector.tables
+            for j, link in enumerate(table.links)
+            if table.keys[j].name not in FRAMEWORK_EVENTS
+            and node.debug_handle is not None
+            and node.debug_handle
+            in (
+                [link.debug_handles]
+                if isinstance(link.debug_handles, int)
+                else link.debug_handles or ()
+            )
+        ]
+        assert list(node.rows) == expected
+    assert sum(len(n.rows) for n in graph.nodes) > 0
+    assert _inspector(vectors_dir / name, etrecord=False).graph_view() is None
+
+
 def test_portable_node_times_add_up_to_the_kernels(vectors_dir: Path) -> None:
     inspector = _inspector(vectors_dir / "gpt_portable")
     data = build_report_data(inspector)
@@ -193,7 +233,7 @@ def test_page_is_self_contained_and_holds_the_data(vectors_dir: Path) -> None:
     assert not re.search(
         r"""(src|href)=["']?https?:""", html.replace('href="https://ui.perfetto.dev"', "")
     )
-    assert "<title>&lt;/script>&lt;b>x&lt;/b> · delegate-lens report</title>" in html
+    assert "<title>&lt;/script&gt;&lt;b&gt;x&lt;/b&gt; · delegate-lens report</title>" in html
     for name in VENDOR_SCRIPTS:
         assert f"/* {name} */" in html
     from importlib import resources

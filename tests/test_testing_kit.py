@@ -67,7 +67,7 @@ def test_delegate_mappings_are_valid(data: st.DataObject) -> None:
 @given(st.data())
 def test_etdump_runs_round_trip_and_keep_the_time_rule(data: st.DataObject) -> None:
     from delegate_lens.etdump import dumps, loads
-    from delegate_lens.testing._conformance import ModelCheck, check_events
+    from delegate_lens.testing import ModelCheck, check_events
 
     mapping = data.draw(dls.delegate_mappings(range(10)))
     etdump = data.draw(dls.etdump_runs(mapping))
@@ -162,8 +162,12 @@ def test_each_broken_backend_breaks_exactly_its_rule(broken: Any, flaw: str) -> 
 
     report = check_backend(f"Broken/{flaw}", fail_fast=True)  # the default budget
     rule = broken_backends.FLAWS[flaw]
-    assert report.failed_rules == [rule], report.to_table()
-    finding = report.findings[0]
+    # a fused relu mapped nowhere (or only by the summary) also shows in the numerics: the
+    # fused op's output is the relu's, not the linear's its identifier names
+    also = {"numeric-gaps"} if flaw in ("missing-fused-node", "summary-hides-fused-node") else set()
+    assert rule in report.failed_rules, report.to_table()
+    assert set(report.failed_rules) <= {rule} | also, report.to_table()
+    finding = report.findings_for(rule)[0]
     assert finding.seed == 0 and finding.example is not None
     assert "GeneratedModel(ops=" in finding.model and "class Model" in finding.source
     expected_subject = {
@@ -232,8 +236,7 @@ class _Node:
 
 
 def _coverage_findings(mapping: dict[Any, Any], profile: Any = None) -> list[str]:
-    from delegate_lens.testing import BackendProfile
-    from delegate_lens.testing._conformance import ModelCheck, Recorder, check_maps
+    from delegate_lens.testing import BackendProfile, ModelCheck, Recorder, check_maps
 
     program = type("Program", (), {})()
     program.graph = type("Graph", (), {})()
@@ -360,12 +363,15 @@ def test_pytest_plugin_one_test_per_rule(tmp_path: Path) -> None:
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1, done.stdout
     assert "test_conformance[Broken/wrong-output-outputs-match-eager]" in failed[0]
-    assert "1 failed, 9 passed" in done.stdout  # 8 other rules + test_own
+    from delegate_lens.testing import registered_rules
+
+    others = len(registered_rules()) - 1  # every other rule passes, and test_own
+    assert f"1 failed, {others + 1} passed" in done.stdout
     assert "class Model" in done.stdout  # the model printed as code
 
 
 def test_delegate_times_understand_wrap_around() -> None:
-    from delegate_lens.testing._conformance import _nested, _wrapped_end
+    from delegate_lens.testing._checks import _nested, _wrapped_end
 
     top = 2**32 - 10
     assert _wrapped_end(top, 5) == 2**32 + 5  # a 32-bit counter wrapped: not backwards

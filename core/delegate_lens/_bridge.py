@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from delegate_lens.hookspecs import ExecuTorchBridge
     from delegate_lens.inspector import Inspector
 
 
@@ -22,11 +23,12 @@ EXTRA_HINT = "pip install 'delegate-lens[executorch]'"
 """What installs the bridge (the plugin and ``executorch>=1.5``)."""
 
 
-def executorch_bridge(what: str) -> Any:
-    """The bridge object, or a :class:`MissingExtraError` saying ``what`` needs the extra."""
+def executorch_bridge(what: str) -> ExecuTorchBridge:
+    """The bridge (:class:`~delegate_lens.hookspecs.ExecuTorchBridge`), or a
+    :class:`MissingExtraError` saying ``what`` needs the extra."""
     from delegate_lens import hooks
 
-    bridge: Any = hooks.executorch_bridge()
+    bridge = hooks.executorch_bridge()
     if bridge is None:
         raise MissingExtraError(f"{what} needs real ExecuTorch: {EXTRA_HINT}")
     return bridge
@@ -56,7 +58,7 @@ def profile(
     ``executorch`` extra.
     """
     bridge = executorch_bridge("delegate_lens.profile")
-    inspector: Inspector = bridge.profile(
+    return bridge.profile(
         program,
         etrecord=etrecord,
         inputs=inputs,
@@ -66,4 +68,3 @@ def profile(
         output_dir=output_dir,
         method=method,
     )
-    return inspector

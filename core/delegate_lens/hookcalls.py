@@ -19,7 +19,10 @@ policy of the call, which names the plugin that failed.
 
 A plugin fails by raising, by calling ``sys.exit()``, or (a *firstresult* hook, whose
 answer is used as it is) by answering with another type than its hook spec declares: the
-spec's return annotation, evaluated (:func:`typing.get_type_hints`), checked by outer type.
+spec's return annotation, evaluated (:func:`typing.get_type_hints`), checked by outer type
+and, for a list or a dict, item by item (:mod:`delegate_lens._hookanswers`): ``[1, None,
+b"x"]`` where ``list[str]`` is due is a failure too. An answer that is one of the call's
+arguments handed back (the built-in ``metadata_fallback`` gives ``metadatas`` back) passes.
 Each implementation is called through a stand-in noting its plugin's name, so the
 wrapper knows which plugin raised or answered.
 
@@ -32,15 +35,9 @@ plugin host (:mod:`delegate_lens.pluginmanager`), never the other way.
 
 from __future__ import annotations
 
-import builtins
-import collections.abc
 import contextvars
-import functools
-import importlib
 import inspect
 import sys
-import types
-import typing
 import warnings
 import weakref
 from collections.abc import Callable, Generator, Sequence
@@ -50,7 +47,7 @@ from typing import Any
 import attrs
 import pluggy
 
-from delegate_lens import hookspecs
+from delegate_lens._hookanswers import answer_check, shown
 from delegate_lens.errors import (
     ConfigError,
     DelegateLensError,
@@ -133,12 +130,14 @@ class _Call:
         may make another: then it is not checked) of a type its spec allows."""
         if not self.firstresult or result is None or any(map(_is_wrapper, self.impls)):
             return result
-        accepts, declared = _answer_check(self.caller)
+        accepts, declared = answer_check(self.caller)
         if accepts is None or accepts(result):
             return result
+        if any(result is given for given in self.kwargs.values()):
+            return result  # an argument handed back: "not mine" (a fallback's raw metadatas)
         plugin = self.answers[0][0] if self.answers else None
         raise _BadAnswer(
-            plugin, PluginError(f"returned {_shown(result)}, but the hook returns {declared}")
+            plugin, PluginError(f"returned {shown(result)}, but the hook returns {declared}")
         )
 
     def failure(
@@ -300,84 +299,6 @@ def _stand_in(
     for slot in pluggy.HookImpl.__slots__:
         object.__setattr__(stand_in, slot, noted if slot == "function" else getattr(impl, slot))
     return made.setdefault(impl, stand_in)
-
-
-# --------------------------------------------------------------------------- answers
-
-
-_TESTS: dict[object, Callable[[object], bool]] = {
-    type(None): lambda v: v is None,
-    bytes: lambda v: isinstance(v, (bytes, bytearray, memoryview)),
-    str: lambda v: isinstance(v, str),
-    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-    float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    bool: lambda v: isinstance(v, bool),
-    list: lambda v: isinstance(v, list),
-    dict: lambda v: isinstance(v, dict),
-    tuple: lambda v: isinstance(v, tuple),
-    collections.abc.Sequence: lambda v: isinstance(v, (list, tuple)),
-}
-"""The outer types a *firstresult* answer is checked against (numbers as in typing: an
-``int`` is a ``float``, a ``bool`` neither; ``bytes`` takes any bytes-like)."""
-
-_LIBRARIES = {"np": "numpy", "npt": "numpy.typing"}
-"""The modules :mod:`delegate_lens.hookspecs` imports for type checkers only."""
-
-
-class _SpecNames(dict[str, object]):
-    """The names the specs' annotations use that :mod:`~delegate_lens.hookspecs` imports
-    for type checkers only, as :func:`typing.get_type_hints` looks them up: numpy's
-    modules (imported now), any other (a class of a layer above the plugin host, which a
-    plugin may stand in for by duck typing: not checked here) a class of that name."""
-
-    def __missing__(self, name: str) -> object:
-        if name in vars(hookspecs) or name in vars(builtins):
-            raise KeyError(name)  # found as usual
-        module = _LIBRARIES.get(name)
-        value = importlib.import_module(module) if module else types.new_class(name)
-        self[name] = value
-        return value
-
-
-_SPEC_NAMES = _SpecNames()
-
-
-def _test_of(hint: object) -> Callable[[object], bool] | None:
-    """Whether a value has a type ``hint`` allows, by outer type (``list[str]``: a list);
-    ``None`` when any part of ``hint`` is not checked (a class, a protocol, ``Any``)."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        tests = [_test_of(arg) for arg in typing.get_args(hint)]
-        if any(test is None for test in tests):
-            return None
-        return lambda v: any(test(v) for test in tests if test is not None)
-    origin = typing.get_origin(hint) or hint
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and origin is numpy.ndarray:
-        return lambda v: isinstance(v, numpy.ndarray)
-    return _TESTS.get(origin)
-
-
-@functools.cache
-def _answer_check_of(spec: Callable[..., object]) -> tuple[Callable[[object], bool] | None, str]:
-    annotation = inspect.get_annotations(spec).get("return")
-    declared = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
-    try:
-        hint = typing.get_type_hints(spec, globalns=vars(hookspecs), localns=_SPEC_NAMES)
-    except Exception:  # a spec of another project's making: its answers are not checked
-        return None, declared
-    return _test_of(hint.get("return", Any)), declared
-
-
-def _answer_check(caller: pluggy.HookCaller) -> tuple[Callable[[object], bool] | None, str]:
-    """The test of a *firstresult* answer of ``caller`` (``None``: not checked) and the
-    return type its spec declares, as written."""
-    spec = caller.spec
-    return (None, "") if spec is None else _answer_check_of(spec.function)
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
 
 
 # --------------------------------------------------------------------------- failures

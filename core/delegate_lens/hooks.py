@@ -26,7 +26,7 @@ check what they use (a plugin is foreign code).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from delegate_lens import hookcalls
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from torch.export import ExportedProgram
 
     from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
-    from delegate_lens.hookspecs import DebugHandleMap, RuntimeBackend
+    from delegate_lens.etrecord import GraphInfo
+    from delegate_lens.hookspecs import DebugHandleMap, ExecuTorchBridge, RuntimeBackend
     from delegate_lens.testing import BackendProfile
 
 __all__ = [
@@ -54,8 +55,10 @@ __all__ = [
     "parse_delegate_metadata",
     "partitioner",
     "preprocess",
+    "recover_delegate_map",
     "runtime_backend",
     "testing_profile",
+    "testing_rules",
 ]
 
 
@@ -241,6 +244,45 @@ def intermediate_output(
     return result
 
 
+def recover_delegate_map(
+    backend_id: str,
+    processed: memoryview,
+    identifiers: Sequence[int | str],
+    handles: Sequence[int] | None = None,
+    graph: GraphInfo | None = None,
+    compile_specs: Sequence[tuple[str, bytes]] = (),
+    named_data: Mapping[str, memoryview] | None = None,
+    *,
+    where: str = "",
+    pm: pluggy.PluginManager | None = None,
+) -> tuple[str, object] | None:
+    """``dl_recover_delegate_map`` (warn): ``(plugin name, its answer)`` of the plugin
+    that recovered the delegate's map, or ``None`` (no plugin did, or one failed: the
+    warning names it and ``where``). Every plugin is asked (one call per delegate); the
+    first answer in the hook's call order wins."""
+    import warnings
+
+    from delegate_lens.errors import PluginError, PluginWarning
+
+    try:
+        answers = hookcalls.call_each(
+            "dl_recover_delegate_map",
+            **_pm(pm),
+            backend_id=backend_id,
+            processed=processed,
+            identifiers=identifiers,
+            handles=handles,
+            graph=graph,
+            compile_specs=compile_specs,
+            named_data={} if named_data is None else named_data,
+        )
+    except PluginError as exc:
+        warnings.warn(f"{where}: {exc}; its rows stay unlinked", PluginWarning, stacklevel=3)
+        return None
+    # call_each answers in registration order; a firstresult call asks the last first
+    return answers[-1] if answers else None
+
+
 # --------------------------------------------------------------------------- testing, display
 
 
@@ -254,13 +296,18 @@ def testing_profile(
     return result
 
 
+def testing_rules(pm: pluggy.PluginManager | None = None) -> list[tuple[str, object]]:
+    """``dl_testing_rules`` (each): ``[(plugin name, what it returned)]``, to be checked."""
+    return hookcalls.call_each("dl_testing_rules", **_pm(pm))
+
+
 def html_display(obj: object, *, pm: pluggy.PluginManager | None = None) -> str | None:
     """``dl_html_display`` (raise): the HTML showing ``obj`` in a notebook, or ``None``."""
     result: str | None = hookcalls.call_hook("dl_html_display", **_pm(pm), obj=obj)
     return result
 
 
-def executorch_bridge(*, pm: pluggy.PluginManager | None = None) -> object | None:
+def executorch_bridge(*, pm: pluggy.PluginManager | None = None) -> ExecuTorchBridge | None:
     """``dl_executorch_bridge`` (raise): the bridge to real ExecuTorch, or ``None``."""
-    result: object | None = hookcalls.call_hook("dl_executorch_bridge", **_pm(pm))
+    result: ExecuTorchBridge | None = hookcalls.call_hook("dl_executorch_bridge", **_pm(pm))
     return result

@@ -11,9 +11,10 @@ Hooks are grouped by the stage of the pipeline that calls them:
 * ahead of time: :func:`dl_partitioner`, :func:`dl_preprocess`, :func:`dl_delegate_mapping`;
 * runtime: :func:`dl_runtime_backend`, :func:`dl_encode_delegate_metadata`;
 * Inspector: :func:`dl_parse_delegate_metadata`, :func:`dl_delegate_time_scale`,
-  :func:`dl_delegate_time_scale_array`, :func:`dl_exporters`;
+  :func:`dl_delegate_time_scale_array`, :func:`dl_exporters`,
+  :func:`dl_recover_delegate_map`;
 * numerics: :func:`dl_numerical_comparators`, :func:`dl_intermediate_output`;
-* the test kit: :func:`dl_testing_profile`;
+* the test kit: :func:`dl_testing_profile`, :func:`dl_testing_rules`;
 * real ExecuTorch: :func:`dl_executorch_bridge`;
 * notebooks: :func:`dl_html_display`.
 
@@ -30,7 +31,8 @@ unchanged. A guide with an example for every hook: ``docs/plugins.md``.
 
 The annotations name the real classes (imported for type checkers only, so this module
 imports nothing above the plugin host); what a plugin returns by duck typing is a
-:class:`typing.Protocol` declared here (:class:`RuntimeBackend`).
+:class:`typing.Protocol` declared here (:class:`RuntimeBackend`) or named here
+(:class:`ExecuTorchBridge`, from :mod:`delegate_lens._bridge_protocol`).
 """
 
 from __future__ import annotations
@@ -40,20 +42,29 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
+from delegate_lens._bridge_protocol import ExecuTorchBridge
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     from torch.export import ExportedProgram
 
-    from delegate_lens.backend import CompileSpec, Partitioner, PreprocessResult
+    from delegate_lens.backend import (
+        CompileSpec,
+        Partitioner,
+        PreprocessResult,
+        RecoveredDelegateMap,
+    )
+    from delegate_lens.etrecord import GraphInfo
     from delegate_lens.exporters import Exporter
     from delegate_lens.numerics import Comparator
     from delegate_lens.runtime import BackendExecutionContext
-    from delegate_lens.testing import BackendProfile
+    from delegate_lens.testing import BackendProfile, Rule
 
 __all__ = [
     "PROJECT_NAME",
     "DebugHandleMap",
+    "ExecuTorchBridge",
     "RuntimeBackend",
     "hookimpl",
     "hookspec",
@@ -247,6 +258,47 @@ def dl_exporters() -> Sequence[Exporter]:
     """
 
 
+@hookspec(firstresult=True)
+def dl_recover_delegate_map(
+    backend_id: str,
+    processed: memoryview,
+    identifiers: Sequence[int | str],
+    handles: Sequence[int] | None,
+    graph: GraphInfo | None,
+    compile_specs: Sequence[tuple[str, bytes]],
+    named_data: Mapping[str, memoryview],
+) -> RecoveredDelegateMap | DebugHandleMap | None:
+    """Recover a delegate's Debug Handle Map from its processed bytes, after the fact.
+
+    Called by the Inspector given a program (``Inspector(..., program=...)``,
+    ``--program MODEL.pte``) once per delegate call whose map the ETRecord leaves empty
+    or does not have (a non-empty ETRecord map always wins), with what the run logged for
+    it. The recovered map then links that delegate's rows in every view, as an ETRecord
+    map would.
+
+    :param backend_id: the delegate's backend id (``"XnnpackBackend"``).
+    :param processed: the delegate's processed bytes as the program stores them (a
+        read-only view; ``bytes(processed)`` copies it).
+    :param identifiers: the delegate debug identifiers the run logged for this call, in the
+        order they were first logged.
+    :param handles: the debug handles of the call's graph nodes (the ETRecord's
+        ``debug_handle_map`` at its instruction), or ``None`` without an ETRecord.
+    :param graph: the ETRecord's graph of the call's method
+        (:class:`delegate_lens.etrecord.GraphInfo`: nodes with handles, op types, graph
+        order), or ``None``.
+    :param compile_specs: the delegate's compile specs as ``(key, value)`` pairs.
+    :param named_data: the program's named data, key -> bytes (read on lookup).
+    :returns: a :class:`delegate_lens.backend.RecoveredDelegateMap` (identifier ->
+        handles, and identifier -> why it is left unlinked), a plain ``{identifier:
+        handles}`` mapping, or ``None`` when ``backend_id`` is not this plugin's.
+        Identifiers neither linked nor explained are reported as not placed.
+
+    firstresult: the first non-``None`` result wins. A plugin that raises or returns a
+    malformed map is reported in a :class:`delegate_lens.PluginWarning` naming it, and
+    the delegate's rows stay unlinked.
+    """
+
+
 # --------------------------------------------------------------------------- numerics
 
 
@@ -314,6 +366,27 @@ def dl_testing_profile(backend_id: str) -> BackendProfile | None:
     """
 
 
+@hookspec
+def dl_testing_rules() -> Sequence[Rule]:
+    """Return the rules this plugin adds to the test kit (``delegate_lens.testing``).
+
+    Called once per :func:`delegate_lens.testing.check_backend` run (and by
+    ``delegate-lens check-backend``, the pytest plugin and the mutation score), before any
+    model is checked. The built-in rules (``lowers`` ... ``numeric-gaps``) come from the
+    built-in plugin ``delegate_lens.builtins.testing_rules`` through this hook; a backend
+    author's plugin adds its own the same way.
+
+    :returns: a sequence of :class:`delegate_lens.testing.Rule`: a ``name``, what it
+        ``catches``, the mutant kinds that prove it (``proven_by``), and its ``check(case,
+        subject)``, which adds findings to ``case`` from what ``subject`` (a
+        :class:`delegate_lens.testing.RuleInput`) holds of one lowered and traced model.
+
+    Not firstresult: the results of all plugins are combined (the built-in rules first);
+    two rules with the same name are a :class:`delegate_lens.PluginError` naming both
+    plugins.
+    """
+
+
 # --------------------------------------------------------------------------- inspector (arrays)
 
 
@@ -372,7 +445,7 @@ def dl_html_display(obj: object) -> str | None:
 
 
 @hookspec(firstresult=True)
-def dl_executorch_bridge() -> object | None:
+def dl_executorch_bridge() -> ExecuTorchBridge | None:
     """Return the bridge to real ExecuTorch (the ``executorch`` package), or ``None``.
 
     Called by what runs real ExecuTorch programs or lowers with real partitioners:
@@ -383,10 +456,10 @@ def dl_executorch_bridge() -> object | None:
     itself: the plugin distribution ``delegate-lens-executorch`` (the ``executorch`` extra)
     answers this hook.
 
-    :returns: an object with ``profile(...)``, ``check_backend(partitioner, ...)``,
-        ``verify(...)`` and ``generate_etrecord(...)`` and the names ``rules`` and
-        ``profile_files`` (see ``plugins/executorch-bridge``, class ``Bridge``), or
-        ``None`` when this plugin cannot bridge (for example ``executorch`` is not
+    :returns: an :class:`ExecuTorchBridge`: an object with ``profile(...)``,
+        ``check_backend(partitioner, ...)``, ``verify(...)`` and ``generate_etrecord(...)``
+        and the names ``rules`` and ``profile_files`` (see ``plugins/executorch-bridge``,
+        class ``Bridge``), or ``None`` when this plugin cannot bridge (for example ``executorch`` is not
         importable). ``delegate_lens.generate_etrecord`` given ExecuTorch's own program
         managers calls it too.
 

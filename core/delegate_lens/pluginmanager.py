@@ -16,11 +16,14 @@ Building the manager (:func:`get_plugin_manager`) does, in this order:
    *firstresult* hooks). ``-p NAME`` naming an entry point loads that entry point even
    when autoloading is disabled.
 
-A plugin whose import fails, whose hook implementation does not match its spec (an
-argument the spec does not have, a wrapper that is not a generator) or that implements
-an unknown ``dl_`` hook raises :class:`~delegate_lens.errors.PluginError` naming the
-plugin and its distribution (name and version). As in pytest, a routine of a plugin
-named ``dl_*`` is a hook implementation even without ``@hookimpl``.
+A plugin whose import fails (an exception, ``sys.exit()``, any ``BaseException`` but
+``KeyboardInterrupt``), whose hook implementation does not match its spec (an argument the
+spec does not have, a wrapper that is not a generator) or that implements an unknown
+``dl_`` hook raises :class:`~delegate_lens.errors.PluginError` naming the plugin and its
+distribution (name and version). What a plugin prints while it is imported goes to
+standard error (:func:`_plugin_import`), never into a command's output on stdout. As in
+pytest, a routine of a plugin named ``dl_*`` is a hook implementation even without
+``@hookimpl``.
 
 Calling hooks is :mod:`delegate_lens.hookcalls`'s job (``call_hook``,
 ``call_hook_or_warn``, ``call_each``, ``call_hook_or_skip``): it imports this module, never
@@ -31,12 +34,14 @@ messages) and :func:`list_plugins` (:class:`PluginInfo` for every registered plu
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import inspect
 import itertools
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -82,6 +87,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "delegate_lens.builtins.tick_clock",  # before time_scale_fallback: asked before it
     "delegate_lens.builtins.time_scale_fallback",
     "delegate_lens.builtins.notebook",
+    "delegate_lens.builtins.testing_rules",
     "delegate_lens.backends_demo._plugin",
 )
 """Modules registered as built-in plugins, in registration order."""
@@ -315,26 +321,36 @@ def _load_entry_point(pm: DelegateLensPluginManager, ep: importlib.metadata.Entr
         version=None if dist is None else str(dist.version),
         value=ep.value,
     )
-    try:
+    with _plugin_import(f"plugin {_label(ep.name, source)} failed to load ({ep.value})"):
         plugin = ep.load()
-    except Exception as exc:
-        raise PluginError(
-            f"plugin {_label(ep.name, source)} failed to load ({ep.value}): {exception_text(exc)}"
-        ) from exc
     _register(pm, plugin, ep.name, source)
 
 
 def _load_module_option(pm: DelegateLensPluginManager, module_name: str) -> None:
-    try:
+    with _plugin_import(f"plugin module {module_name!r} (-p {module_name}) failed to load"):
         module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise PluginError(
-            f"plugin module {module_name!r} (-p {module_name}) failed to load: {exception_text(exc)}"
-        ) from exc
     if pm.is_registered(module):
         return
     distribution, version = _module_distribution(module_name)
     _register(pm, module, module_name, PluginSource("-p", distribution, version, module_name))
+
+
+@contextlib.contextmanager
+def _plugin_import(failed: str) -> Iterator[None]:
+    """Around the import of a plugin's code (an entry point, a ``-p`` module): what it
+    prints goes to standard error, so that a command's output on stdout stays what the
+    command wrote (the command line also sends prints to stderr for its whole run; this
+    holds for library users and worker processes too, for the import's duration); any
+    failure (an exception, ``sys.exit()``, another ``BaseException`` but
+    ``KeyboardInterrupt``) becomes a :class:`PluginError`, ``"<failed>: <what happened>"``.
+    """
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise PluginError(f"{failed}: {exception_text(exc)}") from exc
 
 
 def _module_distribution(module_name: str) -> tuple[str | None, str | None]:
@@ -410,7 +426,10 @@ def _validation_text(exc: pluggy.PluginValidationError) -> str:
 
 
 def exception_text(exc: BaseException) -> str:
-    """``"Type: first line of the message"`` (what a one-line error shows of an exception)."""
+    """``"Type: first line of the message"`` (what a one-line error shows of an exception);
+    ``"called sys.exit(code)"`` for a :class:`SystemExit`."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -2,10 +2,10 @@
 
 ``get_delegation_info(graph_module)`` takes a lowered graph module (or an
 ``ExportedProgram`` / ``EdgeProgramManager``, whose ``forward`` is used) and counts the
-operator nodes inside delegate calls (in their partitions' graphs) and outside them.
-``getitem`` nodes (picking outputs) and the delegate calls themselves are not operators
-(the reference counts ``getitem`` nodes too). Op types are written as the reference writes
-them, from the operator: ``aten_convolution_default`` for ``aten.convolution.default``.
+``call_function`` nodes inside delegates (in their partitions' graphs) and outside them, as
+the reference counts them (``getitem`` nodes too; not the delegate calls). Op types are the
+reference's: node names without their number (``aten_mul_tensor`` on an edge graph,
+``conv2d`` on an exported one).
 ``print_delegation_info`` prints the summary and the per-operator table in the reference's
 grid.
 """
@@ -13,7 +13,7 @@ grid.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+import re
 from typing import Any, TextIO
 
 import attrs
@@ -99,41 +99,65 @@ def _graph_module(obj: object) -> torch.fx.GraphModule:
     )
 
 
-def _operators(graph: torch.fx.Graph) -> Iterator[torch.fx.Node]:
-    for node in graph.nodes:
-        if node.op != "call_function" or node.target is operator.getitem:
-            continue
-        yield node
+def _op_type(node: torch.fx.Node) -> str:
+    """The node's name without its numeric suffix (``aten_mul_tensor_2`` -> ``aten_mul_tensor``):
+    the reference's op type, whatever the graph's dialect (``conv2d`` on an exported graph)."""
+    return re.sub(r"_\d+$", "", node.name)
+
+
+def _target_type(node: torch.fx.Node) -> str:
+    """The op type ExecuTorch's edge graph names the node by (``aten_convolution_default``)."""
+    if getattr(node.target, "__name__", "") == "getitem":
+        return "getitem"
+    return reference_op_type(node.target)
+
+
+def _lowered(gm: torch.fx.GraphModule, node: torch.fx.Node) -> Any:
+    """The lowered module a ``get_attr`` node fetches, or None (duck-typed: ours or
+    ExecuTorch's ``LoweredBackendModule``)."""
+    if node.op != "get_attr":
+        return None
+    module = getattr(gm, str(node.target), None)
+    if hasattr(module, "original_module") and hasattr(module, "backend_id"):
+        return module
+    return None
 
 
 def get_delegation_info(graph_module: object) -> DelegationInfo:
-    """Count delegated and non-delegated operator nodes of a lowered graph."""
+    """Count delegated and non-delegated nodes of a lowered graph, as the reference counts:
+    every ``call_function`` node outside delegate calls (``getitem`` ones too) is a
+    non-delegated node; each lowered module the graph fetches is a delegated subgraph, and
+    every ``call_function`` node of its original graph a delegated node. Op types are node
+    names without their number, in the order first met."""
     gm = _graph_module(graph_module)
     by_op: dict[str, list[int]] = {}
     delegated = non_delegated = subgraphs = 0
     backends: dict[str, int] = {}
+    # delegate-lens's own lowering keeps torch.export's node names (``convolution``): its
+    # graphs are spelled as ExecuTorch names the same nodes (``aten_convolution_default``)
+    ours = any(isinstance(_lowered(gm, node), LoweredBackendModule) for node in gm.graph.nodes)
+    spell = _target_type if ours else _op_type
 
     def count(node: torch.fx.Node, inside: bool) -> None:
-        counts = by_op.setdefault(reference_op_type(node.target), [0, 0])
+        counts = by_op.setdefault(spell(node), [0, 0])
         counts[0 if inside else 1] += 1
 
-    def walk_lowered(module: LoweredBackendModule) -> None:
-        nonlocal delegated, subgraphs
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            if _op_type(node) == "executorch_call_delegate" or is_delegate_call(node):
+                continue
+            non_delegated += 1
+            count(node, False)
+            continue
+        module = _lowered(gm, node)
+        if module is None:
+            continue
         subgraphs += 1
         backends[module.backend_id] = backends.get(module.backend_id, 0) + 1
-        for node in _operators(module.original_module.graph):
-            if is_delegate_call(node):  # nested lowering
-                walk_lowered(lowered_module_of(node))
-                continue
-            delegated += 1
-            count(node, True)
-
-    for node in _operators(gm.graph):
-        if is_delegate_call(node):
-            walk_lowered(lowered_module_of(node))
-            continue
-        non_delegated += 1
-        count(node, False)
+        for inner in module.original_module.graph.nodes:
+            if inner.op == "call_function":
+                delegated += 1
+                count(inner, True)
     return DelegationInfo(
         subgraphs,
         delegated,

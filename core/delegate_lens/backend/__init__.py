@@ -5,7 +5,10 @@
 * :class:`Partitioner`, :class:`PartitionResult`, :class:`DelegationSpec` — choosing the
   nodes a backend takes;
 * :class:`DelegateMappingBuilder` — the Debug Handle Map (delegate debug identifier ->
-  debug handles) returned in ``PreprocessResult``; :func:`partition_handles`.
+  debug handles) returned in ``PreprocessResult``; :func:`partition_handles`;
+* :class:`RecoveredDelegateMap` — a Debug Handle Map a ``dl_recover_delegate_map`` plugin
+  recovers from a delegate's processed bytes, with reasons for what it could not place
+  (:class:`RecoveredMap`: as the Inspector keeps it, with the plugin's name).
 
 Every name is also on the root face (``delegate_lens.CompileSpec``, ...). See
 ``docs/backend-authors.md``.

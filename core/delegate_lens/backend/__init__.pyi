@@ -18,3 +18,5 @@ from delegate_lens.backend._partitioner import DELEGATION_TAG as DELEGATION_TAG
 from delegate_lens.backend._partitioner import DelegationSpec as DelegationSpec
 from delegate_lens.backend._partitioner import Partitioner as Partitioner
 from delegate_lens.backend._partitioner import PartitionResult as PartitionResult
+from delegate_lens.backend._recovery import RecoveredDelegateMap as RecoveredDelegateMap
+from delegate_lens.backend._recovery import RecoveredMap as RecoveredMap

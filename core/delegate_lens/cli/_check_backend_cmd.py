@@ -53,6 +53,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--seed", type=_count, default=0, help="hypothesis seed (default: 0)")
     parser.add_argument(
+        "--mutants",
+        action="store_true",
+        help=(
+            "instead of the conformance run, make mutant backends of NAME (one planted bug "
+            "each) and print which rules kill each; exit 1 when one survives"
+        ),
+    )
+    parser.add_argument(
         "--format",
         "-f",
         choices=("table", "json"),
@@ -66,6 +74,8 @@ def _run(args: argparse.Namespace) -> int:
     from delegate_lens.testing import DEFAULT_MAX_EXAMPLES, check_backend
 
     examples = DEFAULT_MAX_EXAMPLES if args.max_examples is None else args.max_examples
+    if args.mutants:
+        return _run_mutants(args)
     if args.executorch_partitioner is not None or args.backend is None:
         report = _check_real(args, examples)
     else:
@@ -85,3 +95,16 @@ def _check_real(args: argparse.Namespace, examples: int) -> Any:
         raise UsageError("give a backend NAME or --executorch-partitioner MODULE:NAME (one)")
     bridge = executorch_bridge("check-backend --executorch-partitioner")
     return bridge.check_backend(args.executorch_partitioner, max_examples=examples, seed=args.seed)
+
+
+def _run_mutants(args: argparse.Namespace) -> int:
+    """``--mutants``: the mutation score of the rules on NAME's mutants."""
+    from delegate_lens.errors import UsageError
+    from delegate_lens.fileio import standard_output
+    from delegate_lens.testing.mutants import mutation_score
+
+    if args.backend is None or args.executorch_partitioner is not None:
+        raise UsageError("--mutants needs a backend NAME (not --executorch-partitioner)")
+    score = mutation_score(args.backend)
+    print(score.to_json() if args.format == "json" else score.to_table(), file=standard_output())
+    return 0 if score.ok else EXIT_FINDINGS

@@ -43,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--etrecord", metavar="R", help="ETRecord of every ETDump (default: a sidecar, if any)"
     )
     parser.add_argument(
+        "--program",
+        metavar="MODEL.pte",
+        help="the program every ETDump ran: delegates their ETRecord leaves unmapped get the "
+        "map a plugin recovers from it (e.g. XNNPACK with delegate-lens-xnnpack)",
+    )
+    parser.add_argument(
         "--label",
         action="append",
         default=[],
@@ -112,6 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         args.output,
         labels=labels,
         etrecord=args.etrecord,
+        program=args.program,
         engine=args.engine,
         workers=args.workers,
         scheduler=args.scheduler,

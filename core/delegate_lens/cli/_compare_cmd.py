@@ -72,6 +72,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ETRECORD",
         help="one ETRecord for both sides (same program, e.g. a runtime change)",
     )
+    parser.add_argument("--base-program", metavar="MODEL.pte", help="program of BASE")
+    parser.add_argument("--new-program", metavar="MODEL.pte", help="program of NEW")
+    parser.add_argument(
+        "--program",
+        metavar="MODEL.pte",
+        help="one program for both sides: delegates the ETRecords leave unmapped get the map "
+        "a plugin recovers from it (e.g. XNNPACK with delegate-lens-xnnpack)",
+    )
     parser.add_argument(
         "--threshold",
         default="5%",
@@ -132,6 +140,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-samples must be at least 2, got {args.min_samples}")
     if args.etrecord is not None and (args.base_etrecord or args.new_etrecord):
         raise UsageError("give --etrecord or --base-etrecord/--new-etrecord, not both")
+    if args.program is not None and (args.base_program or args.new_program):
+        raise UsageError("give --program or --base-program/--new-program, not both")
     if args.output:
         target = Path(args.output)
         if not target.parent.is_dir():
@@ -152,6 +162,8 @@ def _run(args: argparse.Namespace) -> int:
             test=args.test,
             min_samples=args.min_samples,
             min_matched=min_matched,
+            base_program=args.program or args.base_program,
+            new_program=args.program or args.new_program,
         )
     untested = _untested(result, args, alpha)
     if untested is not None:  # a gate that tests nothing does not pass

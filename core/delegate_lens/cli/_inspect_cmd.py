@@ -46,9 +46,29 @@ def add_inspector_inputs(parser: argparse.ArgumentParser, *, debug_buffer: bool 
     every command that builds an Inspector reads."""
     parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
     parser.add_argument("--etrecord", metavar="R", help="ETRecord file of the same model")
+    add_program_argument(parser)
     if debug_buffer:
         parser.add_argument(
             "--debug-buffer", metavar="B", help="debug buffer holding the debug events' tensors"
+        )
+
+
+def add_program_argument(parser: argparse.ArgumentParser) -> None:
+    """``--program MODEL.pte``: the program that ran, for delegates whose Debug Handle Map
+    a plugin recovers from it (``dl_recover_delegate_map``)."""
+    parser.add_argument(
+        "--program",
+        metavar="MODEL.pte",
+        help="the program that ran: delegates the ETRecord leaves unmapped get the map a "
+        "plugin recovers from it (e.g. XNNPACK with delegate-lens-xnnpack); needs --etrecord",
+    )
+
+
+def check_program(program: str | None, etrecord: str | None) -> None:
+    """``--program`` goes with an ETRecord (its graph gives the linked rows their nodes)."""
+    if program is not None and etrecord is None:
+        raise UsageError(
+            "--program links delegate events to the ETRecord's graph: give --etrecord too"
         )
 
 
@@ -195,6 +215,7 @@ def _run(args: argparse.Namespace) -> int:
             f"format {exporter.name!r} writes several files: give a folder with -o DIR"
         )
     check_debug_buffer(args.debug_buffer)
+    check_program(args.program, args.etrecord)
     from delegate_lens.fileio import standard_output
 
     stdout = standard_output()
@@ -228,6 +249,7 @@ def _run(args: argparse.Namespace) -> int:
                 debug_buffer_path=args.debug_buffer,
                 source_time_scale=source,
                 target_time_scale=target,
+                program=args.program,
             )
             if console is not None:
                 progress.step("formatting the table")

@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("etdump", metavar="ETDUMP", help="ETDump file (.etdp)")
     parser.add_argument("--etrecord", metavar="R", required=True, help="ETRecord of the model")
+    from delegate_lens.cli._inspect_cmd import add_program_argument
+
+    add_program_argument(parser)
     parser.add_argument(
         "--debug-buffer", metavar="B", required=True, help="debug buffer of the run"
     )
@@ -101,7 +104,10 @@ def _run(args: argparse.Namespace) -> int:
 
             inputs = load_inputs(args.inputs)
         inspector = Inspector(
-            etdump_path=args.etdump, etrecord=args.etrecord, debug_buffer_path=args.debug_buffer
+            etdump_path=args.etdump,
+            etrecord=args.etrecord,
+            debug_buffer_path=args.debug_buffer,
+            program=args.program,
         )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

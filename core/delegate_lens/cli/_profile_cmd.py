@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Inputs: --inputs FILE (.npy: one input; .npz: the inputs in archive order, names "
             "unused; or a torch.save .pt of a tensor or a list), --bundled P.bpte (its first "
             "test case), or the ETRecord's representative inputs. The program is checked "
-            "first. Needs: pip install 'delegate-lens[executorch]'."
+            "first. The runtime runs in a child process: a crash of it (a damaged program) is "
+            "one error line, and nothing is written. Needs: pip install "
+            "'delegate-lens[executorch]'."
         ),
     )
     parser.add_argument("program", metavar="MODEL.pte", help="the ExecuTorch program")

@@ -11,6 +11,7 @@ from delegate_lens.cli._inspect_cmd import (
     add_inspector_inputs,
     add_time_scale_arguments,
     check_debug_buffer,
+    check_program,
 )
 
 
@@ -51,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
 
     out = check_output_file(args.output)
     check_debug_buffer(args.debug_buffer)
+    check_program(args.program, args.etrecord)
     with _one_line_warnings():
         from delegate_lens.inspector import Inspector
         from delegate_lens.report import write_report
@@ -61,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
             debug_buffer_path=args.debug_buffer,
             source_time_scale=source,
             target_time_scale=target,
+            program=args.program,
         )
         write_report(inspector, out, title=args.title, runs=args.run)
     from delegate_lens.fileio import standard_output

@@ -7,8 +7,12 @@ Exit status: 0 all passed, 1 any failed, 2 bad input (one ``error:`` line).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import BundledProgramError, UsageError
+
+if TYPE_CHECKING:
+    from delegate_lens.bundled_program import BundledProgram
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,8 +21,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the test cases of a bundled program (.bpte) and check their outputs",
         description=(
             "Load a bundled program, run every test case of every method test suite in the "
-            "simulated runtime and compare the outputs with the expected ones. Prints one line "
-            "per test case; exits 1 if any fails."
+            "simulated runtime (a real ExecuTorch program: in the real runtime, in a child "
+            "process, so that a crash of the runtime is one error line) and compare the "
+            "outputs with the expected ones. Prints one line per test case; exits 1 if any "
+            "fails."
         ),
     )
     parser.add_argument("bundled_program", metavar="PROGRAM.bpte", help="the bundled program")
@@ -89,8 +95,10 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _verify_real(args: argparse.Namespace, bundled: object) -> int:
-    """Run the cases on the real ExecuTorch runtime (the executorch extra); same output."""
+def _verify_real(args: argparse.Namespace, bundled: BundledProgram) -> int:
+    """Run the cases on the real ExecuTorch runtime (the executorch extra), in a child
+    process: a crash of the runtime is one error line, and nothing is printed or written.
+    Same output as for our own programs."""
     from delegate_lens._bridge import executorch_bridge
 
     what = f"verify of {args.bundled_program} (its program is an ExecuTorch .pte)"

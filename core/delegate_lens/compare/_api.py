@@ -53,28 +53,44 @@ def _attributions(*inspectors: Inspector) -> Attributions:
     return of
 
 
-def _inspector(value: object, etrecord: object, what: str) -> tuple[Inspector, str]:
+ProgramPath = str | os.PathLike[str] | bytes | None
+"""A side's program (``.pte``) for maps recovered from it, or None."""
+
+
+def _inspector(
+    value: object, etrecord: object, what: str, program: ProgramPath = None
+) -> tuple[Inspector, str]:
     if isinstance(value, Inspector):
-        if etrecord is not None:
-            raise UsageError(f"{what}: give the ETRecord to the Inspector, not to compare()")
+        if etrecord is not None or program is not None:
+            raise UsageError(
+                f"{what}: give the ETRecord and program to the Inspector, not to compare()"
+            )
         return value, str(value.etdump_path) if value.etdump_path is not None else what
     if isinstance(value, str | os.PathLike):
-        return Inspector(etdump_path=value, etrecord=etrecord), os.fspath(value)
+        inspector = Inspector(etdump_path=value, etrecord=etrecord, program=program)
+        return inspector, os.fspath(value)
     raise UsageError(f"{what} must be an ETDump path or an Inspector, not {type(value).__name__}")
 
 
 def _two_inspectors(
-    base: object, base_etrecord: object, new: object, new_etrecord: object
+    base: object,
+    base_etrecord: object,
+    new: object,
+    new_etrecord: object,
+    programs: tuple[ProgramPath, ProgramPath] = (None, None),
 ) -> tuple[tuple[Inspector, str], tuple[Inspector, str]]:
     """Both sides; two ETDump paths are read in two threads (decoding is numpy work that
     releases the GIL for much of the time). A bad base is reported before a bad new."""
     if isinstance(base, Inspector) or isinstance(new, Inspector):
-        return _inspector(base, base_etrecord, "base"), _inspector(new, new_etrecord, "new")
+        return (
+            _inspector(base, base_etrecord, "base", programs[0]),
+            _inspector(new, new_etrecord, "new", programs[1]),
+        )
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="compare-load") as pool:
-        base_future = pool.submit(_inspector, base, base_etrecord, "base")
-        new_future = pool.submit(_inspector, new, new_etrecord, "new")
+        base_future = pool.submit(_inspector, base, base_etrecord, "base", programs[0])
+        new_future = pool.submit(_inspector, new, new_etrecord, "new", programs[1])
         return base_future.result(), new_future.result()
 
 
@@ -97,6 +113,8 @@ def compare(
     test: str = "median-ci",
     min_samples: int = 3,
     min_matched: float = DEFAULT_MIN_MATCHED,
+    base_program: ProgramPath = None,
+    new_program: ProgramPath = None,
 ) -> CompareResult:
     """Compare two ETDumps (paths or :class:`~delegate_lens.inspector.Inspector` objects).
 
@@ -112,6 +130,9 @@ def compare(
     share of the operator rows matched (:mod:`delegate_lens.compare._identity`). Below
     ``min_matched`` (a share from 0 to 1; 0 accepts anything) the two sides do not look
     like one program and no verdict is given: :class:`UnmatchedProgramsError`.
+
+    ``base_program`` / ``new_program``: each side's program (``.pte``), for delegates whose
+    map a ``dl_recover_delegate_map`` plugin recovers from it (``Inspector(program=...)``).
     """
     threshold = _check_number("threshold", threshold, 0.0, 1.0)
     alpha = _check_number("alpha", alpha, 0.0, 1.0)
@@ -124,7 +145,7 @@ def compare(
     if not 0.0 <= min_matched <= 1.0:
         raise UsageError(f"min_matched must be a share from 0 to 1, got {min_matched}")
     (base_inspector, base_name), (new_inspector, new_name) = _two_inspectors(
-        base, base_etrecord, new, new_etrecord
+        base, base_etrecord, new, new_etrecord, (base_program, new_program)
     )
     unit = base_inspector.target_time_scale
     if new_inspector.target_time_scale != unit:

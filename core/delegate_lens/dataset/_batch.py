@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from delegate_lens.etdump import DecodedColumns
     from delegate_lens.etrecord import ETRecord
     from delegate_lens.inspector import FileColumns, Inspector
+    from delegate_lens.program import ProgramDelegates
 
 _Outcome = tuple[list["_Pending"], "pyarrow.Table | _Pieces"] | tuple["_Pending", Exception]
 """What became of files decoded together: ``(files, table)`` for what was collected,
@@ -218,7 +219,10 @@ def _decode_group(group: list[_Pending], label_names: Sequence[str]) -> Iterator
 
 
 def _linked_group(
-    group: list[_Pending], etrecord: ETRecord, label_names: Sequence[str]
+    group: list[_Pending],
+    etrecord: ETRecord,
+    label_names: Sequence[str],
+    program: ProgramDelegates | None = None,
 ) -> Iterator[_Outcome]:
     """As :func:`_decode_group` for files with an ETRecord: decoded together, then one
     Inspector per file (for its links); one file at a time when the group fails."""
@@ -250,9 +254,11 @@ def _linked_group(
         for k, item in enumerate(group):
             try:
                 if decoded is not None:
-                    inspector = Inspector(etdump=decoded.etdump(k), etrecord=etrecord)
+                    etdump = decoded.etdump(k)
+                    inspector = Inspector(etdump=etdump, etrecord=etrecord, program=program)
                 else:
-                    inspector = Inspector(etdump_data=item.data, etrecord=etrecord)
+                    data = item.data
+                    inspector = Inspector(etdump_data=data, etrecord=etrecord, program=program)
                 yield [item], table(item, inspector)
             except Exception as exc:
                 yield item, exc
@@ -306,6 +312,7 @@ def _collect_batch(
     location: str, sources: Sequence[Source], known: Collection[str]
 ) -> list[FileResult]:
     from delegate_lens.etrecord import load_etrecord
+    from delegate_lens.program import read_delegates
 
     pa = require("pyarrow", "collect")
     results: list[FileResult | None] = [None] * len(sources)
@@ -321,6 +328,8 @@ def _collect_batch(
                 raise data
             file_hash = content_hash(data)
             identity = None if source.etrecord is None else etrecord_identity(source.etrecord)
+            if identity is not None and source.program is not None:
+                identity += "+" + etrecord_identity(source.program)  # links differ with it
             if dataset_key(file_hash, identity) in known:
                 results[i] = FileResult(source.path, "skipped", len(data), 0, file_hash)
                 continue
@@ -366,19 +375,20 @@ def _collect_batch(
 
     for group in _groups(plain):
         take(_decode_group(group, names))
-    by_record: dict[str, list[_Pending]] = {}
+    by_record: dict[tuple[str, str | None], list[_Pending]] = {}
     for item in linked:
         assert item.source.etrecord is not None
-        by_record.setdefault(item.source.etrecord, []).append(item)
-    for path, items in by_record.items():
+        by_record.setdefault((item.source.etrecord, item.source.program), []).append(item)
+    for (path, program_path), items in by_record.items():
         try:
             etrecord = load_etrecord(path)
-        except Exception as exc:  # a bad ETRecord: its files are reported and skipped
+            program = None if program_path is None else read_delegates(program_path)
+        except Exception as exc:  # a bad ETRecord or program: its files are skipped
             for item in items:
                 failed[item.index] = _message(item.source.path, exc)
             continue
         for group in _groups(items):
-            take(_linked_group(group, etrecord, names))
+            take(_linked_group(group, etrecord, names, program))
 
     for done, table in tables:
         for item, count in zip(done, _rows_per_file(table, len(done))):

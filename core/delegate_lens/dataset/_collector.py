@@ -113,6 +113,7 @@ def collect(
     *,
     labels: Mapping[str, str] | None = None,
     etrecord: str | None = None,
+    program: str | None = None,
     engine: str = "local",
     workers: int = 1,
     scheduler: str | None = None,
@@ -122,7 +123,10 @@ def collect(
     """Collect the ETDumps under ``paths`` into the dataset at ``dataset`` (a folder or a
     pyarrow filesystem URI), skipping files already there. ``engine`` is ``local``
     (``workers`` processes on this machine) or ``dask`` (a Dask cluster at ``scheduler``,
-    else a local cluster of ``workers`` processes)."""
+    else a local cluster of ``workers`` processes). ``program``: the program the ETDumps
+    ran (a ``.pte``), for delegates whose map a ``dl_recover_delegate_map`` plugin recovers
+    from it (their rows' ``op_types``, ``debug_handles`` and ``module_path``); it goes
+    with ``etrecord`` (or the ETDumps' ETRecord sidecars)."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
     if workers < 1:
@@ -131,7 +135,7 @@ def collect(
         raise UsageError(f"batch_bytes must be at least 1, not {batch_bytes}")
     if scheduler is not None and engine != "dask":
         raise UsageError("a scheduler address needs --engine dask")
-    found = iter_sources(paths, etrecord=etrecord, labels=labels)  # arguments checked now
+    found = iter_sources(paths, etrecord=etrecord, labels=labels, program=program)
     if etrecord is not None:
         _check_etrecord(etrecord)
     store = DatasetStore(dataset)

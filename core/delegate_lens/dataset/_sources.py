@@ -34,6 +34,8 @@ class Source:
     labels_file: str | None = None
     # from the command line; win over the file
     labels: Mapping[str, str] = attrs.field(factory=dict)
+    program: str | None = None
+    """The program that ran (``--program``), for maps recovered from it; with an ETRecord."""
 
 
 def parse_labels(items: Iterable[str]) -> dict[str, str]:
@@ -249,19 +251,26 @@ def iter_sources(
     *,
     etrecord: str | None = None,
     labels: Mapping[str, str] | None = None,
+    program: str | None = None,
 ) -> Iterator[Source]:
     """:func:`find_sources`, made as asked for (``collect`` starts on the first files while
     it is still finding the rest). Every argument is checked now: a path that names no
     ETDump, or a missing ``etrecord``, raises :class:`UsageError` before any is made."""
     if etrecord is not None and not os.path.isfile(etrecord):
         raise UsageError(f"--etrecord {etrecord}: no such file")
+    if program is not None and not os.path.isfile(program):
+        raise UsageError(f"--program {program}: no such file")
     folders = _Folders()
     found = [_expand(os.fspath(pattern), folders) for pattern in paths]  # checks each
-    return _sources(itertools.chain.from_iterable(found), etrecord, dict(labels or {}))
+    chained = itertools.chain.from_iterable(found)
+    return _sources(chained, etrecord, dict(labels or {}), program)
 
 
 def _sources(
-    found: Iterable[_Found], etrecord: str | None, shared: Mapping[str, str]
+    found: Iterable[_Found],
+    etrecord: str | None,
+    shared: Mapping[str, str],
+    program: str | None = None,
 ) -> Iterator[Source]:
     seen: set[tuple[int, int] | str] = set()
     is_regular = stat.S_ISREG
@@ -280,4 +289,5 @@ def _sources(
         seen.add(identity)
         record, labels_file = folder.sidecars(name)
         # ``shared`` is read, never changed: one copy for all
-        yield Source(path, size, etrecord or record, labels_file, shared)
+        linked = etrecord or record
+        yield Source(path, size, linked, labels_file, shared, program if linked else None)

@@ -56,7 +56,9 @@ _R = TypeVar("_R")
 
 DEPTH = 2  # batches submitted per worker and not yet done: the one it collects, and the next
 
-_Packed = tuple[list[str], list[int], list[str | None], list[str | None], list[int], list[Any]]
+_Packed = tuple[
+    list[str], list[int], list[str | None], list[str | None], list[int], list[Any], list[str | None]
+]
 _PackedResults = tuple[list[Any], ...]
 
 
@@ -79,6 +81,7 @@ def _pack(batch: list[Source]) -> _Packed:
         [s.labels_file for s in batch],
         which,
         shared,
+        [s.program for s in batch],
     )
 
 
@@ -221,11 +224,11 @@ def _collect_packed(packed: _Packed) -> _PackedResults | None:
             return None
         if _run.error is not None:
             raise _run.error
-        paths, sizes, etrecords, labels_files, which, shared = packed
+        paths, sizes, etrecords, labels_files, which, shared, programs = packed
         sources = [
-            Source(path, size, etrecord, labels_file, shared[k])
-            for path, size, etrecord, labels_file, k in zip(
-                paths, sizes, etrecords, labels_files, which
+            Source(path, size, etrecord, labels_file, shared[k], program)
+            for path, size, etrecord, labels_file, k, program in zip(
+                paths, sizes, etrecords, labels_files, which, programs
             )
         ]
         try:

@@ -29,6 +29,7 @@ from delegate_lens.config import compiled_code_off
 from delegate_lens.etdump._buffer import Buffer
 from delegate_lens.etdump._columns import COLUMN_SPECS
 from delegate_lens.etdump._decoded import DecodedColumns, bounds_of
+from delegate_lens.etdump._limits import ReadLimits
 from delegate_lens.etdump._values import decode_values
 
 I64 = npt.NDArray[np.int64]
@@ -58,14 +59,18 @@ else:
 
 
 def columns(
-    buf: Buffer, roots: I64, release: Callable[[], object] | None = None
+    buf: Buffer,
+    roots: I64,
+    release: Callable[[], object] | None = None,
+    limits: ReadLimits | None = None,
 ) -> DecodedColumns | None:
     """The ETDumps at ``roots`` of ``buf`` (root ``k`` in file ``k``) as the numpy decoder
-    makes them, or None when the walk declines (any file malformed, or the Python twin:
-    the numpy decoder then decodes, or says why). A malformed debug ``Value`` raises here
-    what the numpy decoder raises, as the same code decodes them. ``release`` is called
-    every so many events during the walk (a mapped file's reader drops the pages read so
-    far)."""
+    makes them, or None when the walk declines (any file malformed, a table or non-empty
+    vector named twice, strings past ``limits``, or the Python twin: the numpy decoder then
+    decodes, or says why). A malformed debug ``Value`` raises here what the numpy decoder
+    raises, as the same code decodes them. ``release`` is called every so many events
+    during the walk (a mapped file's reader drops the pages read so far)."""
+    limits = ReadLimits() if limits is None else limits
     lo, hi = buf.files()  # root k lies in file k
     if len(lo) != len(roots):
         return None
@@ -76,12 +81,12 @@ def columns(
         np.ascontiguousarray(hi, dtype=np.int64),
         release,
     )
-    if found is None:
+    if found is None or (found["string_bytes"] > limits.string_budget(hi - lo)).any():
         return None
-    return _decoded(buf, found)
+    return _decoded(buf, found, limits)
 
 
-def _decoded(buf: Buffer, found: dict[str, Any]) -> DecodedColumns:
+def _decoded(buf: Buffer, found: dict[str, Any], limits: ReadLimits) -> DecodedColumns:
     cols: dict[str, npt.NDArray[Any]] = {}
     n = len(found["kind"])
     held = found["set_columns"]  # the columns always made that some event set
@@ -99,7 +104,7 @@ def _decoded(buf: Buffer, found: dict[str, Any]) -> DecodedColumns:
     entry_events = values = None
     if entry is not None and len(with_entry):
         entry_events = with_entry
-        values = decode_values(buf, entry[with_entry])
+        values = decode_values(buf, entry[with_entry], limits)
     return DecodedColumns(
         columns=MappingProxyType(cols),
         bounds=bounds_of(found["event_count"]),

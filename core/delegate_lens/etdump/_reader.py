@@ -23,12 +23,24 @@ from delegate_lens.etdump._buffer import Buffer
 from delegate_lens.etdump._columns import COLUMN_SPECS as _SPECS
 from delegate_lens.etdump._columns import EventKind
 from delegate_lens.etdump._decoded import DecodedColumns, bounds_of
+from delegate_lens.etdump._limits import (
+    ReadLimits,
+    StringBudget,
+    check_claims,
+    check_unshared,
+    read_limits,
+)
 from delegate_lens.etdump._objects import ETDump
 from delegate_lens.etdump._strings import StringTable
 from delegate_lens.etdump._values import decode_values
 
 FILE_IDENTIFIER = b"ED00"
 _EVENT_CHUNK = 1 << 15
+_MEMBERS = {  # an Event's members: (what, the offsets naming them)
+    "profile": ("ProfileEvent table", "Event.profile_event offsets"),
+    "alloc": ("AllocationEvent table", "Event.allocation_event offsets"),
+    "debug": ("DebugEvent table", "Event.debug_event offsets"),
+}
 I64 = npt.NDArray[np.int64]
 _T = TypeVar("_T")
 
@@ -203,9 +215,15 @@ def _describe_foreign(head: bytes) -> str | None:
 
 
 class _Decoder:
-    def __init__(self, buf: Buffer, release: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self,
+        buf: Buffer,
+        release: Callable[[], object] | None = None,
+        limits: ReadLimits | None = None,
+    ) -> None:
         self.buf = buf
-        self.strings = StringTable(buf)
+        self.limits = read_limits() if limits is None else limits
+        self.strings = StringTable(buf, StringBudget(self.limits, buf.files()))
         self.release = release  # the compiled walk calls it every so many events
 
     def columns(self, roots: I64) -> DecodedColumns:
@@ -214,7 +232,7 @@ class _Decoder:
         The compiled walk (:mod:`._fastwalk`) makes them when it was chosen and every file
         is well formed; when it declines (None), numpy does, and names the first problem.
         Whatever the walk raises propagates: a bug there is an error, not a slow decode."""
-        fast = fastwalk.columns(self.buf, roots, self.release)
+        fast = fastwalk.columns(self.buf, roots, self.release, self.limits)
         if fast is not None:
             return fast
         return self.numpy_columns(roots)
@@ -226,20 +244,23 @@ class _Decoder:
         versions = top.scalar(0, np.uint32, 0, "version")
         run_start, run_count = buf.optional_vectors(top.offset(1, "run_data"), 4, "run_data")
         run_pos = buf.uoffset_targets(buf.expand(run_start, run_count, 4), "run_data entry")
+        check_unshared(run_pos, "RunData table", "run_data entries", self.limits)
         run_file = np.repeat(np.arange(len(roots), dtype=np.int64), run_count)
         runs = buf.tables(run_pos, "RunData")
         names = self.strings.intern(runs.offset(0, "name"), "RunData.name")
         bundled = runs.scalar(1, np.int32, -1, "bundled_input_index")
         allocator_bounds, allocator_names = self._allocators(runs.offset(2, "allocators"))
         ev_start, ev_count = buf.optional_vectors(runs.offset(3, "events"), 4, "RunData.events")
+        self._unshared_vectors(ev_start, ev_count, 4, "RunData.events")
         event_pos = buf.uoffset_targets(buf.expand(ev_start, ev_count, 4), "events entry")
+        check_unshared(event_pos, "Event table", "RunData.events entries", self.limits)
         cols = self._events(event_pos)
         bounds = bounds_of(ev_count)
         # debug entries: every Value of the buffer decoded together
         entry_events = values = None
         if self._entry_events:
             entry_events = np.concatenate(self._entry_events)
-            values = decode_values(buf, np.concatenate(self._entry_pos))
+            values = decode_values(buf, np.concatenate(self._entry_pos), self.limits)
         return DecodedColumns(
             columns=MappingProxyType(cols),
             bounds=bounds,
@@ -259,21 +280,46 @@ class _Decoder:
         """Per run, where its allocators' name codes start and end (``bounds``), and the
         codes (-1: no name) of every allocator of every run, in order."""
         start, count = self.buf.optional_vectors(vec_pos, 4, "RunData.allocators")
+        self._unshared_vectors(start, count, 4, "RunData.allocators")
         pos = self.buf.uoffset_targets(self.buf.expand(start, count, 4), "allocators entry")
+        check_unshared(pos, "Allocator table", "RunData.allocators entries", self.limits)
         tables = self.buf.tables(pos, "Allocator")
         codes = self.strings.intern(tables.offset(0, "name"), "Allocator.name")
         return bounds_of(count), codes
+
+    def _unshared_vectors(self, start: I64, count: I64, elem: int, what: str) -> None:
+        """Raise when offsets share a non-empty vector of ``start``/``count`` (the first
+        element, the length; one per offset), or when the vectors claim more than the file."""
+        full = count > 0
+        if not full.all():
+            start, count = start[full], count[full]
+        vec = start - 4  # the vectors' own positions (their lengths)
+        check_unshared(vec, f"{what} vector", f"{what} offsets", self.limits)
+        check_claims(vec, count * elem, f"{what} vectors", self.limits, self.buf.files())
 
     def _events(self, event_pos: I64) -> dict[str, npt.NDArray[Any]]:
         """All event columns, decoded chunk by chunk (bounded temporary memory)."""
         n = len(event_pos)
         self._entry_events: list[I64] = []
         self._entry_pos: list[I64] = []
+        self._members: dict[str, list[I64]] = {key: [] for key in _MEMBERS}
+        self._meta: list[tuple[I64, I64]] = []
         parts: dict[str, list[npt.NDArray[Any] | None]] = {name: [] for name in _SPECS}
         for lo in range(0, n, _EVENT_CHUNK):
             chunk = self._events_chunk(event_pos[lo : lo + _EVENT_CHUNK], lo)
             for name in _SPECS:
                 parts[name].append(chunk.get(name))
+        for key, (what, source) in _MEMBERS.items():
+            if self._members[key]:
+                check_unshared(np.concatenate(self._members.pop(key)), what, source, self.limits)
+        if self._meta:
+            starts, lengths = zip(*self._meta)
+            self._unshared_vectors(
+                np.concatenate(starts),
+                np.concatenate(lengths),
+                1,
+                "ProfileEvent.delegate_debug_metadata",
+            )
         cols: dict[str, npt.NDArray[Any]] = {}
         for name, (dtype, default) in _SPECS.items():
             pieces = parts.pop(name)
@@ -308,6 +354,8 @@ class _Decoder:
                 "Event sets more than one of profile_event/allocation_event/debug_event",
                 int(event_pos[bad]),
             )
+        for key, at in (("profile", prof[has_p]), ("alloc", alloc[has_a]), ("debug", debug[has_d])):
+            self._members[key].append(at)
         kind = np.zeros(n, dtype=np.uint8)
         kind[has_p] = EventKind.PROFILE
         kind[has_a] = EventKind.ALLOCATION
@@ -363,6 +411,7 @@ class _Decoder:
             s, c = buf.vectors(meta[has_meta], 1, "ProfileEvent.delegate_debug_metadata")
             meta_off[has_meta] = s
             meta_len[has_meta] = c
+            self._meta.append((s, c))
         fill("metadata_offset", np.int64, 0, has_p, meta_off)
         fill("metadata_length", np.int64, -1, has_p, meta_len)
         fill("start_time", np.uint64, 0, has_p, p.scalar(6, np.uint64, 0, "start_time"))

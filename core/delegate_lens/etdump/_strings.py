@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.etdump._buffer import Buffer, factorize
+from delegate_lens.etdump._limits import StringBudget
 
 I64 = npt.NDArray[np.int64]
 _CHUNK = 1 << 15
@@ -27,10 +28,12 @@ _FMULT = 0.5 + (np.arange(1, 65) * 0.6180339887498949) % 1.0
 
 
 class StringTable:
-    """The distinct strings of one file, shared by all its runs; ``intern`` gives codes."""
+    """The distinct strings of one file, shared by all its runs; ``intern`` gives codes.
+    ``budget``, when given, counts every string named (once per offset) and raises past it."""
 
-    def __init__(self, buf: Buffer) -> None:
+    def __init__(self, buf: Buffer, budget: StringBudget | None = None) -> None:
         self.buf = buf
+        self.budget = budget
         self.strings: list[str] = []
         self._codes: dict[str, int] = {}
 
@@ -55,6 +58,8 @@ class StringTable:
             return out
         p = pos[present]
         start, length = self.buf.vectors(p, 1, what)
+        if self.budget is not None:
+            self.budget.spend(p, length)
         out[present] = self._group(p, start, length)
         return out
 

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.etdump._buffer import Buffer
+from delegate_lens.etdump._limits import ReadLimits, check_unshared
 from delegate_lens.etdump._objects import (
     Bool,
     Double,
@@ -209,18 +210,25 @@ class DebugEntries(Mapping[int, Value]):
 # --- decoding --------------------------------------------------------------------------------------
 
 
-def _distinct_vectors(buf: Buffer, pos: I64, elem: int, what: str) -> tuple[I64, I64, I64, I64]:
+def _distinct_vectors(
+    buf: Buffer, pos: I64, elem: int, what: str, limits: ReadLimits
+) -> tuple[I64, I64, I64, I64]:
     """Vectors at ``pos`` (all present), each distinct one expanded once.
 
     Returns (start, count) of the distinct vectors, then for each input its (start in the
     expanded elements, count). Distinct vectors of a valid buffer do not overlap, so their
-    total size must fit in the buffer; a crafted buffer claiming more is rejected.
+    total size must fit in the buffer; a crafted buffer claiming more is rejected. A
+    non-empty vector named by more offsets than ``limits`` allow is refused (empty ones
+    cost nothing to share).
     """
     if not len(pos):
         return _EMPTY, _EMPTY, _EMPTY, _EMPTY
     distinct, inverse = np.unique(pos, return_inverse=True)
     inverse = inverse.reshape(-1)
     start, count = buf.vectors(distinct, elem, what)
+    if len(distinct) < len(pos):
+        full = count[inverse] > 0
+        check_unshared(pos[full], f"{what} vector", f"{what} offsets", limits)
     claimed = 4 + count * elem
     bad = buf.over_budget(distinct, claimed)
     if bad >= 0:
@@ -232,7 +240,7 @@ def _distinct_vectors(buf: Buffer, pos: I64, elem: int, what: str) -> tuple[I64,
     return start, count, flat_start[inverse], count[inverse]
 
 
-def _tensors(buf: Buffer, pos: I64) -> TensorColumns:
+def _tensors(buf: Buffer, pos: I64, limits: ReadLimits) -> TensorColumns:
     """Decode the Tensor tables at ``pos`` (all present)."""
     t = buf.tables(pos, "Tensor")
     st = t.scalar(0, np.int8, 0, "scalar_type")
@@ -244,7 +252,7 @@ def _tensors(buf: Buffer, pos: I64) -> TensorColumns:
         present = vec >= 0
         start_per = np.zeros(len(pos), dtype=np.int64)
         count_per = np.zeros(len(pos), dtype=np.int64)
-        start, count, flat, each = _distinct_vectors(buf, vec[present], 8, f"Tensor.{key}")
+        start, count, flat, each = _distinct_vectors(buf, vec[present], 8, f"Tensor.{key}", limits)
         values = buf.read(buf.expand(start, count, 8), np.int64).astype(np.int64)
         dims_parts.append(values)
         start_per[present] = at + flat
@@ -262,8 +270,11 @@ def _tensors(buf: Buffer, pos: I64) -> TensorColumns:
     )
 
 
-def decode_values(buf: Buffer, pos: I64) -> ValueColumns:
-    """Decode the Value tables at ``pos`` (one row per position, in order)."""
+def decode_values(buf: Buffer, pos: I64, limits: ReadLimits | None = None) -> ValueColumns:
+    """Decode the Value tables at ``pos`` (one row per position, in order); no table or
+    non-empty vector may be named by more offsets than ``limits`` allow (default: once)."""
+    limits = ReadLimits() if limits is None else limits
+    check_unshared(pos, "Value table", "DebugEvent.debug_entry offsets", limits)
     v = buf.tables(pos, "Value")
     n = len(pos)
     val = v.scalar(0, np.int8, 0, "val")
@@ -275,10 +286,13 @@ def decode_values(buf: Buffer, pos: I64) -> ValueColumns:
     list_count = np.full(n, -1, dtype=np.int64)
     item_pos = _EMPTY
     if has_list.any():
+        check_unshared(lists[has_list], "TensorList table", "Value.tensor_list offsets", limits)
         lt = buf.tables(lists[has_list], "TensorList")
         vec = lt.offset(0, "tensors")
         has_vec = vec >= 0
-        start, count, flat, each = _distinct_vectors(buf, vec[has_vec], 4, "TensorList.tensors")
+        start, count, flat, each = _distinct_vectors(
+            buf, vec[has_vec], 4, "TensorList.tensors", limits
+        )
         item_pos = buf.uoffset_targets(buf.expand(start, count, 4), "tensors entry")
         counts = np.zeros(len(vec), dtype=np.int64)
         starts = np.zeros(len(vec), dtype=np.int64)
@@ -290,7 +304,9 @@ def decode_values(buf: Buffer, pos: I64) -> ValueColumns:
     all_pos = np.concatenate([direct[direct >= 0], item_pos])
     distinct, inverse = np.unique(all_pos, return_inverse=True)
     inverse = inverse.reshape(-1)
-    tensors = _tensors(buf, distinct)
+    if len(distinct) < len(all_pos):
+        check_unshared(all_pos, "Tensor table", "Value.tensor and tensor list offsets", limits)
+    tensors = _tensors(buf, distinct, limits)
     tensor_row = np.full(n, -1, dtype=np.int64)
     n_direct = int((direct >= 0).sum())
     tensor_row[direct >= 0] = inverse[:n_direct]
@@ -301,6 +317,7 @@ def decode_values(buf: Buffer, pos: I64) -> ValueColumns:
         sub = v.offset(slot, name)
         present = sub >= 0
         values = np.zeros(n, dtype=dtype)
+        check_unshared(sub, f"{cls.__name__} table", f"Value.{name} offsets", limits)
         if present.any():
             st = buf.tables(sub[present], cls.__name__)
             values[present] = st.scalar(0, dtype, 0, attr)

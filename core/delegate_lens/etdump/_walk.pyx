@@ -8,9 +8,12 @@ It makes exactly the checks of the numpy decoder (:mod:`delegate_lens.etdump._re
 vtables well formed, fields inside their tables, uoffsets forward and inside the file,
 vector lengths that fit, no file asking for more vector elements than it has bytes, at
 most one member per ``Event``, strings in bounds, valid UTF-8 and (per file) not claiming
-more bytes than the file has. It never raises for a bad buffer: :func:`walk` returns None
-and the caller decodes with numpy, which names the first problem. Debug ``Value`` tables
-are left to numpy (their positions are returned).
+more bytes than the file has; and, as numpy's default limits ask
+(:mod:`delegate_lens.etdump._limits`), no table or non-empty vector named twice. It
+counts the bytes of the strings named; the caller holds them to their limit. It never
+raises for a bad buffer: :func:`walk` returns None and the caller decodes with numpy,
+which names the first problem. Debug ``Value`` tables are left to numpy (their positions
+are returned).
 """
 
 import sys
@@ -31,119 +34,7 @@ cdef bint _BIG_ENDIAN = sys.byteorder != "little"  # the loads below assume litt
 
 include "_walk_reads.pxi"
 include "_walk_strings.pxi"
-
-
-cdef inline int _vector_field(const uint8_t* b, Tab* t, int slot, int64_t hi, int64_t* vec,
-                              int64_t* count) noexcept nogil:
-    """The vector of uoffsets in field ``slot``: its first element and length (0, 0 when
-    absent); -1 when malformed."""
-    cdef int64_t at = _offset(b, t, slot, hi)
-    vec[0] = 0
-    count[0] = 0
-    if at == -2:
-        return -1
-    if at >= 0:
-        vec[0] = _vector(b, at, 4, hi, count)
-        if vec[0] < 0:
-            return -1
-    return 0
-
-
-cdef int _files(const uint8_t* b, const int64_t[::1] roots, const int64_t[::1] lo,
-                const int64_t[::1] hi, uint32_t[::1] versions, int64_t[::1] run_vec,
-                int64_t[::1] run_count) noexcept nogil:
-    """Each file's root table: its version and its ``run_data`` vector."""
-    cdef Tab t
-    cdef int64_t k, at, vec, count
-    for k in range(roots.shape[0]):
-        if _table(b, roots[k], lo[k], hi[k], &t) < 0:
-            return -1
-        at = _field(b, &t, 0, 4)
-        if at == -2:
-            return -1
-        versions[k] = 0 if at < 0 else _u32(b, at)
-        if _vector_field(b, &t, 1, hi[k], &vec, &count) < 0:
-            return -1
-        run_vec[k] = vec
-        run_count[k] = count
-    return 0
-
-
-cdef inline int32_t _string(Interner* it, const uint8_t* b, int64_t n, Tab* t, int slot,
-                            int64_t file, int64_t lo, int64_t hi) noexcept nogil:
-    """Code of the string field ``slot``: -1 absent, -2 malformed."""
-    cdef int64_t at = _offset(b, t, slot, hi)
-    if at == -2:
-        return -2
-    return _intern(it, b, n, at, file, lo, hi)
-
-
-cdef inline int32_t _string_hinted(Interner* it, const uint8_t* b, int64_t n, Tab* t, int slot,
-                                   int64_t file, int64_t lo, int64_t hi,
-                                   int32_t* hint) noexcept nogil:
-    """:func:`_string` through :func:`_intern_hinted`."""
-    cdef int64_t at = _offset(b, t, slot, hi)
-    if at == -2:
-        return -2
-    return _intern_hinted(it, b, n, at, file, lo, hi, hint)
-
-
-cdef int _runs(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
-               const int64_t[::1] hi, const int64_t[::1] run_vec, const int64_t[::1] run_count,
-               int64_t[::1] run_file, int32_t[::1] run_name, int32_t[::1] bundled,
-               int64_t[::1] alloc_vec, int64_t[::1] alloc_count, int64_t[::1] ev_vec,
-               int64_t[::1] ev_count) noexcept nogil:
-    """Each run's table: name, bundled input, allocator and event vectors; per file, the
-    elements of those vectors may not outnumber the file's bytes (bounds the work)."""
-    cdef Tab t
-    cdef int64_t k, j, r = 0, at, vec, count, size, events, allocators
-    cdef int bad = 0
-    for k in range(run_vec.shape[0]):
-        size = hi[k] - lo[k]
-        events = 0
-        allocators = 0
-        for j in range(run_count[k]):
-            at = _entry(b, run_vec[k] + 4 * j, hi[k])
-            if at < 0 or _table(b, at, lo[k], hi[k], &t) < 0:
-                return -1
-            run_file[r] = k
-            run_name[r] = _string(it, b, n, &t, 0, k, lo[k], hi[k])
-            if run_name[r] == -2:
-                return -1
-            bundled[r] = _i32(b, &t, 1, -1, &bad)
-            if _vector_field(b, &t, 2, hi[k], &vec, &count) < 0:
-                return -1
-            alloc_vec[r] = vec
-            alloc_count[r] = count
-            allocators += count
-            if _vector_field(b, &t, 3, hi[k], &vec, &count) < 0:
-                return -1
-            ev_vec[r] = vec
-            ev_count[r] = count
-            events += count
-            r += 1
-        if bad or events > size or allocators > size:
-            return -1
-    return 0
-
-
-cdef int _allocators(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
-                     const int64_t[::1] hi, const int64_t[::1] run_file,
-                     const int64_t[::1] alloc_vec, const int64_t[::1] alloc_count,
-                     int32_t[::1] names) noexcept nogil:
-    cdef Tab t
-    cdef int64_t r, j, k, at, a = 0
-    for r in range(run_file.shape[0]):
-        k = run_file[r]
-        for j in range(alloc_count[r]):
-            at = _entry(b, alloc_vec[r] + 4 * j, hi[k])
-            if at < 0 or _table(b, at, lo[k], hi[k], &t) < 0:
-                return -1
-            names[a] = _string(it, b, n, &t, 0, k, lo[k], hi[k])
-            if names[a] == -2:
-                return -1
-            a += 1
-    return 0
+include "_walk_runs.pxi"
 
 
 # Columns that most files leave at their default (no delegate ids, metadata, allocations or
@@ -184,6 +75,7 @@ cdef struct Cursor:
     int have           # the lazy columns made (bits)
     int need           # the lazy columns the event at e needs (when returning 1)
     int set            # the columns always made that some event set (bits, _ALWAYS order)
+    int64_t again      # the event returned for (1): its tables were counted (-1: none)
 
 
 cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] lo,
@@ -192,13 +84,20 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                  int64_t[::1] chain, int32_t[::1] instruction, int32_t[::1] ddi_int,
                  int32_t[::1] ddi_str, uint64_t[::1] start, uint64_t[::1] end,
                  int64_t[::1] meta_off, int64_t[::1] meta_len, int32_t[::1] allocator,
-                 uint64_t[::1] alloc_size, int64_t[::1] entry, int32_t[::1] hints) noexcept nogil:
+                 uint64_t[::1] alloc_size, int64_t[::1] entry, int32_t[::1] hints,
+                 Seen* named) noexcept nogil:
     """Every event from ``cur``: which member is set, and that member's fields (defaults
-    elsewhere). Returns 0 when done, -1 for a malformed buffer, 1 when the event at ``cur``
-    needs lazy columns not made yet (``cur.need``), 2 at ``cur.stop``."""
+    elsewhere). Returns 0 when done, -1 for a malformed buffer (or a table or non-empty
+    vector named twice: ``named``), 1 when the event at ``cur`` needs lazy columns not made
+    yet (``cur.need``), 2 at ``cur.stop``."""
     cdef Tab t, m
     cdef int64_t r, j, k, at, member, prof, alloc, debug, count, e = cur.e, h
+    cdef int64_t again = cur.again  # the event returned for last time (-1: none)
     cdef int bad = 0, need, have = cur.have, seen = cur.set
+    cdef Seen once = named[0]  # (stored back on return)
+    # the orders of event and profile tables, in locals (registers) for the usual event
+    cdef int64_t ev_last = once.events.last, ev_dir = once.events.dir
+    cdef int64_t pr_last = once.profile.last, pr_dir = once.profile.dir
     cdef Layout ev_layout, pr_layout
     ev_layout.vt = -1
     ev_layout.file = -1
@@ -212,12 +111,16 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
     for r in range(cur.r, run_file.shape[0]):
         k = run_file[r]
         h = hi[k]
+        if k != once.file:
+            _seen_init(&once, k)
+            ev_last, ev_dir, pr_last, pr_dir = -1, 0, -1, 0
         while j < ev_count[r]:
             if e >= cur.stop:
                 cur.r = r
                 cur.j = j
                 cur.e = e
                 cur.set = seen
+                _keep(named, &once, ev_last, ev_dir, pr_last, pr_dir)
                 return 2
             at = _entry(b, ev_vec[r] + 4 * j, h)
             if at < 0 or _layout(b, at, k, lo[k], h, &ev_layout, 3, _EVENT_SIZES) < 0:
@@ -229,6 +132,17 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 return -1
             if (prof >= 0) + (alloc >= 0) + (debug >= 0) > 1:
                 return -1
+            # no table named twice (the event returned for last time was counted then)
+            if (at - ev_last) * ev_dir > 0 and (prof - pr_last) * pr_dir > 0 and prof >= 0:
+                ev_last = at  # the usual event: both tables in their order
+                pr_last = prof
+            elif e != again:
+                once.events.last, once.events.dir = ev_last, ev_dir
+                once.profile.last, once.profile.dir = pr_last, pr_dir
+                if _named_once(&once, at, prof, alloc, debug) < 0:
+                    return -1
+                ev_last, ev_dir = once.events.last, once.events.dir
+                pr_last, pr_dir = once.profile.last, once.profile.dir
             v_kind = 0
             v_name = -1
             v_chain = 0
@@ -260,6 +174,9 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                     count = 0
                     v_meta_off = _vector(b, member, 1, h, &count)
                     if v_meta_off < 0:
+                        return -1
+                    if count and e != again and _metadata_once(&once, member, count,
+                                                               h - lo[k]) < 0:
                         return -1
                     v_meta_len = count
                 v_start = _x64_at(b, _at(&pr_layout, prof, 6), &bad)
@@ -303,7 +220,14 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
                 cur.e = e
                 cur.need = need & ~have
                 cur.set = seen
+                cur.again = e
+                _keep(named, &once, ev_last, ev_dir, pr_last, pr_dir)
                 return 1
+            # (only now: an event returned for above comes again, and must not count twice)
+            if v_name >= 0:
+                it.named[k] += it.lengths[v_name]
+            if v_ddi_str >= 0:
+                it.named[k] += it.lengths[v_ddi_str]
             kind[e] = v_kind
             name[e] = v_name
             chain[e] = v_chain
@@ -332,6 +256,7 @@ cdef int _events(Interner* it, const uint8_t* b, int64_t n, const int64_t[::1] l
     cur.j = 0
     cur.e = e
     cur.set = seen
+    _keep(named, &once, ev_last, ev_dir, pr_last, pr_dir)
     return 0
 
 
@@ -339,9 +264,11 @@ def walk(const uint8_t[::1] data, const int64_t[::1] roots, const int64_t[::1] l
          const int64_t[::1] hi, release=None, int64_t batch=1 << 18):
     """Walk the ETDumps whose root tables are at ``roots`` (file ``k`` spans
     ``lo[k] .. hi[k]`` of ``data``). Returns a dict of numpy arrays, or None when any
-    file is malformed (decode with numpy to learn why). String fields are codes into
-    ``strings`` (-1 absent; codes in order of first use), debug entries the positions of
-    their ``Value`` tables (-1 absent). Columns no event sets are left out of the dict.
+    file is malformed (decode with numpy to learn why), or names a table or non-empty
+    vector twice (or in an order writers never use: numpy sorts out which). String fields
+    are codes into ``strings`` (-1 absent; codes in order of first use), debug entries the
+    positions of their ``Value`` tables (-1 absent); ``string_bytes`` is, per file, the
+    bytes of the strings named, once per offset. Columns no event sets are left out.
 
     ``release``, when given, is called after every ``batch`` events (a mapped file's
     reader drops the pages read so far: the walk holds only a batch's pages at once)."""
@@ -374,6 +301,10 @@ def walk(const uint8_t[::1] data, const int64_t[::1] roots, const int64_t[::1] l
         if found is None:
             return None
         found.update(versions=versions)
+        string_bytes = np.empty(files, np.int64)
+        for k in range(files):
+            string_bytes[k] = it.named[k]
+        found["string_bytes"] = string_bytes
         strings = []
         for k in range(it.count):
             strings.append((<const char*>b)[it.starts[k] : it.starts[k] + it.lengths[k]].decode())
@@ -446,6 +377,8 @@ cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64
     cdef int64_t[::1] entry = none64
     # per position in a run, the name code the previous run had there (-1: none yet)
     cdef int32_t[::1] hints = np.full(max(int(ev_count.max()) if runs else 0, 1), -1, np.int32)
+    cdef Seen named
+    _seen_init(&named, -1)
     cdef Cursor cur
     cur.r = 0
     cur.j = 0
@@ -453,12 +386,13 @@ cdef object _walk_runs(Interner* it, const uint8_t* b, int64_t nbuf, const int64
     cur.have = 0
     cur.need = 0
     cur.set = 0
+    cur.again = -1
     cur.stop = batch if release is not None and batch > 0 else n + 1
     while True:
         with nogil:
             status = _events(it, b, nbuf, lo, hi, run_file_v, ev_vec_v, ev_count_v, &cur, kind,
                              name, chain, instruction, ddi_int, ddi_str, start, end, meta_off,
-                             meta_len, allocator, alloc_size, entry, hints)
+                             meta_len, allocator, alloc_size, entry, hints, &named)
         if status == 0:
             break
         if status < 0:

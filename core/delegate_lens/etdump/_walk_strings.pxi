@@ -6,7 +6,8 @@
 # Work is bounded as in the numpy string table: a string of at most _SHORT bytes is hashed
 # at every reference; a longer one (or one near the buffer's end) is hashed once per
 # distinct position, and per file the distinct positions' lengths may not add up to more
-# than the file (in a valid file distinct strings do not overlap).
+# than the file (in a valid file distinct strings do not overlap). The bytes of every string
+# named (once per offset) are counted per file: the caller holds them to the string limit.
 
 DEF _SHORT = 64
 
@@ -23,6 +24,8 @@ cdef struct Interner:
     int64_t long_mask
     int64_t long_count
     int64_t* budget       # per file: bytes of distinct long strings so far
+    int64_t* named        # per file: bytes of the strings named, once per offset (the
+                          # callers count them, from the codes' lengths)
 
 
 cdef inline uint64_t _hash(const uint8_t* p, int64_t n) noexcept nogil:
@@ -55,8 +58,10 @@ cdef int _intern_init(Interner* it, int64_t files) noexcept nogil:
     it.long_pos = <int64_t*>malloc(64 * sizeof(int64_t))
     it.long_code = <int32_t*>malloc(64 * sizeof(int32_t))
     it.budget = <int64_t*>calloc(files if files > 0 else 1, sizeof(int64_t))
+    it.named = <int64_t*>calloc(files if files > 0 else 1, sizeof(int64_t))
     if (it.slots == NULL or it.starts == NULL or it.lengths == NULL or it.hashes == NULL
-            or it.long_pos == NULL or it.long_code == NULL or it.budget == NULL):
+            or it.long_pos == NULL or it.long_code == NULL or it.budget == NULL
+            or it.named == NULL):
         return -1
     for i in range(1024):
         it.slots[i] = -1
@@ -73,6 +78,7 @@ cdef void _intern_free(Interner* it) noexcept nogil:
     free(it.long_pos)
     free(it.long_code)
     free(it.budget)
+    free(it.named)
 
 
 cdef int _grow_slots(Interner* it) noexcept nogil:

@@ -356,7 +356,26 @@ def _debug_entries(
     if not events:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, []
-    return np.concatenate(events), np.concatenate(groups), np.concatenate(rows), values_list
+    group, row = np.concatenate(groups), np.concatenate(rows)
+    _unshare(group, row, values_list)
+    return np.concatenate(events), group, row, values_list
+
+
+def _unshare(group: I64, row: I64, values_list: list[ValueColumns]) -> None:
+    """Give every entry a row of its own (one run given twice names its rows twice): a
+    reader refuses a Value table named by two events (see ``etdump._limits``). The
+    repeats get rows of a new source, appended to ``values_list``."""
+    key = group * (int(row.max()) + 1) + row
+    order = np.argsort(key, kind="stable")
+    repeat = np.zeros(len(key), dtype=bool)
+    repeat[order[1:]] = key[order[1:]] == key[order[:-1]]
+    if not repeat.any():
+        return
+    again = np.flatnonzero(repeat)
+    copies = [values_list[g].value(r) for g, r in zip(group[again].tolist(), row[again].tolist())]
+    values_list.append(ValueColumns.from_values(copies))
+    group[again] = len(values_list) - 1
+    row[again] = np.arange(len(again), dtype=np.int64)
 
 
 def _copy_ragged(

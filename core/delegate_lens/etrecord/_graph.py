@@ -39,6 +39,18 @@ def op_type_of(target: str) -> str:
     return target
 
 
+def _edge_op_type(target: str) -> str:
+    """The op type of a node of an edge program, as the reference names it (its target's
+    ``__name__``): an edge operator by its qualified name (``aten.add.Tensor``), a torch
+    operator left in the graph without its namespace (``torch.ops.aten.scalar_tensor.default``
+    -> ``scalar_tensor.default``)."""
+    if target.startswith("torch.ops.") and not target.startswith("torch.ops.higher_order."):
+        parts = target.split(".")
+        if len(parts) == 5:  # torch.ops.<namespace>.<op>.<overload>
+            return f"{parts[3]}.{parts[4]}"
+    return op_type_of(target)
+
+
 class ModuleFrame(NamedTuple):
     """One level of a node's module stack: the tracer's key, the attribute path, the type."""
 
@@ -189,6 +201,7 @@ def parse_graph(document: object, method: str, entry: str, origin: str) -> Graph
     ``entry`` (the archive entry) and ``origin`` (the file) name the source in errors.
     """
     where = f"{origin}: entry {entry!r}"
+    edge = entry.startswith("edge_dialect_exported_program")
     doc = _object(document, where)
     graph_module = _object(doc.get("graph_module"), f"{where}: 'graph_module'")
     graph = _object(graph_module.get("graph"), f"{where}: 'graph_module.graph'")
@@ -232,7 +245,7 @@ def parse_graph(document: object, method: str, entry: str, origin: str) -> Graph
         node = GraphNode(
             name=name,
             target=target,
-            op_type=op_type_of(target),
+            op_type=_edge_op_type(target) if edge else op_type_of(target),
             debug_handle=handle,
             stack_trace=trace,
             module_stack=stack,

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import overload
 
 from delegate_lens.errors import UsageError
+from delegate_lens.etrecord._record import ETRecord
 
 _KEPT = 4
-_kept: OrderedDict[tuple[object, ...], Any] = OrderedDict()
+_kept: OrderedDict[tuple[object, ...], ETRecord] = OrderedDict()
 _lock = threading.Lock()  # compare reads its two sides in two threads: parse once
 
 
@@ -25,18 +26,29 @@ def forget_etrecords() -> None:
     _kept.clear()
 
 
-def load_etrecord(etrecord: object) -> Any:
+@overload
+def load_etrecord(etrecord: None) -> None: ...
+
+
+@overload
+def load_etrecord(etrecord: ETRecord | str | os.PathLike[str]) -> ETRecord: ...
+
+
+@overload
+def load_etrecord(etrecord: object) -> ETRecord | None: ...
+
+
+def load_etrecord(etrecord: object) -> ETRecord | None:
     """An :class:`~delegate_lens.etrecord.ETRecord` from ``etrecord``: ``None`` stays
     ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`) and every
     graph read now, so that a damaged entry is an error here, never missing op types later
-    (the same unchanged file again gives the same object), an ETRecord (or any object with
-    ``debug_handle_map`` and ``graph``) is kept; anything else is a
-    :class:`~delegate_lens.errors.UsageError` naming its type."""
+    (the same unchanged file again gives the same object), an ETRecord is kept; anything
+    else is a :class:`~delegate_lens.errors.UsageError` naming its type."""
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
         from delegate_lens.etrecord._entries import read_limits
-        from delegate_lens.etrecord._record import parse_etrecord
+        from delegate_lens.etrecord._record import parse_etrecord  # at call time: tests count
 
         try:
             info = os.stat(etrecord)
@@ -64,7 +76,7 @@ def load_etrecord(etrecord: object) -> Any:
 
         note_input(etrecord)
         return record
-    if hasattr(etrecord, "debug_handle_map") and hasattr(etrecord, "graph"):
+    if isinstance(etrecord, ETRecord):
         return etrecord
     raise UsageError(
         f"etrecord must be an ETRecord or the path of one, not {type(etrecord).__name__}"

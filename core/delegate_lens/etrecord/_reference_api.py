@@ -76,6 +76,7 @@ class ReferenceETRecordAPI:
         _num_outs: dict[str, dict[int, int]]
         _export_graph_id: int | None
         _graph_map_given: bool
+        _live_maps: dict[str, Any]
 
         def _set_state(self, source: EntrySource, *, strict: bool) -> None: ...
         def _live_program(self, entry: str, method: str = "forward") -> Any: ...
@@ -95,6 +96,7 @@ class ReferenceETRecordAPI:
         source = OverlaySource(self._source, updates, self._source.origin)
         for name in updates:
             self._torch_programs.pop(name, None)
+            self._given_maps().pop(name, None)
         self._set_state(source, strict=False)
         self._torch_programs.update(live)
 
@@ -231,38 +233,53 @@ class ReferenceETRecordAPI:
     # ------------------------------------------------------------------ maps
 
     @property
-    def _debug_handle_map(self) -> dict[str, dict[int, Any]] | None:
-        """``{method: {instruction_id: handle or [handles]}}`` (None when not stored)."""
-        if DEBUG_HANDLE_MAP not in set(self._source.names):
-            return None
-        return {
-            m: {i: list(h) if isinstance(h, tuple) else h for i, h in per.items()}
-            for m, per in self._debug_handles.items()
-        }
+    def _debug_handle_map(self) -> dict[str, Any] | None:
+        """``{method: {instruction_id: handle or [handles]}}`` as the reference has it: the
+        map given (kept as given), or the stored JSON's (string instruction ids, as the
+        reference's parsed record), None when not stored."""
+        return self._map_field(DEBUG_HANDLE_MAP)
 
     @_debug_handle_map.setter
     def _debug_handle_map(self, value: Mapping[str, object] | None) -> None:
-        self._update({DEBUG_HANDLE_MAP: None if value is None else dumps_json(value)})
+        self._set_map_field(DEBUG_HANDLE_MAP, value)
 
     @property
-    def _delegate_map(self) -> dict[str, dict[int, dict[str, Any]]] | None:
-        if DELEGATE_MAP not in set(self._source.names):
-            return None
-        return self.delegate_map
+    def _delegate_map(self) -> dict[str, Any] | None:
+        """The delegate map as the reference has it (see :attr:`_debug_handle_map`)."""
+        return self._map_field(DELEGATE_MAP)
 
     @_delegate_map.setter
     def _delegate_map(self, value: Mapping[str, object] | None) -> None:
-        self._update({DELEGATE_MAP: None if value is None else dumps_json(value)})
+        self._set_map_field(DELEGATE_MAP, value)
 
     @property
-    def _instruction_id_to_num_outs_map(self) -> dict[str, dict[int, int]] | None:
-        if NUM_OUTS_MAP not in set(self._source.names):
-            return None
-        return self._num_outs
+    def _instruction_id_to_num_outs_map(self) -> dict[str, Any] | None:
+        """Outputs per instruction as the reference has it (see :attr:`_debug_handle_map`)."""
+        return self._map_field(NUM_OUTS_MAP)
 
     @_instruction_id_to_num_outs_map.setter
     def _instruction_id_to_num_outs_map(self, value: Mapping[str, object] | None) -> None:
-        self._update({NUM_OUTS_MAP: None if value is None else dumps_json(value)})
+        self._set_map_field(NUM_OUTS_MAP, value)
+
+    def _given_maps(self) -> dict[str, Any]:
+        maps: dict[str, Any] | None = getattr(self, "_live_maps", None)
+        if maps is None:
+            maps = {}
+            self._live_maps = maps
+        return maps
+
+    def _map_field(self, entry: str) -> Any:
+        given = self._given_maps()
+        if entry in given:
+            return given[entry]
+        if entry not in set(self._source.names):
+            return None
+        return json.loads(self._source.read_many([entry])[entry])
+
+    def _set_map_field(self, entry: str, value: Mapping[str, object] | None) -> None:
+        self._update({entry: None if value is None else dumps_json(value)})
+        if value is not None:
+            self._given_maps()[entry] = value
 
     @property
     def _reference_outputs(self) -> Any:

@@ -7,8 +7,9 @@ here. Programs are read with torch.export's serializer from the four artifacts o
 Reference ETRecords are written by ExecuTorch's copy of that serializer: an older schema
 version, and edge-dialect targets (``executorch.exir.dialects.edge.ops.aten.X``). We accept
 the older schema and read edge-dialect ATen operators as the ATen operators they wrap;
-operators that only ExecuTorch registers (e.g. ``dim_order_ops``) cannot be resolved
-without ExecuTorch, which is reported as an ETRecordFormatError saying so.
+the operators only ExecuTorch's toolchain registers that its graphs hold (``dim_order_ops``,
+``quantized_decomposed``) are registered first (:mod:`delegate_lens.etrecord._executorch_ops`).
+Another operator torch cannot resolve is an ETRecordFormatError naming it.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def _explain(exc: BaseException) -> str:
     if unresolved and "resolve" in text:
         op = unresolved.group(1).removeprefix("torch.ops.")
         return (
-            f"operator {op} is not registered in torch (only ExecuTorch registers it; "
-            "install executorch to load this program)"
+            f"operator {op} is not registered in torch (a custom operator: import the "
+            "module that registers it before loading this program)"
         )
     return f"{_first_line(exc):.300}"
 
@@ -80,8 +81,11 @@ def load_program(record: ETRecord, entry: str, method: str) -> ExportedProgram:
     import torch
     from torch._export.serde.serialize import SerializedArtifact, SerializeError, deserialize
 
+    from delegate_lens.etrecord._executorch_ops import ensure_executorch_ops, namespaces_in
+
     data = record._source.read_many([entry, *(entry + s for s in ARTIFACT_SUFFIXES)])
     program_json = data[entry]
+    ensure_executorch_ops(namespaces_in(program_json))  # dim_order_ops, quantized_decomposed
     document = load_json(program_json, f"{record.origin}: entry {entry!r}")
     if _rewrite_edge_targets(document) and isinstance(document, dict):
         # ExecuTorch's EDGE verifier is not registered in plain torch: use torch's default.

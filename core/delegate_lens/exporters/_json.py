@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from delegate_lens.exporters._rows import JsonBlock, JsonInput
 
 _EXACT_LIMIT = 1 << 53  # ticks beyond this are not exact as float64
+_CHUNK = 4096  # rows written at once
 
 
 def format_decimals(ticks: npt.NDArray[np.uint64], places: int) -> list[str]:
@@ -118,7 +119,8 @@ def _dumps(value: object) -> str:
 
 
 def _raw_texts(block: JsonBlock) -> dict[int, str]:
-    """Row -> the text inside ``"raw": [...]`` for every row with samples."""
+    """Row -> the text inside ``"raw": [...]`` for the rows whose samples are exact
+    decimals (the others': :func:`_raw_text`)."""
     out: dict[int, str] = {}
     places = block.places
     exact_rows = np.flatnonzero(block.exact)
@@ -127,10 +129,15 @@ def _raw_texts(block: JsonBlock) -> dict[int, str]:
         if int(ticks.max(initial=0)) < _EXACT_LIMIT:
             for row, text in zip(exact_rows, format_decimals(ticks, places)):
                 out[int(row)] = text
-    for r in block.rows:
-        if r.stats is not None and r.row not in out:
-            out[r.row] = ", ".join(_num(v) for v in block.samples[r.row].tolist())
     return out
+
+
+def _raw_text(block: JsonBlock, raws: dict[int, str], row: int) -> str:
+    """The text inside ``"raw": [...]`` of ``row`` (a row with samples)."""
+    text = raws.get(row)
+    if text is None:
+        text = ", ".join(_num(v) for v in block.samples[row].tolist())
+    return text
 
 
 def write_json(data: JsonInput, stream: IO[str]) -> None:
@@ -149,12 +156,17 @@ def write_json(data: JsonInput, stream: IO[str]) -> None:
         }
         stream.write(_dumps(head)[:-1] + ', "events": [')
         raws = _raw_texts(block)
-        parts = []
+        parts: list[str] = []
+        first = True
         for row in block.rows:
-            if row.stats is not None and row.row in raws:
+            if len(parts) == _CHUNK:  # written as it goes: no text of the whole block
+                stream.write(("" if first else ", ") + ", ".join(parts))
+                parts.clear()
+                first = False
+            if row.stats is not None:
                 p10, p50, p90, avg, low, high = (_num(v) for v in row.stats.as_tuple())
                 perf = (
-                    f'{{"raw": [{raws[row.row]}], "p10": {p10}, "p50": {p50}, "p90": {p90}, '
+                    f'{{"raw": [{_raw_text(block, raws, row.row)}], "p10": {p10}, "p50": {p50}, "p90": {p90}, '
                     f'"avg": {avg}, "min": {low}, "max": {high}}}'
                 )
             else:
@@ -173,6 +185,7 @@ def write_json(data: JsonInput, stream: IO[str]) -> None:
             }
             rest = _dumps(fields)[1:]  # drop the opening brace
             parts.append(f'{{"name": {_dumps(row.event_name)}, "perf_data": {perf}, {rest}')
-        stream.write(", ".join(parts))
+        if parts:
+            stream.write(("" if first else ", ") + ", ".join(parts))
         stream.write("]}")
     stream.write("]}\n")

@@ -12,6 +12,10 @@ from delegate_lens.inspector._build import decoded_file_columns as decoded_file_
 from delegate_lens.inspector._events import Event as Event
 from delegate_lens.inspector._events import EventBlock as EventBlock
 from delegate_lens.inspector._events import PerfData as PerfData
+from delegate_lens.inspector._graph_view import DelegateCallView as DelegateCallView
+from delegate_lens.inspector._graph_view import GraphView as GraphView
+from delegate_lens.inspector._graph_view import MethodGraph as MethodGraph
+from delegate_lens.inspector._graph_view import NodeView as NodeView
 from delegate_lens.inspector._linking import InspectorWarning as InspectorWarning
 from delegate_lens.inspector._linking import RowLink as RowLink
 from delegate_lens.inspector._reference_utils import compare_results as compare_results

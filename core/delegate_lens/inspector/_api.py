@@ -26,14 +26,19 @@ from delegate_lens.inspector._etrecord_access import (
 )
 from delegate_lens.inspector._events import Event, EventBlock, LazyEvents, PerfData
 from delegate_lens.inspector._linking import InspectorWarning, Linker
+from delegate_lens.inspector._recovery import ProgramSource, Recovery, read_program
 from delegate_lens.inspector._tablebuild import build_table
 from delegate_lens.inspector._tables import BlockTable
 from delegate_lens.inspector._timescale import TimeScale, scale_factor
 from delegate_lens.inspector._views import TimeViews
 
 if TYPE_CHECKING:
+    from delegate_lens.backend import RecoveredMap
     from delegate_lens.etdump import DecodedColumns, ETDump
+    from delegate_lens.etrecord import ETRecord
     from delegate_lens.inspector._attribution import BlockAttribution
+    from delegate_lens.inspector._graph_view import GraphView
+    from delegate_lens.program import ProgramDelegates
 
 
 PathLike = str | os.PathLike[str]
@@ -80,6 +85,11 @@ class Inspector(TimeViews):
         it) is the one supported; other names are an error naming it.
     :param etdump: an :class:`~delegate_lens.etdump.ETDump` already decoded or built (e.g.
         one file of :func:`~delegate_lens.etdump.decode_many`); keyword only, our addition.
+    :param program: the program that ran (the path or bytes of its ``.pte``, or a
+        ``.dlp``); keyword only, our addition. With it, a delegate whose Debug Handle Map
+        the ETRecord leaves empty gets the map a ``dl_recover_delegate_map`` plugin
+        recovers from its processed bytes (e.g. ``delegate-lens-xnnpack``); a non-empty
+        ETRecord map always wins. Without it (or without an ETRecord) nothing changes.
     """
 
     def __init__(
@@ -96,6 +106,7 @@ class Inspector(TimeViews):
         reference_graph_name: str = EDGE_DIALECT_GRAPH_KEY,
         *,
         etdump: ETDump | None = None,
+        program: ProgramSource | ProgramDelegates | None = None,
     ) -> None:
         self.source_time_scale = TimeScale.coerce(source_time_scale)
         self.target_time_scale = TimeScale.coerce(target_time_scale)
@@ -144,7 +155,10 @@ class Inspector(TimeViews):
         self._fc: FileColumns = fc
         grouping = build_blocks(self._fc)
         self._grouping = grouping
-        self._linker = Linker(self._etrecord) if self._etrecord is not None else None
+        self._recovery = None if program is None else Recovery(read_program(program))
+        self._linker = (
+            Linker(self._etrecord, self._recovery) if self._etrecord is not None else None
+        )
         self._tables: list[BlockTable] = [
             build_table(
                 i, block, self._fc, grouping, self._linker, self._delegate_rows, self._debug_buffer
@@ -254,7 +268,7 @@ class Inspector(TimeViews):
             module_hierarchy=dict(link.module_hierarchy),
             is_delegated_op=key.identifier is not None,
             delegate_backend_name=link.delegate_backend_name,
-            debug_data=list(table.debug_data.get(row, [])),
+            debug_data=list(table.reference_debug_data(row)),
             start_time=start_time,
             delegate_debug_metadatas=parsed,
             raw_delegate_debug_metadatas=raws,
@@ -292,16 +306,35 @@ class Inspector(TimeViews):
             target_time_scale=self.target_time_scale,
             run_indices=[int(r) for r in table.block.runs],
             method=table.method,
-            run_output=list(table.run_output),
+            run_output=list(table.reference_run_output()),
             reference_loader=reference_output_loader(
                 self._etrecord, table.block.bundled_input_index
             ),
         )
 
     @property
-    def etrecord(self) -> Any:
+    def recovered_maps(self) -> list[RecoveredMap]:
+        """The Debug Handle Maps recovered from the program (``program=``) for delegates
+        the ETRecord left unmapped, one per delegate call, with the plugin that recovered
+        each and why any logged identifier stays unlinked; ``[]`` without a program."""
+        if self._recovery is None:
+            return []
+        return [self._recovery.maps[k] for k in sorted(self._recovery.maps)]
+
+    @property
+    def etrecord(self) -> ETRecord | None:
         """The ETRecord given (parsed), or None."""
         return self._etrecord
+
+    def graph_view(self) -> GraphView | None:
+        """The ETRecord's graph of every method as this Inspector joins it: operator nodes
+        (each with the rows of :attr:`tables` linked to it), data edges and delegate calls;
+        None without an ETRecord. See :mod:`delegate_lens.inspector._graph_view`."""
+        if self._etrecord is None:
+            return None
+        from delegate_lens.inspector._graph_view import graph_view
+
+        return graph_view(self._etrecord, self._tables)
 
     # ------------------------------------------------------------------ outputs
 
@@ -394,13 +427,15 @@ class Inspector(TimeViews):
         :param reference_graph: ``"exported_program"``, ``"edge_dialect_exported_program"``
             or None (ATen when possible).
         :param inputs: inputs for the reference graph (default: the ETRecord's
-            representative inputs).
+            representative inputs, one method's), or ``{method: inputs}``: with
+            ``method=None``, every method given is compared, in one table.
         :param aot_outputs: reference outputs already captured (an ``AotOutputs`` or the
             path of a cache); the gap is then computed without torch.
         :param cache: keep the captured reference outputs beside the ETRecord (``True``)
             or at a path, and reuse them.
         :param threshold: where a gap counts as diverged (default: the comparator's).
-        :param method: the method to compare (default ``forward``).
+        :param method: the method to compare (default ``forward``; a run's other methods
+            are warned about and listed in ``unmatched`` unless ``inputs`` gives theirs).
         :param as_dataframe: a pandas DataFrame (default when pandas is installed) or a
             :class:`~delegate_lens.numerics.NumericGapTable`.
         :returns: one row per matched output, in graph order, with the reference's

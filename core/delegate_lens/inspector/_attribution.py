@@ -176,10 +176,11 @@ def _key_of(op_types: Sequence[str], fallback: str) -> tuple[str, str, tuple[str
 
 def _summaries(table: BlockTable, delegated: list[int]) -> set[int]:
     """Delegate-logged rows whose handles strictly contain another linked row's of the same
-    delegate call (a per-call or per-layer summary): wrappers, not charged."""
+    delegate call (a per-call or per-layer summary): wrappers, not charged. Rows linked by a
+    map recovered from the program are operators' own events, never summaries."""
     by_call: dict[int, list[int]] = {}
     for j in delegated:
-        if table.links[j].debug_handles is not None:
+        if table.links[j].debug_handles is not None and not table.links[j].recovered:
             by_call.setdefault(table.keys[j].instruction_id, []).append(j)
     out: set[int] = set()
     for rows in by_call.values():

@@ -6,6 +6,11 @@ per Inspector says how many values were affected. A tensor whose shape no array 
 (more than :data:`MAX_DIMS` dimensions, a negative size) is a damaged ETDump: an
 :class:`~delegate_lens.errors.ETDumpFormatError` naming the event and the field, with or
 without a buffer.
+
+What a crafted ETDump may cost is bounded (see ``docs/trust.md``): the tensors read from a
+buffer (each a copy) add up to at most ``[inspector] max_debug_ratio`` times its size, and
+the zeros given without a buffer beyond :data:`ZEROS_BUDGET` bytes are read-only views of
+one zero (a tensor of sizes ``[10**10]`` allocates nothing).
 """
 
 from __future__ import annotations
@@ -34,6 +39,12 @@ _DTYPES: dict[int, Any] = {
 }
 
 
+ZEROS_BUDGET = 64 << 20
+"""Bytes of zeros (tensors without a buffer) made as arrays of their own; the rest are
+read-only views of one zero, allocating nothing."""
+_MAX_SIZE = 1 << 62
+"""A size no array can have: more elements than memory has bytes."""
+
 MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
 """The most dimensions a tensor's ``sizes`` may have (numpy's limit: ExecuTorch's own is 16)."""
 
@@ -46,10 +57,22 @@ class DebugBuffer:
     """The debug buffer (or none) and the problems met while reading values from it.
     ``origin`` names the ETDump in errors."""
 
-    def __init__(self, data: bytes | memoryview | None, origin: str = "the ETDump") -> None:
+    def __init__(
+        self, data: bytes | memoryview | None, origin: str = "the ETDump", *, zeros: bool = False
+    ) -> None:
         self.data = data
         self.origin = origin
         self.problems: list[str] = []
+        self.zeros = zeros
+        """Without a buffer, give tensors of zeros (the reference's values) instead of None."""
+        self.spent = 0
+        """Bytes of tensors given so far (copies from the buffer, or arrays of zeros)."""
+        self.ratio: float = 0
+        self.budget: float = ZEROS_BUDGET
+        if data is not None:
+            from delegate_lens.inspector._limits import debug_budget
+
+            self.ratio, self.budget = debug_budget(len(data))
 
     def inflate_event(self, fc: FileColumns, event: int) -> Any:
         """:meth:`inflate` of the debug entry of ``event`` (a global index of ``fc``); a
@@ -100,7 +123,7 @@ class DebugBuffer:
             return np.zeros(shape, dtype=dtype)
         if self.data is None:
             self.problems.append("no debug buffer")
-            return None
+            return self._zeros(shape, dtype, nbytes) if self.zeros else None
         offset = int(tensor.offset)
         if offset < 0 or offset + nbytes > len(self.data):
             self.problems.append(
@@ -108,8 +131,58 @@ class DebugBuffer:
                 f"({len(self.data)} bytes)"
             )
             return None
+        self._spend(nbytes, field)
         flat = np.frombuffer(self.data, dtype=dtype, count=count, offset=offset)
-        return flat.reshape(shape).copy()
+        return _in_memory_order(flat, shape, tensor.strides).copy()
+
+    def _zeros(self, shape: tuple[int, ...], dtype: Any, nbytes: int) -> np.ndarray[Any, Any]:
+        """Zeros of ``shape``: an array of their own within :data:`ZEROS_BUDGET`, else a
+        read-only view of one zero (nothing allocated)."""
+        if self.spent + nbytes <= self.budget:
+            self.spent += nbytes
+            return np.zeros(shape, dtype=dtype)
+        return np.broadcast_to(np.zeros((), dtype=dtype), shape)
+
+    def _spend(self, nbytes: int, field: str) -> None:
+        """Count ``nbytes`` read from the buffer; past ``[inspector] max_debug_ratio``, a
+        :class:`_BadTensor` naming the limit and how to raise it."""
+        self.spent += nbytes
+        if self.spent <= self.budget:
+            return
+        from delegate_lens.inspector._limits import DEBUG_SLACK, how_to_raise
+
+        assert self.data is not None
+        size = len(self.data)
+        needed = math.ceil(max(self.spent - DEBUG_SLACK, 1) / max(size, 1))
+        raise _BadTensor(
+            f"{field}: the tensors read from the debug buffer add up to more than "
+            f"{int(self.budget):,} bytes, [inspector] max_debug_ratio = {self.ratio:g} times "
+            f"its {size:,} bytes plus {DEBUG_SLACK >> 20} MiB (tensors naming the same bytes "
+            "again and again? a writer gives each tensor bytes of its own); at least "
+            + how_to_raise("max_debug_ratio", needed)
+        )
+
+
+def _in_memory_order(
+    flat: np.ndarray[Any, Any], shape: tuple[int, ...], strides: Any
+) -> np.ndarray[Any, Any]:
+    """The tensor of ``shape`` whose elements lie in ``flat`` as ``strides`` (in elements)
+    say: a channels-last tensor is logged in its memory order with strides such as
+    ``[192, 1, 24, 3]``. Strides that are not a dense layout of ``shape`` (none, the
+    contiguous ones, or damaged) read ``flat`` as contiguous."""
+    steps = [int(s) for s in strides or ()]
+    if len(steps) != len(shape) or len(shape) < 2:
+        return flat.reshape(shape)
+    order = sorted(range(len(shape)), key=lambda d: (steps[d], -d), reverse=True)
+    expected = 1
+    dense = [0] * len(shape)
+    for d in reversed(order):  # innermost first: each stride is the product of the inner sizes
+        dense[d] = expected
+        expected *= shape[d]
+    if any(steps[d] != dense[d] for d in range(len(shape)) if shape[d] > 1):
+        return flat.reshape(shape)
+    permuted = flat.reshape([shape[d] for d in order])  # memory order, outermost first
+    return permuted.transpose(np.argsort(order))
 
 
 def _shape(tensor: Tensor, field: str) -> tuple[int, ...]:
@@ -123,6 +196,12 @@ def _shape(tensor: Tensor, field: str) -> tuple[int, ...]:
     for i, size in enumerate(shape):
         if size < 0:
             raise _BadTensor(f"{field}.sizes[{i}] is {size}; a size is never negative")
+    count = math.prod(shape)
+    if count >= _MAX_SIZE or (count == 0 and max(shape, default=0) >= _MAX_SIZE):
+        raise _BadTensor(
+            f"{field}.sizes {list(shape)} make {count:,} elements, more than any array can "
+            "hold (a damaged ETDump?)"
+        )
     return shape
 
 
@@ -155,6 +234,13 @@ def attach_debug_data(
             cache[g] = [buffer.inflate_event(fc, int(e)) for e in events]
         if cache[g]:
             table.debug_data[j] = cache[g]
+    if buffer.data is None and table.debug_data:  # the reference's values: zeros
+        zeros = DebugBuffer(None, buffer.origin, zeros=True)
+        table.zeros_debug_data = {}
+        for j in table.debug_data:
+            events = grouping.debug_events_of(int(groups[j]))
+            table.zeros_debug_data[j] = [zeros.inflate_event(fc, int(e)) for e in events]
+        table.zeros_run_output = run_output(fc, int(table.block.runs[0]), zeros)
 
 
 def run_output(fc: FileColumns, run: int, buffer: DebugBuffer) -> list[Any]:
@@ -175,7 +261,8 @@ def debug_problems_message(buffer: DebugBuffer) -> str | None:
     if problems[0] == "no debug buffer" and all(p == problems[0] for p in problems):
         return (
             f"{len(problems)} debug value(s) refer to a debug buffer but none was given "
-            "(debug_buffer_path / --debug-buffer); they are unavailable (None)"
+            "(debug_buffer_path / --debug-buffer); they are unavailable (None; zeros in "
+            "Event.debug_data and DataFrames, as the reference gives them)"
         )
     return f"{len(problems)} debug value(s) are unavailable (None): {problems[0]}" + (
         f"; and {len(problems) - 1} more" if len(problems) > 1 else ""

@@ -37,7 +37,7 @@ def exported_program_of(
         return record.edge_program(method) if method else record.edge_dialect_program
     if graph == "exported_program":
         return record.exported_program
-    names = list(getattr(record, "graph_map_names", []))
+    names = list(record.graph_map_names)
     name = graph if graph in names or "/" in graph else f"{graph}/forward"
     if name not in names:
         warn(f"get_exported_program: no graph {graph!r} (graph_map: {names})")
@@ -45,15 +45,18 @@ def exported_program_of(
     return (record.graph_map or {})[name]  # a dict: it has the name
 
 
-def reference_output_loader(record: ETRecord, index: int | None) -> Callable[[], Any] | None:
+def reference_output_loader(record: ETRecord | None, index: int | None) -> Callable[[], Any] | None:
     """Loads the expected outputs of bundled test case ``index`` of ``forward`` (None when
-    the record has no reference outputs or the run used no bundled input)."""
-    if index is None or index < 0 or not getattr(record, "has_reference_outputs", False):
+    there is no ETRecord or the record has no reference outputs). ``index`` is Python's, as
+    the reference's: -1, a run not from a bundled input, gives the last test case's."""
+    if record is None or index is None or not record.has_reference_outputs:
         return None
 
     def load() -> Any:
         outputs = record.reference_outputs() or {}
         per_case = outputs.get("forward") if isinstance(outputs, dict) else None
-        return per_case[index] if per_case is not None and index < len(per_case) else None
+        if per_case is None or not -len(per_case) <= index < len(per_case):
+            return None
+        return per_case[index]
 
     return load

@@ -13,6 +13,7 @@ from typing import Any, overload
 import attrs
 import numpy as np
 
+from delegate_lens.inspector._tensors import as_tensors
 from delegate_lens.inspector._timescale import TimeScale
 
 DebugValue = Any
@@ -79,7 +80,7 @@ class Event:
     module_hierarchy: dict[str, dict[str, tuple[str, str]] | None] = attrs.field(factory=dict)
     is_delegated_op: bool = False
     delegate_backend_name: str | None = None
-    debug_data: list[DebugValue] = attrs.field(factory=list)
+    _debug_values: list[DebugValue] = attrs.field(factory=list, alias="debug_data")
     start_time: list[int] | None = None
     delegate_debug_metadatas: list[str] | list[bytes] | dict[str, Any] = attrs.field(factory=list)
     raw_delegate_debug_metadatas: list[bytes] = attrs.field(factory=list)
@@ -89,6 +90,16 @@ class Event:
     num_outputs: int = 1
     """Outputs of the instruction (the ETRecord's ``instruction_id_to_num_outs_map``), as
     the reference's ``Event.num_outputs``."""
+
+    _debug_tensors: list[DebugValue] | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def debug_data(self) -> list[DebugValue]:
+        """The row's logged values, as the reference's: torch tensors (torch is imported on
+        first read of a row that has any), ints, floats, bools; ``[]`` without values."""
+        if self._debug_tensors is None:
+            self._debug_tensors = as_tensors(self._debug_values)
+        return self._debug_tensors
 
     @property
     def _delegate_debug_metadatas(self) -> list[bytes]:
@@ -197,9 +208,17 @@ class EventBlock:
     target_time_scale: TimeScale = TimeScale.MS
     run_indices: list[int] = attrs.field(factory=list)
     method: str | None = None
-    run_output: list[DebugValue] = attrs.field(factory=list)
-    """The final outputs logged in the block's first run (debug events flagged as output)."""
+    _run_values: list[DebugValue] = attrs.field(factory=list, alias="run_output")
     _reference_loader: Callable[[], Any] | None = attrs.field(default=None, repr=False)
+    _run_tensors: list[DebugValue] | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def run_output(self) -> list[DebugValue]:
+        """The final outputs logged in the block's first run (debug events flagged as
+        output), torch tensors as the reference's (torch imported on first read)."""
+        if self._run_tensors is None:
+            self._run_tensors = as_tensors(self._run_values)
+        return self._run_tensors
 
     @property
     def reference_output(self) -> Any:

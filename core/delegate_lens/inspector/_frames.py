@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from delegate_lens.errors import MissingExtraError
+from delegate_lens.inspector._tensors import as_tensors
 
 if TYPE_CHECKING:
     from delegate_lens.inspector._api import Inspector
@@ -45,11 +46,11 @@ def inspector_dataframe(
 def _inspector_dataframe(
     inspector: Inspector, include_units: bool, include_delegate_debug_data: bool
 ) -> Any:
-    pd = require_pandas()
     unit = f" ({inspector.target_time_scale.value})" if include_units else ""
-    names = dataframe_columns(unit, include_delegate_debug_data)
+    names = dataframe_columns(unit, False)
     columns: dict[str, list[Any]] = {name: [] for name in names}
     stats: list[list[Any]] = [[] for _ in _STATS]
+    metadata: list[Any] = []
     fc = inspector.file_columns
     if any(table.debug_data for table in inspector.tables):
         inspector.say_debug_problems()
@@ -65,19 +66,73 @@ def _inspector_dataframe(
             columns["raw"].append(raw[j] if has else None)
             for s in range(len(_STATS)):
                 stats[s].append(block_stats[s][j] if has else None)
-            columns["op_types"].append(list(link.op_types))
+            columns["op_types"].append(op_types_cell(link.op_types))
             columns["delegate_debug_identifier"].append(key.identifier)
             columns["stack_traces"].append(dict(link.stack_traces))
             columns["module_hierarchy"].append(dict(link.module_hierarchy))
             columns["is_delegated_op"].append(key.identifier is not None)
             columns["delegate_backend_name"].append(link.delegate_backend_name)
-            columns["debug_data"].append(list(table.debug_data.get(j, [])))
+            columns["debug_data"].append(as_tensors(list(table.reference_debug_data(j))))
             columns["start_time"].append(starts[j] if has else None)
             if include_delegate_debug_data:
-                columns["delegate_debug_metadata"].append(inspector.row_metadata(table, j)[1])
+                metadata.append(inspector.row_metadata(table, j)[1])
     for s, stat in enumerate(_STATS):
         columns[stat + unit] = stats[s]
-    return pd.DataFrame(columns)
+    return make_frame(columns, metadata if include_delegate_debug_data else None)
+
+
+def op_types_cell(op_types: Sequence[str]) -> Any:
+    """The ``op_types`` cell as the reference's: the list up to 4 operators, from 5 on the
+    string ``"['first', 'second' ... 'last'] (N total)"``."""
+    if len(op_types) < 5:
+        return list(op_types)
+    return f"['{op_types[0]}', '{op_types[1]}' ... '{op_types[-1]}'] ({len(op_types)} total)"
+
+
+# Columns whose cells the reference's one-row frames hold as scalars: their dtype is what
+# concatenating those frames gives (None rows make them object columns, None kept).
+_SCALAR_COLUMNS = ("event_block_name", "event_name", "delegate_debug_identifier",
+                   "is_delegated_op", "delegate_backend_name", "op_types")  # fmt: skip
+
+
+def _concat_dtype(pd: Any, values: list[Any]) -> Any:
+    """The dtype pandas gives a column concatenated from one-row frames of ``values``
+    (one probe frame per kind of value, so it costs no more than a few tiny frames)."""
+    probes: dict[type, Any] = {}
+    for value in values:
+        probes.setdefault(type(value), value)
+    if not probes:
+        return object
+    frames = [pd.DataFrame({"c": [v]}) for v in probes.values()]
+    return frames[0]["c"].dtype if len(frames) == 1 else pd.concat(frames)["c"].dtype
+
+
+def make_frame(columns: dict[str, list[Any]], metadata: list[Any] | None) -> Any:
+    """The DataFrame of ``columns`` with the dtypes the reference's frame has (it concatenates
+    one frame per event); ``metadata``: each row's delegate debug metadata, added as the
+    reference adds it (a column per key of parsed dicts, ``delegate_debug_metadata`` for
+    raw lists; nothing when no row has any)."""
+    pd = require_pandas()
+    data: dict[str, Any] = {}
+    for name, values in columns.items():
+        if name in _SCALAR_COLUMNS or name.split(" ")[0] in _STATS:
+            data[name] = pd.Series(values, dtype=_concat_dtype(pd, values))
+        else:
+            data[name] = pd.Series(values, dtype=object)
+    frame = pd.DataFrame(data)
+    if not metadata:
+        return frame
+    rows = []
+    for value in metadata:
+        if isinstance(value, list) and value:
+            rows.append(pd.Series([value], index=["delegate_debug_metadata"]))
+        elif isinstance(value, dict) and value:
+            rows.append(pd.Series(value))
+        else:
+            rows.append(pd.Series())
+    if all(row.empty for row in rows):
+        return frame
+    return pd.concat([frame, pd.DataFrame(rows)], axis=1)
 
 
 def require_pandas() -> Any:
@@ -118,13 +173,11 @@ def blocks_to_dataframe(
     include_units: bool = True,
     include_delegate_debug_data: bool = False,
 ) -> Any:
-    """One DataFrame row per event of ``blocks`` (needs pandas)."""
-    pd = require_pandas()
+    """One DataFrame row per event of ``blocks`` (needs pandas), as the reference's."""
     scale = blocks[0].target_time_scale.value if blocks else "ms"
     unit = f" ({scale})" if include_units else ""
-    columns: dict[str, list[Any]] = {
-        name: [] for name in dataframe_columns(unit, include_delegate_debug_data)
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in dataframe_columns(unit, False)}
+    metadata: list[Any] = []
     for block in blocks:
         for event in block.events:
             perf = event.perf_data
@@ -133,7 +186,7 @@ def blocks_to_dataframe(
             columns["raw"].append(perf.raw if perf else None)
             for s in _STATS:
                 columns[s + unit].append(getattr(perf, s) if perf else None)
-            columns["op_types"].append(event.op_types)
+            columns["op_types"].append(op_types_cell(event.op_types))
             columns["delegate_debug_identifier"].append(event.delegate_debug_identifier)
             columns["stack_traces"].append(event.stack_traces)
             columns["module_hierarchy"].append(event.module_hierarchy)
@@ -141,6 +194,5 @@ def blocks_to_dataframe(
             columns["delegate_backend_name"].append(event.delegate_backend_name)
             columns["debug_data"].append(event.debug_data)
             columns["start_time"].append(event.start_time)
-            if include_delegate_debug_data:
-                columns["delegate_debug_metadata"].append(event.delegate_debug_metadatas)
-    return pd.DataFrame(columns)
+            metadata.append(event.delegate_debug_metadatas)
+    return make_frame(columns, metadata if include_delegate_debug_data else None)

@@ -1,5 +1,7 @@
 """The reference's module path ``executorch.devtools.inspector._inspector_utils``, for the
-name code written for the reference imports from it: :func:`get_aot_debug_handle_to_op_name_mapping`.
+names code written for the reference imports from it: :func:`get_aot_debug_handle_to_op_name_mapping`,
+:func:`find_op_names`, :func:`calculate_time_scale_factor`, :func:`is_inference_output_equal`,
+``TimeScale`` and ``compare_results``.
 
 A public module by reason (the reference's path; see ``docs/architecture.md``), though its
 name starts with ``_`` as the reference's does. No torch at import: a torch graph is read
@@ -13,9 +15,59 @@ from typing import Any
 
 from delegate_lens.errors import UsageError
 from delegate_lens.etrecord import ETRecord, GraphInfo
+from delegate_lens.inspector._reference_utils import compare_results
+from delegate_lens.inspector._timescale import TimeScale, units_per_second
 from delegate_lens.inspector.numerical_comparator import DebugHandle
 
-__all__ = ["DebugHandle", "get_aot_debug_handle_to_op_name_mapping"]
+__all__ = [
+    "DebugHandle",
+    "TimeScale",
+    "calculate_time_scale_factor",
+    "compare_results",
+    "find_op_names",
+    "get_aot_debug_handle_to_op_name_mapping",
+    "is_inference_output_equal",
+]
+
+
+def calculate_time_scale_factor(
+    source_time_scale: TimeScale, target_time_scale: TimeScale
+) -> float:
+    """Units of ``target_time_scale`` per unit of ``source_time_scale`` divided the reference's
+    way (units per second of the source over the target's; cycles count as seconds)."""
+    return units_per_second(source_time_scale) / units_per_second(target_time_scale)
+
+
+def find_op_names(
+    target_debug_handle: DebugHandle, debug_handle_to_op_names: dict[DebugHandle, list[str]]
+) -> list[str]:
+    """The names of every entry of ``debug_handle_to_op_names`` whose handles all lie in
+    ``target_debug_handle``, in the mapping's order."""
+    wanted = set(target_debug_handle)
+    return [
+        name
+        for handles, names in debug_handle_to_op_names.items()
+        if set(handles) <= wanted
+        for name in names
+    ]
+
+
+def is_inference_output_equal(output1: Any, output2: Any) -> bool:
+    """Whether two inference outputs are equal: tensors (or lists of tensors, pairwise)
+    by ``torch.equal``, anything else by ``==``."""
+    if _is_tensor(output1) and _is_tensor(output2):
+        import torch
+
+        return bool(torch.equal(output1, output2))
+    if isinstance(output1, list) and isinstance(output2, list):
+        import torch
+
+        return all(bool(torch.equal(a, b)) for a, b in zip(output1, output2))
+    return bool(output1 == output2)
+
+
+def _is_tensor(value: object) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "dtype")
 
 
 def get_aot_debug_handle_to_op_name_mapping(graph_module: Any) -> dict[DebugHandle, list[str]]:
@@ -47,11 +99,7 @@ def get_aot_debug_handle_to_op_name_mapping(graph_module: Any) -> dict[DebugHand
                 "get_aot_debug_handle_to_op_name_mapping needs a torch.fx.GraphModule, an "
                 f"ExportedProgram or an ETRecord graph, not {type(graph_module).__name__}"
             )
-        pairs = (
-            (node.meta.get("debug_handle"), node.name)
-            for node in nodes
-            if node.op == "call_function"
-        )
+        pairs = ((_handle(node), node.name) for node in nodes if node.op == "call_function")
     mapping: dict[DebugHandle, list[str]] = {}
     for handle, name in pairs:
         if handle is None or "getitem" in name:
@@ -59,3 +107,14 @@ def get_aot_debug_handle_to_op_name_mapping(graph_module: Any) -> dict[DebugHand
         key = (handle,) if isinstance(handle, int) else tuple(handle)
         mapping.setdefault(key, []).append(name)
     return mapping
+
+
+def _handle(node: Any) -> Any:
+    """A node's debug handle; a node picking one output of another (``getitem``, which a
+    graph read back from its serialized form has without metadata) has its producer's."""
+    handle = node.meta.get("debug_handle")
+    target = getattr(node, "target", None)
+    if handle is None and getattr(target, "__name__", "") == "getitem" and node.args:
+        producer = node.args[0]
+        handle = getattr(producer, "meta", {}).get("debug_handle")
+    return handle

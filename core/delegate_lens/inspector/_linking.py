@@ -3,7 +3,10 @@
 * Non-delegate rows get ``debug_handle_map[method][instruction_id]``; a ``DELEGATE_CALL``
   row also gets its backend name from ``delegate_map``.
 * Delegate-logged rows get the backend name of their instruction's delegate entry and the
-  handles the backend mapped their identifier to (none when the backend gave no map).
+  handles the backend mapped their identifier to (none when the backend gave no map). Given
+  the program (:class:`~delegate_lens.inspector._recovery.Recovery`), a delegate call whose
+  entry has no identifiers gets the map a ``dl_recover_delegate_map`` plugin recovers from
+  its processed bytes instead (:meth:`Linker.recover`); a non-empty entry always wins.
 * Every graph node carrying one of the handles gives ``op_types``, ``stack_traces`` and
   ``module_hierarchy`` (keyed by node name + ``_``, as the reference).
 * Framework rows (``Method::init``, ``Program::load_method``, ``Method::execute``) get the
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -35,7 +38,8 @@ from delegate_lens.errors import InspectorWarning
 from delegate_lens.etdump import FRAMEWORK_EVENTS
 
 if TYPE_CHECKING:
-    from delegate_lens.etrecord import ETRecord
+    from delegate_lens.etrecord import DelegateEntry, ETRecord, GraphInfo, Handles
+    from delegate_lens.inspector._recovery import Recovery
 
 
 _MAX_LISTED = 8
@@ -72,6 +76,9 @@ class RowLink:
     method: str | None = None
     node_names: tuple[str, ...] = ()
     """The graph node behind each entry of ``op_types``, by name (same order)."""
+    recovered: bool = False
+    """Linked by a map a ``dl_recover_delegate_map`` plugin recovered from the program: an
+    operator's own event (such a map has no per-call summaries)."""
 
     @property
     def module_paths(self) -> list[str]:
@@ -89,34 +96,13 @@ class RowLink:
 NO_LINK = RowLink()
 
 
-def _entry_name(entry: object) -> str | None:
-    if entry is None:
-        return None
-    name = entry.get("name") if isinstance(entry, Mapping) else getattr(entry, "name", None)
-    return None if name is None else str(name)
+def _entry_name(entry: DelegateEntry | None) -> str | None:
+    return None if entry is None else entry.name
 
 
-def _entry_keys(entry: object) -> set[str] | None:
+def _entry_keys(entry: DelegateEntry | None) -> set[str] | None:
     """The identifiers (as text) a delegate entry maps; None without a map."""
-    if entry is None:
-        return None
-    if hasattr(entry, "identifiers"):
-        keys = entry.identifiers
-    elif isinstance(entry, Mapping):
-        keys = entry.get("delegate_map") or {}
-    else:
-        return None
-    return {str(k) for k in keys} or None
-
-
-def _entry_handles(entry: object, identifier: int | str) -> Any:
-    if hasattr(entry, "handles"):
-        return entry.handles(identifier)
-    inner = (entry.get("delegate_map") if isinstance(entry, Mapping) else None) or {}
-    for key in (identifier, str(identifier)):
-        if key in inner:
-            return inner[key]
-    return None
+    return None if entry is None else (set(entry.identifiers) or None)
 
 
 def _present(handles: int | Iterable[int] | None) -> int | list[int] | None:
@@ -153,34 +139,78 @@ def _warn(message: str) -> None:
 class Linker:
     """Links rows of blocks to an ETRecord (torch-free: maps and graph JSON only)."""
 
-    def __init__(self, etrecord: ETRecord) -> None:
+    def __init__(self, etrecord: ETRecord, recovery: Recovery | None = None) -> None:
         self.etrecord = etrecord
+        self.recovery = recovery
+        self._recovered: dict[tuple[str, int], list[int | str]] = {}
+        self._overlaid: set[tuple[str, int]] = set()
         # handles as written (an int stays an int), delegate entries with exact lookup
-        self.debug_handle_map: Mapping[str, Mapping[int, Any]] = (
-            getattr(etrecord, "debug_handle_map_as_written", None)
-            or getattr(etrecord, "debug_handle_map", None)
-            or {}
+        self.debug_handle_map: Mapping[str, Mapping[int, Handles]] = (
+            etrecord.debug_handle_map_as_written
         )
-        self.delegate_map: Mapping[str, Mapping[int, Any]] = (
-            getattr(etrecord, "delegate_entries", None)
-            or getattr(etrecord, "delegate_map", None)
-            or {}
-        )
-        methods = list(getattr(etrecord, "methods", None) or [])
+        self.delegate_map: Mapping[str, Mapping[int, DelegateEntry]] = etrecord.delegate_entries
+        methods = list(etrecord.methods)
         for name in self.debug_handle_map:
             if name not in methods:
                 methods.append(name)
         self.methods: list[str] = methods
-        self._graphs: dict[str, Any] = {}
+        self._graphs: dict[str, GraphInfo | None] = {}
         self._cache: dict[tuple[str, RowKey], RowLink] = {}
+
+    # --- maps recovered from the program ----------------------------------------------------
+
+    def recover(self, rows: Sequence[RowKey]) -> None:
+        """Ask the program's recovery (``dl_recover_delegate_map``) for the map of every
+        delegate call that logged events in ``rows`` and whose ETRecord entry has no
+        identifiers; a recovered map then stands in for that entry (a non-empty ETRecord
+        map always wins)."""
+        if self.recovery is None:
+            return
+        logged: dict[int, list[int | str]] = {}
+        for row in rows:
+            if row.identifier is not None and row.instruction_id >= 0:
+                found = logged.setdefault(row.instruction_id, [])
+                if row.identifier not in found:
+                    found.append(row.identifier)
+        for method in self.recovery.program.methods:
+            if method not in self.methods:
+                continue
+            for iid, identifiers in logged.items():
+                key = (method, iid)
+                entry = self.delegate_map.get(method, {}).get(iid)
+                if key not in self._recovered and _entry_keys(entry) is not None:
+                    continue  # the ETRecord's own map wins
+                before = self._recovered.get(key, [])
+                merged = before + [i for i in identifiers if i not in before]
+                if key in self._recovered and merged == before:
+                    continue
+                handles = self.debug_handle_map.get(method, {}).get(iid)
+                listed = None if handles is None else _as_list(handles)
+                recovered = self.recovery.entry(method, iid, merged, listed, self.graph(method))
+                self._recovered[key] = merged
+                if recovered is None:
+                    continue
+                maps = {m: dict(v) for m, v in self.delegate_map.items()}
+                maps.setdefault(method, {})[iid] = recovered
+                self.delegate_map = maps
+                self._overlaid.add(key)
+                self._cache.clear()
+
+    def say_unlinked(self, method: str | None, rows: Sequence[RowKey]) -> None:
+        """Warn once per delegate call of ``method`` about the events its recovered map
+        leaves unlinked, and why."""
+        if self.recovery is None or method is None:
+            return
+        iids = sorted({r.instruction_id for r in rows if r.identifier is not None})
+        self.recovery.say_unlinked(method, iids)
 
     # --- graph access -------------------------------------------------------------------
 
-    def graph(self, method: str) -> Any:
+    def graph(self, method: str) -> GraphInfo | None:
         if method not in self._graphs:
             graph = None
             try:
-                if method in (getattr(self.etrecord, "methods", None) or []):
+                if method in self.etrecord.methods:
                     graph = self.etrecord.graph(method)
             except Exception as exc:  # a damaged graph entry: link without nodes
                 _warn(f"ETRecord: the graph of method {method!r} cannot be read ({exc})")
@@ -357,7 +387,7 @@ class Linker:
                 handles = dhm.get(iid)
             else:
                 backend = _entry_name(entry)
-                handles = _entry_handles(entry, row.identifier)
+                handles = entry.handles(row.identifier)
         presented = _present(handles)
         op_types: list[str] = []
         node_names: list[str] = []
@@ -378,7 +408,12 @@ class Linker:
             delegate_backend_name=backend,
             method=method,
             node_names=tuple(node_names),
+            recovered=row.identifier is not None and (method, iid) in self._overlaid,
         )
+
+
+def _as_list(handles: int | Iterable[int]) -> list[int]:
+    return [handles] if isinstance(handles, int) else [int(h) for h in handles]
 
 
 def _describe(mismatches: Mapping[int, str]) -> str:

@@ -27,7 +27,9 @@ def link_rows(
     """The method a block runs (None when unknown) and each row's link into the ETRecord."""
     if linker is None:
         return None, [NO_LINK] * len(keys)
+    linker.recover(keys)
     choice = linker.choose(label, keys)
+    linker.say_unlinked(choice.link_with, keys)
     links = [
         linker.link(None if key.instruction_id in choice.unlinked else choice.link_with, key)
         for key in keys

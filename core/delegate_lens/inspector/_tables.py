@@ -48,6 +48,10 @@ class BlockTable:
     """Computes :attr:`stats` (on first use: the timelines never need them)."""
     debug_data: dict[int, list[Any]] = attrs.field(factory=dict)  # row -> inflated values
     run_output: list[Any] = attrs.field(factory=list)  # final outputs of the first run
+    zeros_debug_data: dict[int, list[Any]] | None = None
+    """Without a debug buffer: each row's values as the reference gives them (tensors of
+    zeros of the logged shape and dtype), where :attr:`debug_data` has None."""
+    zeros_run_output: list[Any] | None = None
     converted_start: dict[int, FloatArray] = attrs.field(factory=dict)
     """Delegate rows whose clock went through a converter: start times (target scale)."""
     ticks_of: Callable[[], npt.NDArray[np.uint64] | None] = attrs.field(
@@ -57,6 +61,16 @@ class BlockTable:
     """Raw start and end ticks of the events at some global indices (e.g. a column of
     ``block.events``), from the file's columns; None: not known."""
     _stats: FloatArray | None = attrs.field(default=None, init=False, repr=False)
+
+    def reference_debug_data(self, row: int) -> list[Any]:
+        """Row ``row``'s values as the reference's ``Event.debug_data`` has them."""
+        if self.zeros_debug_data is not None and row in self.zeros_debug_data:
+            return self.zeros_debug_data[row]
+        return self.debug_data.get(row, [])
+
+    def reference_run_output(self) -> list[Any]:
+        """The run output as the reference's ``EventBlock.run_output`` has it."""
+        return self.run_output if self.zeros_run_output is None else self.zeros_run_output
 
     @property
     def stats(self) -> FloatArray:

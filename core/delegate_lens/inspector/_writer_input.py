@@ -15,13 +15,14 @@ block, in block then row order, with plain Python values (the numpy tables behin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from delegate_lens.exporters import RowStats, TableInput, TableRow
+from delegate_lens.inspector._limits import check_rows
 from delegate_lens.inspector._linking import FRAMEWORK_EVENTS
 from delegate_lens.inspector._timescale import TimeScale, decimal_places, units_per_second
 
@@ -37,15 +38,18 @@ def _table_rows(
     metadata: bool,
     details: bool = False,
     with_stats: bool = True,
+    span: tuple[int, int] | None = None,
 ) -> list[TableRow]:
-    """The typed rows of one block; ``details``: debug data as JSON values too;
-    ``with_stats``: their statistics (else ``stats`` is None)."""
+    """The typed rows of one block (``span``: rows ``lo:hi`` only); ``details``: debug
+    data as JSON values too; ``with_stats``: their statistics (else ``stats`` is None)."""
     if details:
         from delegate_lens.exporters import value_to_json
     stats = table.stats if with_stats else None
     out = []
     bundled = int(table.block.bundled_input_index)
-    for j, key in enumerate(table.keys):
+    lo, hi = span if span is not None else (0, len(table.keys))
+    for j in range(lo, hi):
+        key = table.keys[j]
         link = table.links[j]
         row_stats = None
         perf = bool(table.block.has_perf[j])
@@ -79,6 +83,42 @@ def _table_rows(
     return out
 
 
+class _BlockRows(Sequence[TableRow]):
+    """A block's typed rows for the ``json`` writer, made :data:`_ROW_CHUNK` at a time as
+    they are read (in order): the objects of one chunk at a time, not of every row."""
+
+    def __init__(self, inspector: Inspector, table: BlockTable) -> None:
+        self._inspector = inspector
+        self._table = table
+        self._lo = 0
+        self._rows: list[TableRow] = []
+
+    def __len__(self) -> int:
+        return len(self._table.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> TableRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TableRow]: ...
+    def __getitem__(self, index: int | slice) -> TableRow | list[TableRow]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(index)
+        if not self._lo <= i < self._lo + len(self._rows):
+            self._lo = i - i % _ROW_CHUNK
+            span = (self._lo, min(self._lo + _ROW_CHUNK, n))
+            self._rows = _table_rows(
+                self._inspector, self._table, metadata=True, details=True, span=span
+            )
+        return self._rows[i - self._lo]
+
+
+_ROW_CHUNK = 4096
+
+
 def table_rows(inspector: Inspector, *, metadata: bool = False) -> Iterator[TableRow]:
     """Every row of every block, typed (``OPERATOR_CALL`` rows included); with
     ``metadata`` each holds its parsed delegate metadata."""
@@ -92,6 +132,7 @@ def table_input(
     """What the table, TSV and CSV writers take. ``metadata``: fill the rows' metadata
     (None: when the file has any); ``start_times``: each row's start times (the
     reference's table shows them)."""
+    check_rows(inspector, "a table")
     has_metadata = bool((inspector.file_columns.metadata_length >= 0).any())
     rows = list(table_rows(inspector, metadata=has_metadata if metadata is None else metadata))
     starts: list[list[int] | None] = []
@@ -114,6 +155,7 @@ def json_input(inspector: Inspector) -> JsonInput:
     """What the ``json`` writer takes (debug problems are said here, once)."""
     from delegate_lens.exporters import JsonBlock, JsonInput
 
+    check_rows(inspector, "JSON")
     places = decimal_places(inspector.time_factor)
     if any(table.debug_data for table in inspector.tables):
         inspector.say_debug_problems()
@@ -123,7 +165,7 @@ def json_input(inspector: Inspector) -> JsonInput:
             bundled_input_index=int(table.block.bundled_input_index),
             method=table.method,
             runs=tuple(int(r) for r in table.block.runs),
-            rows=_table_rows(inspector, table, metadata=True, details=True),
+            rows=_BlockRows(inspector, table),
             samples=table.samples,
             ticks=table.ticks,
             exact=table.exact,
@@ -143,6 +185,7 @@ def trace_input(inspector: Inspector) -> TraceInput:
     from delegate_lens.exporters import TraceBlock, TraceInput
     from delegate_lens.inspector._memory import allocator_label
 
+    check_rows(inspector, "a trace")
     source = inspector.source_time_scale
     blocks = []
     for table in inspector.tables:

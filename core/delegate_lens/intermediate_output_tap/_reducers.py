@@ -94,7 +94,8 @@ class _Ops:
 
 
 def _stats(ops: _Ops, x: object, numel: int) -> object:
-    f = ops(aten._to_copy.default, x, dtype=torch.float32)
+    # contiguous: the view below flattens it (a transpose's output is strided in eager)
+    f = ops(aten._to_copy.default, x, dtype=torch.float32, memory_format=torch.contiguous_format)
     a = ops(aten.abs.default, f)
     sq = ops(aten.pow.Tensor_Scalar, f, 2.0)
     mean = ops(aten.mean.default, f)

@@ -18,7 +18,9 @@ from delegate_lens.numerics._comparators import SNRComparator as SNRComparator
 from delegate_lens.numerics._comparators import get_comparators as get_comparators
 from delegate_lens.numerics._comparators import resolve_comparator as resolve_comparator
 from delegate_lens.numerics._gap import calculate_numeric_gap as calculate_numeric_gap
-from delegate_lens.numerics._gap import runtime_intermediate_outputs as runtime_intermediate_outputs
+from delegate_lens.numerics._runtime_entries import (
+    runtime_intermediate_outputs as runtime_intermediate_outputs,
+)
 from delegate_lens.numerics._table import COLUMNS as COLUMNS
 from delegate_lens.numerics._table import NumericGapTable as NumericGapTable
 from delegate_lens.numerics._table import Unmatched as Unmatched

@@ -39,6 +39,10 @@ class AotOutputs:
     :param inputs_of: ``{handle: handles of the nodes feeding it}`` (through nodes
         without a handle), for ``first_divergence``.
     :param key: what the outputs were computed from (inputs and graph), for the cache.
+    :param graph_outputs: the handle of the node behind each output of the graph, in
+        output order (None where an output comes from no handled node; the whole tuple
+        None when not known, e.g. a cache of an older delegate-lens): a partition's
+        outputs are told apart with it.
     """
 
     graph: str
@@ -48,6 +52,7 @@ class AotOutputs:
     order: Mapping[int, int]
     inputs_of: Mapping[int, tuple[int, ...]]
     key: str = ""
+    graph_outputs: tuple[int | None, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.outputs)
@@ -79,6 +84,7 @@ class AotOutputs:
             "stack_traces": dict(self.stack_traces),
             "order": [[h, p] for h, p in self.order.items()],
             "inputs_of": [[h, list(v)] for h, v in self.inputs_of.items()],
+            "graph_outputs": None if self.graph_outputs is None else list(self.graph_outputs),
         }
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
         buffer = io.BytesIO()
@@ -111,8 +117,15 @@ class AotOutputs:
                 order={int(h): int(p) for h, p in meta["order"]},
                 inputs_of={int(h): tuple(int(x) for x in v) for h, v in meta["inputs_of"]},
                 key=str(meta.get("key", "")),
+                graph_outputs=_graph_outputs(meta.get("graph_outputs")),
             )
         except (KeyError, TypeError, ValueError, OSError, EOFError) as exc:
             raise InspectorError(
                 f"{os.fspath(path)}: not an AOT outputs cache written by delegate-lens: {exc}"
             ) from None
+
+
+def _graph_outputs(value: object) -> tuple[int | None, ...] | None:
+    if not isinstance(value, list):
+        return None
+    return tuple(None if h is None else int(h) for h in value)

@@ -169,6 +169,7 @@ def capture_intermediate_outputs(
     record = load_etrecord(etrecord)
     if record is None:
         raise InspectorError("capturing reference outputs needs an ETRecord")
+    given = inputs is not None
     if inputs is None:
         try:
             stored = _stored_inputs(record)
@@ -185,7 +186,9 @@ def capture_intermediate_outputs(
 
     handles: dict[str, int] | None = None
     graph = f"edge_dialect_exported_program/{method}"
-    if reference_graph in (None, "exported_program"):
+    if reference_graph == "exported_program" or (
+        reference_graph is None and _aten_is_of(record, method)
+    ):
         handles = aten_debug_handles(record, method, validate=not disable_debug_handle_validation)
         if handles is not None:
             graph = "exported_program"
@@ -194,7 +197,11 @@ def capture_intermediate_outputs(
                 f"{record.origin}: cannot use 'exported_program': the ETRecord has none, or "
                 "its nodes cannot be traced to every debug handle of the edge program"
             )
-    elif reference_graph not in ("edge_dialect_exported_program", "edge_dialect_graph_module"):
+    elif reference_graph not in (
+        None,
+        "edge_dialect_exported_program",
+        "edge_dialect_graph_module",
+    ):
         # a graph_map name, "<name>" meaning "<name>/forward" (as the reference looks it up)
         extra = getattr(record, "graph_map_names", [])
         name = reference_graph if "/" in reference_graph else f"{reference_graph}/forward"
@@ -219,8 +226,10 @@ def capture_intermediate_outputs(
                 return cached
 
     if graph == "exported_program":
-        program = record.exported_program
+        program = record.exported_program  # the reference stores one, the first method's
         info = record.exported_program_graph()
+        if info is None:
+            raise InspectorError(f"{record.origin}: the ETRecord stores no exported_program")
     elif graph != f"edge_dialect_exported_program/{method}":  # a graph_map program
         program = record._live_program(graph)
         info = record.program_graph(graph)
@@ -230,11 +239,26 @@ def capture_intermediate_outputs(
         info = record.graph(method)
         handles = {n.name: n.debug_handle for n in info.nodes if n.debug_handle is not None}
     assert handles is not None
-    outputs = _run(program, handles, inputs, record.origin)
+    try:
+        outputs = _run(program, handles, inputs, record.origin)
+    except InspectorError as exc:
+        if not given and len(list(getattr(record, "methods", ()) or ())) > 1:
+            raise InspectorError(
+                f"{exc} (method {method!r} of a multi-method ETRecord: its representative "
+                "inputs are one method's; pass this method's as inputs=[...])"
+            ) from None
+        raise
     result = _describe(info, handles, outputs, program, graph, key)
     if cache_path is not None:
         result.save(cache_path)
     return result
+
+
+def _aten_is_of(record: ETRecord, method: str) -> bool:
+    """Whether the ETRecord's one ATen program can be ``method``'s: it is the only method,
+    or ``forward`` (a multi-method record stores the ATen program of one method only)."""
+    methods = list(getattr(record, "methods", ()) or ())
+    return len(methods) <= 1 or method == "forward"
 
 
 def _stored_inputs(record: ETRecord) -> list[Any] | None:
@@ -318,7 +342,32 @@ def _describe(
         stack_traces[node.name] = info_node.stack_trace if info_node else None
         order[handle] = position
     inputs_of = _inputs_of(program, handles)
-    return AotOutputs(graph, outputs, op_names, stack_traces, order, inputs_of, key)
+    graph_outputs = _graph_outputs(program, handles)
+    return AotOutputs(graph, outputs, op_names, stack_traces, order, inputs_of, key, graph_outputs)
+
+
+def _graph_outputs(program: ExportedProgram, handles: dict[str, int]) -> tuple[int | None, ...]:
+    """The handle behind each output of the graph, in output order (through ``getitem``
+    and other nodes without a handle, when they lead to one handle only)."""
+    import torch
+
+    def handle_of(node: object) -> int | None:
+        seen: set[int] = set()
+        frontier = [node]
+        while frontier:
+            current = frontier.pop()
+            if not isinstance(current, torch.fx.Node):
+                continue
+            if current.name in handles and current.target is not operator.getitem:
+                seen.add(handles[current.name])
+            elif current.op == "call_function":
+                frontier.extend(current.all_input_nodes)
+        return seen.pop() if len(seen) == 1 else None
+
+    output = program.graph_module.graph.output_node()
+    leaves: list[object] = []
+    torch.fx.node.map_arg(output.args, leaves.append)
+    return tuple(handle_of(leaf) for leaf in leaves)
 
 
 def _inputs_of(program: ExportedProgram, handles: dict[str, int]) -> dict[int, tuple[int, ...]]:

@@ -23,192 +23,27 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.errors import InspectorError, InspectorWarning, UsageError
-from delegate_lens.etdump import FRAMEWORK_EVENTS
+from delegate_lens.errors import InspectorError
 from delegate_lens.numerics._aot_outputs import AotOutputs
 from delegate_lens.numerics._comparators import Comparator, resolve_comparator
+from delegate_lens.numerics._divergence import mark_first_divergence
+from delegate_lens.numerics._pairing import pair_outputs
+from delegate_lens.numerics._runtime_entries import (
+    Entry,
+    runtime_intermediate_outputs,
+    tables_of,
+    warn,
+)
 from delegate_lens.numerics._table import NumericGapTable, Unmatched
 
 if TYPE_CHECKING:
-    from delegate_lens.inspector import BlockTable, Inspector
-
-Handles = tuple[int, ...]
-
-
-class _Entry:
-    """One runtime output: a row's handles and debug values (or a merge of several)."""
-
-    __slots__ = ("backend", "handles", "identifiers", "names", "num_outputs", "rank", "value")
-
-    def __init__(
-        self,
-        handles: Handles,
-        value: Sequence[object],
-        num_outputs: int,
-        rank: tuple[int, int],
-        name: str,
-        backend: str | None,
-        identifier: object,
-    ) -> None:
-        self.handles = handles
-        self.value = value
-        self.num_outputs = num_outputs
-        self.rank = rank
-        self.names = [name]
-        self.backend = backend
-        self.identifiers = [] if identifier is None else [identifier]
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, InspectorWarning, stacklevel=4)
-
-
-def _tables_of(inspector: Inspector, method: str | None) -> tuple[list[BlockTable], str | None]:
-    tables = [t for t in inspector.tables if t.debug_data]
-    if not tables:
-        raise InspectorError(
-            "the ETDump holds no intermediate outputs: run with a debug buffer "
-            "(ETDumpGen(debug_buffer_size=...), delegate-lens demo --debug-buffer-size) "
-            "and give it to the Inspector (debug_buffer_path / --debug-buffer)"
-        )
-    methods = [t.method for t in tables]
-    if method is None:
-        method = "forward" if "forward" in methods else methods[0]
-    chosen = [t for t in tables if t.method == method]
-    if not chosen:
-        raise UsageError(f"no block of method {method!r} has intermediate outputs")
-    return chosen[:1], method
-
-
-def _convert(backend: str | None, identifier: int | str | None, value: object, row: str) -> object:
-    if backend is None or identifier is None:
-        return value
-    from delegate_lens import hooks
-    from delegate_lens.pluginmanager import has_implementations
-
-    if not has_implementations("dl_intermediate_output"):
-        return value
-    converted = hooks.intermediate_output(backend, identifier, value)
-    return value if converted is None else converted
-
-
-def runtime_intermediate_outputs(
-    inspector: Inspector, method: str | None = None
-) -> tuple[list[_Entry], list[Unmatched]]:
-    """The runtime entries of :func:`calculate_numeric_gap` (merged) and the rows that
-    could not take part (no handles)."""
-    tables, method = _tables_of(inspector, method)
-    num_outs: dict[int, int] = {}
-    record = inspector.etrecord
-    if record is not None and method is not None:
-        num_outs = dict(record.instruction_id_to_num_outs_map.get(method, {}))
-    unmatched: list[Unmatched] = []
-    entries: dict[Handles, _Entry] = {}
-    order = 0
-    for table in tables:
-        rows = sorted(table.debug_data)
-        inner: dict[str | None, set[int]] = {}
-        for j in rows:
-            key, link = table.keys[j], table.links[j]
-            if key.identifier is not None and link.op_types and link.debug_handles is not None:
-                inner.setdefault(link.delegate_backend_name, set()).update(
-                    _as_handles(link.debug_handles)
-                )
-        for j in rows:
-            key, link = table.keys[j], table.links[j]
-            values = table.debug_data[j]
-            if key.name == "OPERATOR_CALL" or key.name in FRAMEWORK_EVENTS or not values:
-                continue
-            if not link.op_types or link.debug_handles is None:
-                unmatched.append(
-                    Unmatched(
-                        "runtime",
-                        (),
-                        [key.name],
-                        "the row has no debug handles",
-                        [] if key.identifier is None else [key.identifier],
-                    )
-                )
-                continue
-            handles = _as_handles(link.debug_handles)
-            backend = link.delegate_backend_name
-            if key.name == "DELEGATE_CALL" and inner.get(backend, set()) & set(handles):
-                continue
-            if key.identifier is not None:
-                value = [_convert(backend, key.identifier, v, key.name) for v in values[-1:]]
-                n_out = 1
-            else:
-                value = list(values)
-                n_out = max(1, min(num_outs.get(key.instruction_id, 1), len(value)))
-            order += 1
-            entry = _Entry(
-                handles,
-                value,
-                n_out,
-                (key.instruction_id, order),
-                key.name,
-                backend if key.identifier is not None or key.name == "DELEGATE_CALL" else None,
-                key.identifier,
-            )
-            previous = entries.get(handles)
-            if previous is None or previous.rank < entry.rank:
-                if previous is not None:
-                    entry.names = previous.names + entry.names
-                entries[handles] = entry
-    return _merge(list(entries.values())), unmatched
-
-
-def _as_handles(handles: int | Sequence[int]) -> Handles:
-    return (int(handles),) if isinstance(handles, int) else tuple(int(h) for h in handles)
-
-
-def _merge(entries: list[_Entry]) -> list[_Entry]:
-    """Merge entries with overlapping handles (connected components)."""
-    parent = list(range(len(entries)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[int, int] = {}
-    for i, entry in enumerate(entries):
-        for h in entry.handles:
-            if h in owner:
-                a, b = find(owner[h]), find(i)
-                if a != b:
-                    parent[b] = a
-            else:
-                owner[h] = i
-    groups: dict[int, list[_Entry]] = {}
-    for i, entry in enumerate(entries):
-        groups.setdefault(find(i), []).append(entry)
-    merged: list[_Entry] = []
-    for members in groups.values():
-        if len(members) == 1:
-            merged.append(members[0])
-            continue
-        members.sort(key=lambda e: e.rank)
-        handles: list[int] = []
-        for member in members:
-            own = set(member.handles)
-            handles = [h for h in handles if h not in own] + list(dict.fromkeys(member.handles))
-        last = members[-1]
-        out = _Entry(
-            tuple(handles), last.value, last.num_outputs, last.rank, "", last.backend, None
-        )
-        out.names = [n for m in members for n in m.names]
-        out.identifiers = [i for m in members for i in m.identifiers]
-        merged.append(out)
-    return merged
+    from delegate_lens.inspector import Inspector
 
 
 def _float(value: object) -> npt.NDArray[np.float64] | None:
@@ -229,7 +64,7 @@ def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tupl
     if isinstance(aot, list):
         runtime_list = runtime if isinstance(runtime, list) else [runtime]
         if len(runtime_list) != len(aot):
-            _warn(
+            warn(
                 f"numeric gap of {ops}: the reference gives {len(aot)} outputs, the runtime "
                 f"{len(runtime_list)}; compared the first {min(len(aot), len(runtime_list))}"
             )
@@ -246,7 +81,7 @@ def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tupl
             continue
         if a.shape != r.shape:
             if a.size != r.size:
-                _warn(
+                warn(
                     f"numeric gap of {ops}: shapes disagree (reference {list(a.shape)}, "
                     f"runtime {list(r.shape)}); gap is nan"
                 )
@@ -298,19 +133,29 @@ def _resolve_aot(
     )
 
 
+AotSource = AotOutputs | str | os.PathLike[str] | None
+
+
 def calculate_numeric_gap(
     inspector: Inspector,
     distance: object = "MSE",
     *,
-    inputs: Sequence[object] | None = None,
-    aot_outputs: AotOutputs | str | os.PathLike[str] | None = None,
+    inputs: Sequence[object] | Mapping[str, Sequence[object]] | None = None,
+    aot_outputs: AotSource | Mapping[str, AotSource] = None,
     reference_graph: str | None = None,
     cache: bool | str | os.PathLike[str] = False,
     threshold: float | None = None,
     method: str | None = None,
     disable_debug_handle_validation: bool = False,
 ) -> NumericGapTable:
-    """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`."""
+    """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`.
+
+    One method per call, unless ``method`` is None and ``inputs`` (or ``aot_outputs``) is
+    a mapping by method name: then every method of the run with intermediate outputs and
+    inputs in the mapping is compared, their rows one table (``method`` column). A method
+    of the run left out is said in a warning and listed in ``unmatched``, never dropped
+    silently.
+    """
     from delegate_lens.numerics._comparators import NumericalComparatorBase
 
     if isinstance(distance, NumericalComparatorBase) and distance.inspector is None:
@@ -318,8 +163,64 @@ def calculate_numeric_gap(
     comparator = resolve_comparator(distance)
     if threshold is None:
         threshold = comparator.default_threshold
-    entries, unmatched = runtime_intermediate_outputs(inspector, method)
-    chosen_method = method or _method_of(inspector, method)
+    default = method or _method_of(inspector, method)
+    by_method = isinstance(inputs, Mapping) or isinstance(aot_outputs, Mapping)
+    run_methods = [default]
+    if method is None and by_method:
+        logged = dict.fromkeys(t.method for t in inspector.tables if t.debug_data and t.method)
+        run_methods = [m for m in logged if m == default or _given(inputs, aot_outputs, m)]
+    tables = []
+    for name in run_methods:
+        tables.append(
+            _method_gap(
+                inspector,
+                comparator,
+                float(threshold),
+                _pick(inputs, name, default),
+                _pick(aot_outputs, name, default),
+                reference_graph,
+                cache if name == default else False,  # one cache file: the default method's
+                name,
+                disable_debug_handle_validation,
+            )
+        )
+    table = tables[0]
+    for other in tables[1:]:
+        table.rows.extend(other.rows)
+        table.unmatched.extend(other.unmatched)
+    if len(tables) > 1:
+        graphs = dict.fromkeys(t.reference_graph for t in tables)
+        table.reference_graph = ", ".join(graphs)
+    if method is None:
+        table.unmatched.extend(_other_methods(inspector, run_methods))
+    return table
+
+
+def _given(inputs: object, aot_outputs: object, method: str) -> bool:
+    return any(isinstance(v, Mapping) and v.get(method) is not None for v in (inputs, aot_outputs))
+
+
+def _pick(value: Any, method: str, default: str) -> Any:
+    """``method``'s part of a mapping by method; a value that is not one is the default
+    method's."""
+    if isinstance(value, Mapping):
+        return value.get(method)
+    return value if method == default else None
+
+
+def _method_gap(
+    inspector: Inspector,
+    comparator: Comparator,
+    threshold: float,
+    inputs: Sequence[object] | None,
+    aot_outputs: AotSource,
+    reference_graph: str | None,
+    cache: bool | str | os.PathLike[str],
+    chosen_method: str,
+    disable_debug_handle_validation: bool,
+) -> NumericGapTable:
+    """The gap table of one method."""
+    entries, unmatched = runtime_intermediate_outputs(inspector, chosen_method)
     aot = _resolve_aot(
         inspector,
         aot_outputs,
@@ -350,24 +251,10 @@ def calculate_numeric_gap(
                 )
             )
             continue
-        for i in range(max(1, min(entry.num_outputs, len(entry.handles)))):
-            last = entry.handles[-(i + 1)] if i < len(entry.handles) else None
-            if last is None or (last,) not in aot.outputs:
-                unmatched.append(
-                    Unmatched(
-                        "runtime",
-                        entry.handles,
-                        entry.names,
-                        f"output {i} from the end: its handle {last} has no reference output",
-                        entry.identifiers,
-                    )
-                )
-                continue
-            aot_value = aot.outputs[(last,)]
-            runtime_value = _pick_runtime(entry, i, aot_value)
-            aot_ops = [n for h in entry.handles for n in aot.op_names.get((h,), [])]
+        aot_ops = [n for h in dict.fromkeys(entry.handles) for n in aot.op_names.get((h,), [])]
+        for last, runtime_value, pairing in _targets(entry, aot, unmatched, label):
             if runtime_value is None:
-                _warn(
+                warn(
                     f"numeric gap of {', '.join(aot_ops)} ({label}): the runtime value is "
                     "unavailable (debug buffer missing or truncated); row left out"
                 )
@@ -381,9 +268,13 @@ def calculate_numeric_gap(
                     )
                 )
                 continue
-            gaps, note = _gap(
-                comparator, aot_value, runtime_value, f"{', '.join(aot_ops)} ({label})"
-            )
+            aot_value = None if last is None else aot.outputs[(last,)]
+            if aot_value is None:  # an ambiguous pairing: no gap, said in the note
+                gaps, note = [math.nan], ""
+            else:
+                gaps, note = _gap(
+                    comparator, aot_value, runtime_value, f"{', '.join(aot_ops)} ({label})"
+                )
             rows.append(
                 {
                     "aot_debug_handle": entry.handles,
@@ -396,11 +287,14 @@ def calculate_numeric_gap(
                     "stacktraces": {n: aot.stack_traces.get(n) for n in aot_ops},
                     "delegate_backend": entry.backend,
                     "delegate_identifiers": list(entry.identifiers),
-                    "diverged": any(comparator.diverged(g, threshold) for g in gaps),
+                    "diverged": aot_value is not None
+                    and any(comparator.diverged(g, threshold) for g in gaps),
                     "first_divergence": False,
-                    "note": note,
-                    "_order": aot.order.get(last, 0),
+                    "note": "; ".join(x for x in (pairing, note) if x),
+                    "method": chosen_method,
+                    "_order": aot.order.get(entry.handles[-1] if last is None else last, 0),
                     "_handles": set(h for h in entry.handles if (h,) in aot.outputs),
+                    "_pairing": pairing,
                 }
             )
     for handles, _ in aot.outputs.items():
@@ -418,15 +312,47 @@ def calculate_numeric_gap(
 
         rows = apply_preprocessing(comparator, rows, threshold, _gap)
     rows.sort(key=lambda r: r["_order"])
-    _mark_first_divergence(rows, aot)
+    mark_first_divergence(rows, aot)
     for row in rows:
-        del row["_order"], row["_handles"]
+        del row["_order"], row["_handles"], row["_pairing"]
     return NumericGapTable(
         rows, unmatched, comparator.name, float(threshold), comparator.higher_is_better, aot.graph
     )
 
 
-def _pick_runtime(entry: _Entry, i: int, aot_value: object) -> object:
+def _targets(
+    entry: Entry, aot: AotOutputs, unmatched: list[Unmatched], label: str
+) -> list[tuple[int | None, object, str]]:
+    """``(reference handle, runtime value, pairing note)`` for each output of ``entry`` to
+    compare: a partition's several outputs paired by position and shape
+    (:mod:`delegate_lens.numerics._pairing`; handle None when ambiguous), else output ``i``
+    from the end with the AOT output of the ``i``-th last handle (as the reference)."""
+    count = entry.num_outputs
+    if count > 1 and len(entry.handles) > 1 and len(entry.value) >= count:
+        outputs = list(entry.value[-count:])
+        return [
+            (p.handle, outputs[p.index], p.note)
+            for p in pair_outputs(entry.handles, outputs, aot, label)
+        ]
+    targets: list[tuple[int | None, object, str]] = []
+    for i in range(max(1, min(count, len(entry.handles)))):
+        last = entry.handles[-(i + 1)] if i < len(entry.handles) else None
+        if last is None or (last,) not in aot.outputs:
+            unmatched.append(
+                Unmatched(
+                    "runtime",
+                    entry.handles,
+                    entry.names,
+                    f"output {i} from the end: its handle {last} has no reference output",
+                    entry.identifiers,
+                )
+            )
+            continue
+        targets.append((last, _pick_runtime(entry, i, aot.outputs[(last,)]), ""))
+    return targets
+
+
+def _pick_runtime(entry: Entry, i: int, aot_value: object) -> object:
     """The runtime value compared with output ``i`` from the end.
 
     One output against several values of a multi-output operator (e.g. the reference's
@@ -450,35 +376,36 @@ def _pick_runtime(entry: _Entry, i: int, aot_value: object) -> object:
     return values[-(i + 1)]
 
 
+def _other_methods(inspector: Inspector, compared: Sequence[str]) -> list[Unmatched]:
+    """The methods with intermediate outputs not ``compared``, each said in a warning and
+    listed as unmatched (each method needs its own inputs: the ETRecord's are one method's)."""
+    others = list(
+        dict.fromkeys(
+            t.method
+            for t in inspector.tables
+            if t.debug_data and t.method and t.method not in compared
+        )
+    )
+    if not others:
+        return []
+    names = ", ".join(repr(m) for m in others)
+    done = ", ".join(repr(m) for m in compared)
+    warn(
+        f"the run logged intermediate outputs of methods {done} and {names}; compared {done} "
+        "only: give each method's inputs, inputs={method: [...]}, or call "
+        "calculate_numeric_gap(method=..., inputs=[...]) per method"
+    )
+    return [
+        Unmatched(
+            "runtime",
+            (),
+            [str(m)],
+            f"method {m!r} not compared: no inputs for it (inputs={{{m!r}: [...]}})",
+        )
+        for m in others
+    ]
+
+
 def _method_of(inspector: Inspector, method: str | None) -> str:
-    _, chosen = _tables_of(inspector, method)
+    _, chosen = tables_of(inspector, method)
     return chosen or "forward"
-
-
-def _mark_first_divergence(rows: list[dict[str, Any]], aot: AotOutputs) -> None:
-    """Mark the earliest diverged row (graph order) none of whose upstream rows diverged."""
-    row_of: dict[int, int] = {}
-    for i, row in enumerate(rows):
-        for h in row["_handles"]:
-            row_of[h] = i
-
-    def upstream(i: int) -> set[int]:
-        own = rows[i]["_handles"]
-        seen: set[int] = set(own)
-        frontier = [p for h in own for p in aot.inputs_of.get(h, ()) if p not in own]
-        found: set[int] = set()
-        while frontier:
-            h = frontier.pop()
-            if h in seen:
-                continue
-            seen.add(h)
-            if h in row_of and row_of[h] != i:
-                found.add(row_of[h])
-            else:
-                frontier.extend(aot.inputs_of.get(h, ()))
-        return found
-
-    for i, row in enumerate(rows):  # graph order: the first origin found is the earliest
-        if row["diverged"] and not any(rows[k]["diverged"] for k in upstream(i)):
-            row["first_divergence"] = True
-            return

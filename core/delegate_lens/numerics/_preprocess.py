@@ -59,6 +59,8 @@ def apply_preprocessing(
 ) -> list[dict[str, Any]]:
     """``rows`` after ``comparator.preprocess`` (see the module text)."""
     assert comparator.preprocess is not None
+    kept = [r for r in rows if r["aot_intermediate_output"] is None]  # ambiguous: no gap
+    rows = [r for r in rows if r["aot_intermediate_output"] is not None]
     mapping = {
         (tuple(r["aot_debug_handle"]), _tensor(r["aot_intermediate_output"])): (
             tuple(r["runtime_debug_handle"]),
@@ -88,7 +90,7 @@ def apply_preprocessing(
         row["aot_intermediate_output"] = aot_value
         row["runtime_intermediate_output"] = runtime_value
         row["gap"] = gaps
-        row["note"] = note
+        row["note"] = "; ".join(x for x in (row.get("_pairing", ""), note) if x)
         row["diverged"] = any(comparator.diverged(g, threshold) for g in gaps)
         out.append(row)
-    return out
+    return out + kept

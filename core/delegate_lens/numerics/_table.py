@@ -4,7 +4,7 @@ One row per matched pair of outputs, in graph order, with the reference's column
 (``aot_debug_handle``, ``aot_ops``, ``aot_intermediate_output``, ``runtime_ops``,
 ``runtime_debug_handle``, ``runtime_intermediate_output``, ``gap``, ``stacktraces``) and
 delegate-lens's own (``delegate_backend``, ``delegate_identifiers``, ``diverged``,
-``first_divergence``, ``note``). Outputs that could not be matched are listed in
+``first_divergence``, ``note``, ``method``). Outputs that could not be matched are listed in
 :attr:`NumericGapTable.unmatched`. numpy only.
 """
 
@@ -38,6 +38,7 @@ COLUMNS = (
     "diverged",
     "first_divergence",
     "note",
+    "method",
 )
 """Column names, in order (the reference's eight first)."""
 
@@ -130,6 +131,7 @@ class NumericGapTable:
                     "diverged": row["diverged"],
                     "first_divergence": row["first_divergence"],
                     "note": row["note"],
+                    "method": row.get("method"),
                     "shape": _shape(row["aot_intermediate_output"]),
                 }
             )

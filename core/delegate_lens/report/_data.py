@@ -1,5 +1,6 @@
 """The report's data model: everything the page shows, computed here from the Inspector's
-tables and the ETRecord's graph, as one JSON-able dict (the page only draws it)."""
+face (its tables, its graph view, its one attribution of time) as one JSON-able dict (the
+page only draws it)."""
 
 from __future__ import annotations
 
@@ -68,11 +69,13 @@ def build_report_data(
     offers besides its samples (first, fastest, median, slowest, last of each block).
     """
     row_ids = RowIds(inspector.tables)
-    record = inspector.etrecord
+    view = inspector.graph_view()
     graphs: list[dict[str, Any]] = []
-    if record is not None:
+    if view is not None:
+        single = len(view.methods) == 1
         graphs = [
-            method_graph(inspector, method, row_ids, extra_measures) for method in record.methods
+            method_graph(inspector, graph, single, row_ids, extra_measures)
+            for graph in view.methods
         ]
     fc = inspector.file_columns
     return {
@@ -80,7 +83,7 @@ def build_report_data(
         "meta": {
             "title": title or (inspector.etdump_path.name if inspector.etdump_path else "ETDump"),
             "etdump": str(inspector.etdump_path) if inspector.etdump_path else None,
-            "etrecord": getattr(record, "origin", None),
+            "etrecord": None if view is None else view.origin,
             "unit": inspector.target_time_scale.value,
             "runs": len(fc.run_names),
             "events": len(fc),

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
+from delegate_lens.report._html import html_text
+
 if TYPE_CHECKING:
     from delegate_lens.compare import CompareResult
     from delegate_lens.inspector import Inspector
@@ -85,7 +87,7 @@ _VERDICT_COLOUR = {"slower": "#d62728", "faster": "#2ca02c"}
 def _frame(page: str, height: int, label: str) -> str:
     source = page.replace("&", "&amp;").replace('"', "&quot;")
     return (
-        f'<iframe class="dl-notebook" title="{escape(label)}" sandbox="allow-scripts" '
+        f'<iframe class="dl-notebook" title="{html_text(label)}" sandbox="allow-scripts" '
         f'style="box-sizing:border-box;width:100%;height:{int(height)}px;border:1px solid #d5d9e0;border-radius:6px" '
         f'srcdoc="{source}"></iframe>'
     )

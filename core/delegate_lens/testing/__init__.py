@@ -3,13 +3,20 @@
 * :mod:`delegate_lens.testing.strategies` — hypothesis strategies (debug handles, Debug
   Handle Maps, random models and partitions, ETDump runs, metadata);
 * :func:`check_backend` — lower models through a backend's plugins, run them traced, read
-  back ETDump + ETRecord and check every rule of :data:`RULES`; returns a
+  back ETDump + ETRecord and check every registered rule; returns a
   :class:`ConformanceReport`;
+* :class:`Rule` — a rule as a registered object (name, what it catches, the mutant kinds
+  that prove it, its check); :data:`BUILTIN_RULES` are registered through the
+  ``dl_testing_rules`` hook, where a plugin adds its own; :func:`registered_rules` lists
+  them all, :data:`RULES` the built-in ones' names and what they catch;
+* :mod:`delegate_lens.testing.mutants` — mutant backends made from any backend, and the
+  score of the rules on them (``delegate-lens check-backend NAME --mutants``);
 * :class:`BackendProfile` — what a backend declares through ``dl_testing_profile``
   (:func:`backend_profile` asks it);
 * :class:`ModelCheck`, :class:`Recorder` and the rule checks (:func:`check_maps`,
   :func:`check_outputs`, :func:`check_events`, :func:`check_metadata`,
-  :func:`check_etrecord`, :func:`check_links`) — the rules one at a time, for a harness of
+  :func:`check_etrecord`, :func:`check_links`; or every registered rule at once on a
+  :class:`RuleInput`, :func:`check_rules`) — the rules one at a time, for a harness of
   your own (the ExecuTorch bridge runs them on real ExecuTorch's artefacts);
 * :mod:`delegate_lens.testing.pytest_plugin` — ``pytest --delegate-lens-backend=NAME``.
 
@@ -23,7 +30,12 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "RULES": "delegate_lens.testing._report",
+    "RULES": "delegate_lens.testing._builtin_rules",
+    "BUILTIN_RULES": "delegate_lens.testing._builtin_rules",
+    "Rule": "delegate_lens.testing._rules",
+    "RuleInput": "delegate_lens.testing._rules",
+    "Traced": "delegate_lens.testing._rules",
+    "registered_rules": "delegate_lens.testing._rules",
     "ConformanceReport": "delegate_lens.testing._report",
     "Finding": "delegate_lens.testing._report",
     "BackendProfile": "delegate_lens.testing._profile",
@@ -39,21 +51,22 @@ _LAZY = {
     "Recorder": "delegate_lens.testing._conformance",
     "backend_profile": "delegate_lens.testing._profile",
     "check_maps": "delegate_lens.testing._coverage",
-    "check_outputs": "delegate_lens.testing._conformance",
-    "check_events": "delegate_lens.testing._conformance",
-    "check_metadata": "delegate_lens.testing._conformance",
-    "check_etrecord": "delegate_lens.testing._conformance",
-    "check_links": "delegate_lens.testing._conformance",
+    "check_outputs": "delegate_lens.testing._checks",
+    "check_events": "delegate_lens.testing._checks",
+    "check_metadata": "delegate_lens.testing._checks",
+    "check_etrecord": "delegate_lens.testing._checks",
+    "check_links": "delegate_lens.testing._checks",
+    "check_rules": "delegate_lens.testing._conformance",
 }
 
-__all__ = sorted([*_LAZY, "strategies"])  # each name declared once: in _LAZY
+__all__ = sorted([*_LAZY, "strategies", "mutants"])  # each name declared once: in _LAZY
 _NEED_HYPOTHESIS = ("check_backend", "check_model")  # they generate models
 
 
 def __getattr__(name: str) -> Any:
-    if name == "strategies":
+    if name in ("strategies", "mutants"):
         _need_hypothesis()
-        return importlib.import_module("delegate_lens.testing.strategies")
+        return importlib.import_module(f"delegate_lens.testing.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'delegate_lens.testing' has no attribute {name!r}")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from delegate_lens.testing._profile import BackendProfile
@@ -36,16 +37,29 @@ def _as_tuple(value: object) -> tuple[Any, ...]:
 def check_maps(case: _Adds, recorder: _Preprocessed, profile: BackendProfile) -> None:
     """Rules ``handles-in-partition`` and ``delegated-nodes-covered`` on every partition the
     backend preprocessed (a per-call summary covers no node by itself)."""
-    for program, result in recorder.preprocessed:
-        nodes = _op_nodes(program)
-        partition = {
-            n.meta["debug_handle"] for n in nodes if n.meta.get("debug_handle") is not None
-        }
-        mapping = getattr(result, "debug_handle_map", None) or {}
-        covered: set[int] = set()
+    partitions = [
+        (program, getattr(result, "debug_handle_map", None) or {})
+        for program, result in recorder.preprocessed
+    ]
+    check_handles_in_partition(case, partitions)
+    check_coverage(case, partitions, profile)
+
+
+def partition_handles(program: ExportedProgram) -> set[int]:
+    """The debug handles of a partition's operator nodes."""
+    return {
+        n.meta["debug_handle"] for n in _op_nodes(program) if n.meta.get("debug_handle") is not None
+    }
+
+
+def check_handles_in_partition(
+    case: _Adds, partitions: Sequence[tuple[ExportedProgram, Mapping[Any, Any]]]
+) -> None:
+    """Rule ``handles-in-partition``: every handle of a map is a node of its partition."""
+    for program, mapping in partitions:
+        partition = partition_handles(program)
         for ident, handles in mapping.items():
             for h in _as_tuple(handles):
-                covered.add(h)
                 if h not in partition:
                     case.add(
                         "handles-in-partition",
@@ -53,8 +67,21 @@ def check_maps(case: _Adds, recorder: _Preprocessed, profile: BackendProfile) ->
                         f"{sorted(partition)}",
                         f"identifier {ident!r}, handle {h}",
                     )
-        if profile.opaque:
-            continue
+
+
+def check_coverage(
+    case: _Adds,
+    partitions: Sequence[tuple[ExportedProgram, Mapping[Any, Any]]],
+    profile: BackendProfile,
+) -> None:
+    """Rule ``delegated-nodes-covered``: every delegated node is covered by a per-op
+    identifier (a per-call summary covers none by itself); nothing for an opaque backend."""
+    if profile.opaque:
+        return
+    for program, mapping in partitions:
+        nodes = _op_nodes(program)
+        partition = partition_handles(program)
+        covered = {h for hs in mapping.values() for h in _as_tuple(hs)}
         # a per-call summary covers every handle and says nothing of any op: coverage is
         # over the other (per-op) identifiers
         summaries = profile.summary_identifiers(mapping, partition)

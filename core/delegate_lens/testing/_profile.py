@@ -44,6 +44,13 @@ class BackendProfile:
         per-call *summary* identifiers of a map (they take no part in
         ``delegated-nodes-covered``), or ``None`` for the default rule,
         :func:`default_is_summary`.
+    :ivar unlogged: ``unlogged(identifier, handles, partition_handles) -> bool`` names the
+        identifiers of a map the runtime never logs (a backend logging only its per-call
+        summary, say); ``every-identifier-logged`` then does not ask for them. ``None``: an
+        opaque backend logs only its summaries, any other every identifier.
+    :ivar sequential: its per-operator events of one call run one after another (the rule
+        ``sequential-events`` checks they do not overlap); ``False`` for a backend running
+        ops concurrently.
     """
 
     ops: tuple[str, ...] = attrs.field(
@@ -55,6 +62,8 @@ class BackendProfile:
         default=None, validator=optional(is_callable())
     )
     is_summary: SummaryRule | None = attrs.field(default=None, validator=optional(is_callable()))
+    unlogged: SummaryRule | None = attrs.field(default=None, validator=optional(is_callable()))
+    sequential: bool = attrs.field(default=True, validator=instance_of(bool))
 
     def summary_identifiers(
         self, mapping: Mapping[int | str, Sequence[int]], partition: Iterable[int]
@@ -69,6 +78,23 @@ class BackendProfile:
             return {i for i, hs in entries.items() if default_is_summary(i, hs, part, entries)}
         rule = self.is_summary
         return {i for i, hs in entries.items() if rule(i, hs, part)}
+
+    def logged_identifiers(
+        self, mapping: Mapping[int | str, Sequence[int]], partition: Iterable[int]
+    ) -> set[int | str]:
+        """The identifiers of ``mapping`` the runtime logs in every call: all of them but
+        those :attr:`unlogged` names (for an opaque backend by default: its summaries)."""
+        part = frozenset(partition)
+        if self.unlogged is None:
+            if self.opaque:
+                return self.summary_identifiers(mapping, part)
+            return set(mapping)
+        rule = self.unlogged
+        return {i for i, hs in mapping.items() if not rule(i, _handles(hs), part)}
+
+
+def _handles(value: object) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, list | tuple) else (value,)  # type: ignore[return-value]
 
 
 def default_is_summary(

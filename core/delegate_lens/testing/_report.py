@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from delegate_lens._texttable import align_columns
-
-RULES: dict[str, str] = {
-    "lowers": "every generated model exports, lowers and runs through the backend",
-    "handles-in-partition": "every handle of a Debug Handle Map belongs to its partition",
-    "no-orphan-events": "every identifier logged at runtime is in the delegate call's map",
-    "delegated-nodes-covered": "every delegated node is covered by some per-op identifier, "
-    "not only by a per-call summary (unless the backend declares its calls opaque)",
-    "outputs-match-eager": "the lowered program's outputs equal eager torch within rtol/atol",
-    "metadata-round-trip": "every event's metadata survives dl_encode_delegate_metadata -> "
-    "dl_parse_delegate_metadata",
-    "delegate-event-times": "delegate events nest inside their DELEGATE_CALL and their times "
-    "do not run backwards (counter wrap-around allowed)",
-    "etrecord-round-trip": "the ETRecord's maps read back equal to the program's",
-    "events-link-to-operators": "every runtime event links back to operators in the Inspector",
-}
-"""Each rule of the contract, by name, with what it checks."""
 
 
 @attrs.frozen
@@ -47,6 +31,10 @@ def _findings(value: Iterable[Finding]) -> tuple[Finding, ...]:
     return tuple(value)
 
 
+def _reasons(value: Mapping[str, str]) -> dict[str, str]:
+    return dict(value)
+
+
 @attrs.frozen
 class ConformanceReport:
     """What :func:`~delegate_lens.testing.check_backend` found; ``ok`` when nothing."""
@@ -57,6 +45,12 @@ class ConformanceReport:
     findings: tuple[Finding, ...] = attrs.field(converter=_findings)
     seconds: float = 0.0
     skipped: tuple[str, ...] = ()  # rules not applicable (e.g. opaque backends)
+    recovered_by: tuple[str, ...] = ()
+    """The plugins that supplied Debug Handle Maps recovered from the programs
+    (``dl_recover_delegate_map``), for delegates whose preprocess gave none."""
+    skip_reasons: Mapping[str, str] = attrs.field(factory=dict, converter=_reasons)
+    """Why a skipped rule did not run, by rule (when the harness says; the ExecuTorch
+    bridge does for a rule the real runtime gave nothing to check)."""
 
     @property
     def ok(self) -> bool:
@@ -84,6 +78,8 @@ class ConformanceReport:
                 for rule in self.rules
             },
             "findings": [attrs.asdict(f) for f in self.findings],
+            **({"recovered_by": list(self.recovered_by)} if self.recovered_by else {}),
+            **({"skip_reasons": dict(self.skip_reasons)} if self.skip_reasons else {}),
         }
 
     def to_json(self) -> str:
@@ -95,12 +91,17 @@ class ConformanceReport:
             found = self.findings_for(rule)
             status = "skipped" if rule in self.skipped else ("FAILED" if found else "passed")
             first = f"{found[0].message} [{found[0].subject}]" if found else ""
+            if rule in self.skipped:
+                first = self.skip_reasons.get(rule, "")
             rows.append([rule, status, str(len(found)), first[:90]])
         lines = align_columns(rows, right=(2,), rule=True)
         verdict = "passed" if self.ok else f"FAILED ({len(self.findings)} finding(s))"
         lines.append(
             f"{self.backend_id}: {verdict}; {self.models_checked} model(s) in {self.seconds:.1f} s"
         )
+        if self.recovered_by:
+            names = ", ".join(self.recovered_by)
+            lines.append(f"Debug Handle Maps recovered from the programs by plugin(s): {names}")
         for f in self.findings:
             lines.append("")
             lines.append(f"{f.rule}: {f.message} [{f.subject}]")

@@ -80,15 +80,16 @@ def pytest_collection_modifyitems(
     backends: list[str] = config.getoption(_OPTION)
     if not backends:
         return
-    from delegate_lens.testing._report import RULES
+    from delegate_lens.testing import registered_rules
 
+    rules = list(registered_rules())
     for backend in backends:
         collector = _Conformance.from_parent(session, name=f"delegate-lens[{backend}]")
         items.extend(
             _RuleItem.from_parent(
                 collector, name=f"test_conformance[{backend}-{rule}]", backend=backend, rule=rule
             )
-            for rule in RULES
+            for rule in rules
         )
 
 
@@ -105,7 +106,8 @@ class _RuleItem(pytest.Item):
     def runtest(self) -> None:
         report = _report(self.config, self.backend)
         if self.rule in report.skipped:
-            pytest.skip(f"{self.rule}: not applicable to {self.backend}")
+            why = report.skip_reasons.get(self.rule) or f"not applicable to {self.backend}"
+            pytest.skip(f"{self.rule}: {why}")
         found = report.findings_for(self.rule)
         if found:
             raise _RuleFailed(found)

@@ -15,7 +15,14 @@ Importing this package imports neither torch nor executorch.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what type checkers see; at run time each loads on first use
+    from delegate_lens_executorch.backend import real_partitioner as real_partitioner
+    from delegate_lens_executorch.conformance import check_partitioner as check_partitioner
+    from delegate_lens_executorch.etrecord import generate_etrecord as generate_etrecord
+    from delegate_lens_executorch.profiling import profile as profile
+    from delegate_lens_executorch.verify import verify_bundled as verify_bundled
 
 __all__ = [
     "check_partitioner",
@@ -34,7 +41,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'delegate_lens_executorch' has no attribute {name!r}")

@@ -14,20 +14,35 @@ cannot run there (loading it fails, naming the backend).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from delegate_lens.errors import PluginError, UsageError
 from delegate_lens_executorch.etrecord import aten_targets
 from delegate_lens_executorch.runtime import import_executorch
 
-__all__ = ["real_backend_details", "real_partitioner"]
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
+    from delegate_lens.backend import CompileSpec
+
+__all__ = ["SpecLike", "real_backend_details", "real_partitioner"]
 
 _DETAILS: dict[str, type] = {}
 
 
-def _our_specs(specs: Sequence[Any]) -> list[Any]:
-    from delegate_lens import CompileSpec
+class SpecLike(Protocol):
+    """A compile spec, delegate-lens's or ExecuTorch's: a ``key`` and a ``value``."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> bytes: ...
+
+
+def _our_specs(specs: Sequence[SpecLike]) -> list[CompileSpec]:
+    from delegate_lens.backend import CompileSpec
 
     return [CompileSpec(s.key, bytes(s.value)) for s in specs]
 
@@ -49,7 +64,7 @@ def real_backend_details(backend_id: str) -> type:
             f"ExecuTorch already has a backend named {backend_id!r} ({taken[0].__module__})"
         )
 
-    def preprocess(edge_program: Any, compile_specs: list[Any]) -> Any:
+    def preprocess(edge_program: ExportedProgram, compile_specs: list[SpecLike]) -> object:
         from delegate_lens import hooks
 
         with aten_targets(edge_program) as program:
@@ -74,7 +89,7 @@ def real_backend_details(backend_id: str) -> type:
     return cls
 
 
-def real_partitioner(backend_id: str, compile_specs: Sequence[Any] = ()) -> Any:
+def real_partitioner(backend_id: str, compile_specs: Sequence[SpecLike] = ()) -> object:
     """A real ExecuTorch ``Partitioner`` for the delegate-lens backend ``backend_id``:
     give it to ``executorch.exir.to_edge_transform_and_lower(..., partitioner=[...])``.
 
@@ -103,7 +118,7 @@ def real_partitioner(backend_id: str, compile_specs: Sequence[Any] = ()) -> Any:
             super().__init__()
             self.delegation_spec = spec
 
-        def partition(self, exported_program: Any) -> Any:
+        def partition(self, exported_program: ExportedProgram) -> object:
             with aten_targets(exported_program) as program:
                 ours.partition(program)
             tags = {
@@ -117,7 +132,9 @@ def real_partitioner(backend_id: str, compile_specs: Sequence[Any] = ()) -> Any:
                 partition_tags=dict.fromkeys(tags, spec),
             )
 
-        def ops_to_not_decompose(self, ep: Any) -> tuple[list[Any], Any]:
+        def ops_to_not_decompose(
+            self, ep: ExportedProgram
+        ) -> tuple[list[object], Callable[[object], bool] | None]:
             ops, keep = ours.ops_to_not_decompose(ep)
             return list(ops), keep
 

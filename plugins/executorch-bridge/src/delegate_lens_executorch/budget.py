@@ -6,7 +6,8 @@ offsets: past :data:`ETDUMP_MAX_BYTES` the builder gives up and the runtime cras
 (SIGSEGV) at the next event, after hours of runs. The intermediate outputs of ``debug`` go
 to a debug buffer of a size fixed at load; a full one aborts the process (SIGABRT).
 
-So before many runs (``runs`` > 1), :func:`fit_runs` measures the program on the inputs: a
+It runs in the runtime's child process (:mod:`delegate_lens_executorch.child`), as every
+call into the runtime does. Before many runs (``runs`` > 1), :func:`fit_runs` measures the program on the inputs: a
 fresh module of the program runs once and its ETDump is read (its size, and the debug
 bytes its events used). When ``runs`` times that fits, the runs go ahead. Otherwise a
 second fresh module runs twice: the difference is the cost of a run, and what is left of
@@ -18,17 +19,19 @@ load), up to ``[executorch] max_debug_buffer_size``.
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
 
 import attrs
 
 from delegate_lens.errors import UsageError
 from delegate_lens_executorch.runtime import (
+    ETDUMP,
     LoadedModule,
     execute,
-    import_executorch,
     native_quiet,
+    runtime_library,
     write_results,
 )
 
@@ -91,7 +94,7 @@ def max_debug_buffer_size() -> int:
 
 def fresh_module(program: bytes, debug_buffer_size: int) -> LoadedModule:
     """Another module of a program already loaded once (so checked), with ETDump on."""
-    pl = import_executorch("executorch.extension.pybindings.portable_lib")
+    pl = runtime_library()
     with native_quiet():
         module = pl._load_for_executorch_from_buffer(
             program, enable_etdump=True, debug_buffer_size=debug_buffer_size
@@ -126,18 +129,20 @@ def _size_of(dtype_name: str) -> int:
 
 
 def _measure(
-    program: bytes, inputs: Sequence[Any], *, origin: str, method: str, runs: int, debug: int
+    program: bytes, inputs: Sequence[object], *, origin: str, method: str, runs: int, debug: int
 ) -> tuple[int, int]:
     """(ETDump bytes, debug buffer bytes used) of ``runs`` runs on a fresh module."""
     probe = fresh_module(program, debug)
     execute(probe, method, inputs, origin=origin, runs=runs)
-    etdump, _ = write_results(probe, debug=False)
+    with tempfile.TemporaryDirectory(prefix="delegate-lens-measure-") as folder:
+        write_results(probe, Path(folder), debug=False)
+        etdump = (Path(folder) / ETDUMP).read_bytes()
     return len(etdump), (_debug_bytes(etdump) if debug else 0)
 
 
 def _cost(
     module: LoadedModule,
-    inputs: Sequence[Any],
+    inputs: Sequence[object],
     one: tuple[int, int],
     *,
     origin: str,
@@ -158,7 +163,7 @@ def _cost(
 
 def fit_runs(
     module: LoadedModule,
-    inputs: Sequence[Any],
+    inputs: Sequence[object],
     *,
     origin: str,
     method: str,

@@ -13,16 +13,43 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
 
 from delegate_lens.errors import UsageError
 
-__all__ = ["aten_targets", "aten_view", "generate_etrecord"]
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
+__all__ = ["EdgeManager", "ProgramManager", "aten_targets", "aten_view", "generate_etrecord"]
 
 
-def aten_view(program: Any) -> Any:
+@runtime_checkable
+class EdgeManager(Protocol):
+    """What is read of ExecuTorch's ``EdgeProgramManager``: a method's program."""
+
+    def exported_program(self, method_name: str = ...) -> ExportedProgram: ...
+
+
+@runtime_checkable
+class ProgramManager(Protocol):
+    """What is read of ExecuTorch's ``ExecutorchProgramManager``: its methods and maps."""
+
+    @property
+    def methods(self) -> Iterable[str]: ...
+
+    @property
+    def debug_handle_map(self) -> Mapping[str, Mapping[int, int | Sequence[int]]]: ...
+
+    @property
+    def delegate_map(self) -> Mapping[str, Mapping[int, object]]: ...
+
+    @property
+    def instruction_id_to_num_outs_map(self) -> Mapping[str, Mapping[int, int]]: ...
+
+
+def aten_view(program: ExportedProgram) -> ExportedProgram:
     """A copy of a real edge program whose edge-dialect targets are the ATen operators they
     wrap (torch's serializer knows those; the writer names them in the edge form again)."""
     from torch._export.verifier import Verifier
@@ -38,7 +65,7 @@ def aten_view(program: Any) -> Any:
 
 
 @contextlib.contextmanager
-def aten_targets(program: Any) -> Iterator[Any]:
+def aten_targets(program: ExportedProgram) -> Iterator[ExportedProgram]:
     """Inside: ``program``'s edge-dialect targets are the ATen operators they wrap (for
     code written against ATen graphs, e.g. a delegate-lens partitioner); put back after.
     In place, as partitioning must tag the program itself (a copy of a program holding
@@ -56,14 +83,14 @@ def aten_targets(program: Any) -> Iterator[Any]:
             node.target = target
 
 
-def _has_delegates(program: Any) -> bool:
+def _has_delegates(program: ExportedProgram) -> bool:
     return any(
         node.op == "call_function" and "call_delegate" in str(node.target)
         for node in program.graph.nodes
     )
 
 
-def _unlowered(edge_manager: Any, method: str) -> Any:
+def _unlowered(edge_manager: EdgeManager, method: str) -> ExportedProgram:
     program = edge_manager.exported_program(method)
     if not _has_delegates(program):
         return program
@@ -96,18 +123,49 @@ def _edge_targets(document: bytes) -> bytes:
     return json.dumps(doc).encode("utf-8")
 
 
-def _handles_json(handles: Any) -> int | list[int]:
-    items = list(handles) if isinstance(handles, (list, tuple)) else [handles]
+def _handles_json(handles: int | Sequence[int]) -> int | list[int]:
+    items = [handles] if isinstance(handles, int) else list(handles)
     return items[0] if len(items) == 1 else items
+
+
+def _not_a_manager(name: str, value: object) -> str:
+    return f"{name} is a {type(value).__name__}, not a real ExecuTorch manager"
+
+
+def _exported(given: object, edge_manager: EdgeManager) -> ExportedProgram | None:
+    """The ATen program to store: ``given`` (or a dict's ``forward``), by default the one
+    ``to_edge_transform_and_lower(..., generate_etrecord=True)`` kept, if any."""
+    from torch.export import ExportedProgram
+
+    if given is None:  # ExecuTorch keeps it on a private attribute of the manager
+        given = getattr(getattr(edge_manager, "_etrecord", None), "exported_program", None)
+    if isinstance(given, Mapping):
+        given = given.get("forward")
+    if given is None or isinstance(given, ExportedProgram):
+        return given
+    raise UsageError(f"exported_program is a {type(given).__name__}, not an ExportedProgram")
+
+
+def _inputs(given: object, exported: ExportedProgram | None) -> list[object] | None:
+    """The representative inputs to store: ``given`` (``False``: none), by default the ATen
+    program's example inputs (none when it has keyword inputs)."""
+    if given is None and exported is not None:
+        args, kwargs = exported.example_inputs or ((), {})
+        return None if kwargs or not args else list(args)
+    if given is None or given is False:
+        return None
+    if not isinstance(given, Iterable):
+        raise UsageError(f"representative_inputs is a {type(given).__name__}, not a sequence")
+    return list(given)
 
 
 def generate_etrecord(
     et_record: str | os.PathLike[str] | BinaryIO,
-    edge_dialect_program: Any,
-    executorch_program: Any,
-    exported_program: Any = None,
+    edge_dialect_program: object,
+    executorch_program: object,
+    exported_program: object = None,
     *,
-    representative_inputs: Any = None,
+    representative_inputs: object = None,
 ) -> Path | None:
     """Write the ETRecord of a model lowered by real ExecuTorch with delegate-lens's writer.
 
@@ -132,25 +190,18 @@ def generate_etrecord(
         program_entries,
     )
 
-    for name, value, attribute in (
-        ("edge_dialect_program", edge_dialect_program, "exported_program"),
-        ("executorch_program", executorch_program, "delegate_map"),
-    ):
-        if not hasattr(value, attribute):
-            raise UsageError(f"{name} is a {type(value).__name__}, not a real ExecuTorch manager")
+    if not isinstance(edge_dialect_program, EdgeManager):
+        raise UsageError(_not_a_manager("edge_dialect_program", edge_dialect_program))
+    if not isinstance(executorch_program, ProgramManager):
+        raise UsageError(_not_a_manager("executorch_program", executorch_program))
     methods = list(executorch_program.methods)
     entries: dict[str, bytes] = {MARKER: b""}
-    if exported_program is None:
-        exported_program = getattr(
-            getattr(edge_dialect_program, "_etrecord", None), "exported_program", None
-        )
-    if isinstance(exported_program, Mapping):
-        exported_program = exported_program.get("forward")
-    if exported_program is not None:
-        entries.update(program_entries(EXPORTED_PROGRAM, exported_program))
+    exported = _exported(exported_program, edge_dialect_program)
+    if exported is not None:
+        entries.update(program_entries(EXPORTED_PROGRAM, exported))
     if not methods:
         raise UsageError("executorch_program has no methods")
-    first: Any = None
+    first: ExportedProgram | None = None
     for method in methods:
         program = aten_view(_unlowered(edge_dialect_program, method))
         first = first if first is not None else program
@@ -166,15 +217,13 @@ def generate_etrecord(
     )
     entries[DELEGATE_MAP] = dumps_json(executorch_program.delegate_map)
     entries[NUM_OUTS_MAP] = dumps_json(executorch_program.instruction_id_to_num_outs_map)
-    graph = (first if exported_program is None else exported_program).graph
-    entries[EXPORT_GRAPH_ID] = str(id(graph)).encode("ascii")
-    inputs = representative_inputs
-    if inputs is None and exported_program is not None:
-        args, kwargs = exported_program.example_inputs or ((), {})
-        inputs = None if kwargs or not args else list(args)
-    if inputs is not None and inputs is not False:
+    stored = first if exported is None else exported
+    if stored is not None:  # (always: there is a method)
+        entries[EXPORT_GRAPH_ID] = str(id(stored.graph)).encode("ascii")
+    inputs = _inputs(representative_inputs, exported)
+    if inputs is not None:
         from delegate_lens.etrecord import encode_inputs
 
-        entries[REPRESENTATIVE_INPUTS] = encode_inputs(list(inputs))
+        entries[REPRESENTATIVE_INPUTS] = encode_inputs(inputs)
     record = ETRecord.from_entries(entries, origin="<generated ETRecord>")
     return record.save(et_record)

@@ -1,6 +1,7 @@
 """The entry point (``delegate_lens`` group, name ``executorch``): answers
-``dl_executorch_bridge`` with :class:`~delegate_lens_executorch.bridge.Bridge` when the
-``executorch`` package is importable, else nothing (the core then names the extra).
+``dl_executorch_bridge`` with :class:`~delegate_lens_executorch.bridge.Bridge` (the core's
+:class:`~delegate_lens.hookspecs.ExecuTorchBridge`, which the annotation holds it to) when
+the ``executorch`` package is importable, else nothing (the core then names the extra).
 
 Loading this module is cheap: it does not import ``executorch`` (nor torch).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 from delegate_lens import hookimpl
+from delegate_lens.hookspecs import ExecuTorchBridge
 from delegate_lens_executorch.bridge import Bridge
 
 __all__ = ["dl_executorch_bridge", "executorch_installed"]
@@ -24,5 +26,5 @@ def executorch_installed() -> bool:
 
 
 @hookimpl
-def dl_executorch_bridge() -> Bridge | None:
+def dl_executorch_bridge() -> ExecuTorchBridge | None:
     return Bridge() if executorch_installed() else None

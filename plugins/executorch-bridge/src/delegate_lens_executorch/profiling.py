@@ -1,23 +1,37 @@
 """One call to profile a real program: the real runtime with ETDump (and a debug buffer),
 then the Inspector, and with an output folder every file a backend author looks at.
 
+Everything that touches the runtime (loading the program, the runs, writing the ETDump and
+debug buffer) happens in one child process (:mod:`delegate_lens_executorch.child`): a
+crash of the runtime is one error naming the step, and nothing is written.
+
 Files written to the folder (all or none: they are made in a hidden folder beside it and
 moved in at the end): ``etdump.etdp``, ``debug.bin`` (with ``debug``), ``inspector.txt``
 (the Inspector's table), ``report.html`` and, when there are a debug buffer, an ETRecord
-and inputs, ``numeric_gaps.txt``.
+and inputs, ``numeric_gaps.txt``. The hidden folder is named as every temporary of
+delegate-lens (``.<out>.<pid>-<random>.tmp``, see :mod:`delegate_lens.fileio`): one left
+by a process that no longer runs is removed by the next profile to the same place.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from delegate_lens.errors import DelegateLensError, UsageError
-from delegate_lens_executorch.runtime import DEFAULT_DEBUG_BUFFER_SIZE, open_program, run_module
+from delegate_lens.fileio import OLD_TEMPORARY_AGE, clean_stale_temporaries, temporary_prefix
+from delegate_lens_executorch.child import open_runtime
+from delegate_lens_executorch.runtime import DEFAULT_DEBUG_BUFFER_SIZE, check_program_bytes
+
+if TYPE_CHECKING:
+    from delegate_lens.etrecord import ETRecord
+    from delegate_lens.inspector import Inspector
 
 __all__ = ["ETDUMP", "PROFILE_FILES", "load_inputs", "profile"]
 
@@ -38,7 +52,7 @@ def _read(path: str | os.PathLike[str], what: str) -> bytes:
     return bytes(read_input(path, what))
 
 
-def as_runtime_value(value: Any, origin: str = "inputs") -> Any:
+def as_runtime_value(value: object, origin: str = "inputs") -> object:
     """A runtime input from a numpy array (as bundled programs and ``.npy`` files hold
     them: a writable tensor in native byte order) or a tensor; ``origin`` names where an
     array torch has no dtype for came from."""
@@ -85,7 +99,7 @@ def _file_kind(name: str, data: bytes) -> str:
     return suffix[1:] if suffix in (".npy", ".npz") else "torch"
 
 
-def load_inputs(path: str | os.PathLike[str]) -> list[Any]:
+def load_inputs(path: str | os.PathLike[str]) -> list[object]:
     """The inputs in the file at ``path``, one list entry per input of the method:
 
     - ``.npy``: one array, the method's only input;
@@ -131,11 +145,11 @@ def load_inputs(path: str | os.PathLike[str]) -> list[Any]:
 
 
 def _choose_inputs(
-    inputs: Sequence[Any] | str | os.PathLike[str] | None,
+    inputs: Sequence[object] | str | os.PathLike[str] | None,
     bundled: str | os.PathLike[str] | None,
-    record: Any,
+    record: ETRecord | None,
     method: str,
-) -> list[Any]:
+) -> list[object]:
     if inputs is not None and bundled is not None:
         raise UsageError("give inputs or a bundled program, not both")
     if isinstance(inputs, (str, os.PathLike)):
@@ -166,13 +180,13 @@ def profile(
     program: str | os.PathLike[str],
     *,
     etrecord: str | os.PathLike[str] | None = None,
-    inputs: Sequence[Any] | str | os.PathLike[str] | None = None,
+    inputs: Sequence[object] | str | os.PathLike[str] | None = None,
     bundled: str | os.PathLike[str] | None = None,
     runs: int = 1,
     debug: bool = False,
     output_dir: str | os.PathLike[str] | None = None,
     method: str = "forward",
-) -> Any:
+) -> Inspector:
     """Run ``method`` of the ``.pte`` at ``program`` ``runs`` times on the real runtime with
     ETDump (``debug``: and a debug buffer of intermediate outputs) and return the
     :class:`delegate_lens.Inspector` of the run (joined with ``etrecord`` when given).
@@ -191,38 +205,74 @@ def profile(
         _check_output_dir(out)
     origin = os.fspath(program)
     data = _read(program, "program")
+    check_program_bytes(data, origin)
     size = DEFAULT_DEBUG_BUFFER_SIZE if debug else 0
-    module = open_program(data, origin, method=method, debug_buffer_size=size)
-    record = None
-    if etrecord is not None:
-        from delegate_lens.etrecord import parse_etrecord
+    stage: Path | None = None
+    try:
+        with open_runtime(data, origin, method=method, debug_buffer_size=size) as child:
+            record = None
+            if etrecord is not None:
+                from delegate_lens.etrecord import parse_etrecord
 
-        record = parse_etrecord(etrecord)
-    chosen = _choose_inputs(inputs, bundled, record, method)
-    stage = _make_stage(out)
-    try:  # the runtime writes its files into the stage: no copy of the debug buffer
-        run_module(
-            module, chosen, origin=origin, method=method, runs=runs, debug=debug, folder=stage
-        )
+                record = parse_etrecord(etrecord)
+            chosen = _choose_inputs(inputs, bundled, record, method)
+            stage = _make_stage(out)
+            # the runtime writes its files into the stage: no copy of the debug buffer
+            child.run(chosen, method=method, runs=runs, debug=debug, folder=stage, outputs=False)
         title = f"profile of {Path(program).name}"
-        inspector = _write(stage, record, chosen, debug, title, out)
+        inspector = _write(stage, record, chosen, debug, title, out, data)
         if out is not None:
             _move_in(stage, out)
         inspector.etdump_path = None if out is None else out / ETDUMP
     except OSError as exc:
-        _name_in_output(exc, stage, out)
+        if stage is not None:
+            _name_in_output(exc, stage, out)
         raise
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
     return inspector
 
 
+_LEGACY_STAGE = re.compile(r"\.profile-[a-z0-9_]{8}")
+"""The staging folders of earlier versions (no process id: stale once an hour old)."""
+_STAGE_NAME = "delegate-lens-profile"
+"""What the staging folder is named for without an output folder (in the temporary folder)."""
+
+
 def _make_stage(out: Path | None) -> Path:
-    """A new hidden folder beside ``out`` (None: a temporary folder) to write into."""
+    """A new hidden folder beside ``out`` (None: in the temporary folder) to write into,
+    named for ``out`` and this process; the stale ones of processes gone are removed."""
+    folder = out.parent if out is not None else Path(tempfile.gettempdir())
+    name = out.name if out is not None else _STAGE_NAME
+    clean_stale_temporaries(folder, name)
+    _clean_legacy_stages(folder)
     try:
-        return Path(tempfile.mkdtemp(prefix=".profile-", dir=out.parent if out else None))
+        return Path(tempfile.mkdtemp(prefix=temporary_prefix(name), suffix=".tmp", dir=folder))
     except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, os.fspath(out or tempfile.gettempdir())) from None
+        raise OSError(exc.errno, exc.strerror, os.fspath(out or folder)) from None
+
+
+def _clean_legacy_stages(folder: Path) -> None:
+    """Remove the ``.profile-xxxxxxxx`` folders of earlier versions older than
+    :data:`~delegate_lens.fileio.OLD_TEMPORARY_AGE` (their names carry no process id)
+    that hold nothing but files a profile writes."""
+    try:
+        entries = [e for e in os.scandir(folder) if _LEGACY_STAGE.fullmatch(e.name)]
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if now - entry.stat(follow_symlinks=False).st_mtime < OLD_TEMPORARY_AGE:
+                continue
+            if not set(os.listdir(entry.path)) <= set(PROFILE_FILES):
+                continue  # (holds what a profile never writes: not ours)
+            shutil.rmtree(entry.path)
+        except OSError:
+            continue
 
 
 def _name_in_output(exc: OSError, stage: Path, out: Path | None) -> None:
@@ -239,14 +289,17 @@ def _name_in_output(exc: OSError, stage: Path, out: Path | None) -> None:
 
 def _write(
     folder: Path,
-    record: Any,
-    chosen: list[Any],
+    record: ETRecord | None,
+    chosen: list[object],
     debug: bool,
     title: str,
     out: Path | None,
-) -> Any:
-    """The Inspector of the run in ``folder``; with ``out``, the table, the report (and
-    the numeric gaps) written into ``folder`` too, naming the ETDump by its path in ``out``."""
+    program: bytes | None = None,
+) -> Inspector:
+    """The Inspector of the run in ``folder`` (given the ``program`` that ran, for the
+    delegates whose map a ``dl_recover_delegate_map`` plugin recovers from it); with
+    ``out``, the table, the report (and the numeric gaps) written into ``folder`` too,
+    naming the ETDump by its path in ``out``."""
     from delegate_lens.inspector import Inspector
 
     buffer_path = folder / DEBUG_BUFFER if debug else None  # both written by the runtime
@@ -254,6 +307,7 @@ def _write(
         etdump_path=folder / ETDUMP,
         etrecord=record,
         debug_buffer_path=buffer_path,
+        program=program if program is not None and program[4:8] == b"ET12" else None,
     )
     if out is None:
         return inspector

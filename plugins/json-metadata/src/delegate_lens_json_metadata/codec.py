@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import ModuleType
 from typing import Any
 
 from delegate_lens.errors import MissingExtraError
@@ -13,7 +14,7 @@ FORMATS = ("json", "msgpack")
 """The formats a backend's metadata can be configured to use."""
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     """``json.dumps``'s fallback: numpy values and arrays, bytes, sets."""
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
@@ -25,7 +26,7 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _msgpack(backend_id: str) -> Any:
+def _msgpack(backend_id: str) -> ModuleType:
     try:
         import msgpack
     except ImportError as exc:
@@ -36,7 +37,7 @@ def _msgpack(backend_id: str) -> Any:
     return msgpack
 
 
-def encode(fmt: str, value: Any, backend_id: str = "?") -> bytes:
+def encode(fmt: str, value: object, backend_id: str = "?") -> bytes:
     """``value`` as bytes in format ``fmt`` (``"json"``: compact UTF-8 JSON)."""
     if fmt == "json":
         try:
@@ -74,7 +75,7 @@ def decode(fmt: str, data: bytes | bytearray | memoryview | str, backend_id: str
     raise ValueError(f"unknown metadata format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
-def to_text(value: Any) -> str:
+def to_text(value: object) -> str:
     """A decoded value as one string: itself when a string, else compact JSON."""
     if isinstance(value, str):
         return value

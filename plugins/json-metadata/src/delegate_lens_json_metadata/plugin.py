@@ -18,7 +18,6 @@ Backends not configured are left to other plugins (the hooks return ``None``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from delegate_lens import hookimpl
 from delegate_lens.config import Config, derived_per_config
@@ -49,7 +48,7 @@ def backend_formats(config: Config) -> dict[str, str]:
 
 
 @hookimpl
-def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
+def dl_encode_delegate_metadata(backend_id: str, metadata: object) -> bytes | None:
     """Encode ``metadata`` for a configured backend (compact UTF-8 JSON or MessagePack)."""
     fmt = backend_formats().get(backend_id)
     if fmt is None:
@@ -59,8 +58,8 @@ def dl_encode_delegate_metadata(backend_id: str, metadata: Any) -> bytes | None:
 
 @hookimpl
 def dl_parse_delegate_metadata(
-    backend_id: str, metadatas: Sequence[Any]
-) -> list[str] | dict[str, Any] | None:
+    backend_id: str, metadatas: Sequence[bytes]
+) -> list[str] | dict[str, object] | None:
     """Decode one row's metadata samples for a configured backend.
 
     When every sample that has metadata holds an object, the result is a dict of lists,
@@ -85,7 +84,7 @@ def dl_parse_delegate_metadata(
     return ["" if value is None else to_text(value) for value in values]
 
 
-def _lookup(value: Mapping[Any, Any], key: str) -> Any:
+def _lookup(value: Mapping[object, object], key: str) -> object:
     if key in value:
         return value[key]
     for candidate, item in value.items():  # msgpack maps may have non-str keys

@@ -8,7 +8,14 @@ the ``model-explorer`` exporter (:mod:`delegate_lens_model_explorer.plugin`) wri
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what type checkers see; at run time each loads on first use
+    from delegate_lens_model_explorer.graph import build_graph_collection as build_graph_collection
+    from delegate_lens_model_explorer.graph import delegate_calls as delegate_calls
+    from delegate_lens_model_explorer.overlays import build_overlays as build_overlays
+    from delegate_lens_model_explorer.plugin import GRAPH_FILE as GRAPH_FILE
+    from delegate_lens_model_explorer.plugin import write_model_explorer as write_model_explorer
 
 __all__ = [
     "GRAPH_FILE",
@@ -28,7 +35,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # lazy: delegate-lens imports the plugin module at start-up, which must stay cheap
     home = _HOMES.get(name)
     if home is None:

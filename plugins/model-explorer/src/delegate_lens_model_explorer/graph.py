@@ -22,22 +22,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
 
 import attrs
 
 from delegate_lens.errors import ETRecordFormatError
-from delegate_lens.etrecord import GraphInfo, GraphNode, normalize_handles
+from delegate_lens.etrecord import ETRecord, GraphInfo, GraphNode, normalize_handles
 
 __all__ = [
     "DelegateCall",
+    "JsonObject",
     "MethodGraph",
     "build_graph_collection",
     "build_method_graph",
     "delegate_calls",
     "short_label",
 ]
+
+JsonObject = dict[str, object]
+"""A JSON object as built here (and as the ETRecord's graph JSON is read)."""
 
 DELEGATE_COLORS = ("#c8e6c9", "#bbdefb", "#ffe0b2", "#e1bee7", "#ffcdd2", "#b2ebf2")
 """Background colours of delegate groups (and delegate overlay values), one per backend."""
@@ -69,7 +72,7 @@ class MethodGraph:
     """One method's Model Explorer graph and what the overlays need to address its nodes."""
 
     method: str
-    graph: dict[str, Any]
+    graph: JsonObject
     """The ``Graph`` JSON object."""
     op_nodes: dict[str, GraphNode]
     """Operator node id -> the ETRecord's node."""
@@ -87,7 +90,7 @@ def short_label(op_type: str) -> str:
     return op_type
 
 
-def delegate_calls(record: Any, method: str) -> list[DelegateCall]:
+def delegate_calls(record: ETRecord, method: str) -> list[DelegateCall]:
     """The delegate calls of ``method`` in instruction order, from the ETRecord's maps."""
     debug_map = record.debug_handle_map.get(method, {})
     calls = []
@@ -104,7 +107,7 @@ def _kv(key: str, value: object) -> dict[str, str]:
     return {"key": key, "value": str(value)}
 
 
-def _tensor_names(value: Any) -> Iterator[str]:
+def _tensor_names(value: object) -> Iterator[str]:
     """Tensor names an argument (or output) refers to, in order."""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -123,7 +126,7 @@ def _tensor_names(value: Any) -> Iterator[str]:
             yield from _tensor_names(item)
 
 
-def _shape(tensor_values: dict[str, Any], name: str) -> str | None:
+def _shape(tensor_values: Mapping[str, object], name: str) -> str | None:
     meta = tensor_values.get(name)
     if not isinstance(meta, dict) or not isinstance(meta.get("sizes"), list):
         return None
@@ -138,7 +141,7 @@ def _module_namespace(node: GraphNode) -> str:
     return node.module_path.replace(".", "/")
 
 
-def build_method_graph(record: Any, method: str) -> MethodGraph:
+def build_method_graph(record: ETRecord, method: str) -> MethodGraph:
     """The Model Explorer ``Graph`` of one method of ``record`` (an ETRecord)."""
     info: GraphInfo = record.graph(method)
     where = f"{record.origin}: entry {info.entry!r}"
@@ -156,7 +159,7 @@ def build_method_graph(record: Any, method: str) -> MethodGraph:
             call_of_handle.setdefault(handle, delegate_call)
 
     producers: dict[str, tuple[str, int]] = {}  # tensor name -> (node id, output index)
-    nodes: list[dict[str, Any]] = []
+    nodes: list[JsonObject] = []
     used_ids = {node.name for node in info.nodes}
     for name in _tensor_names(raw_graph.get("inputs", [])):
         if name in producers:
@@ -213,7 +216,7 @@ def build_method_graph(record: Any, method: str) -> MethodGraph:
             ),
         }
     )
-    graph: dict[str, Any] = {"id": method, "nodes": nodes}
+    graph: JsonObject = {"id": method, "nodes": nodes}
     if calls:
         graph["groupNodeAttributes"] = {
             call.namespace: {
@@ -253,7 +256,9 @@ def _node_attrs(node: GraphNode, call: DelegateCall | None) -> list[dict[str, st
     return out
 
 
-def _incoming(inputs: list[Any], producers: dict[str, tuple[str, int]]) -> list[dict[str, str]]:
+def _incoming(
+    inputs: Iterable[object], producers: dict[str, tuple[str, int]]
+) -> list[dict[str, str]]:
     edges = []
     position = 0
     for item in inputs:
@@ -272,8 +277,8 @@ def _incoming(inputs: list[Any], producers: dict[str, tuple[str, int]]) -> list[
     return edges
 
 
-def _outputs_metadata(names: list[str], tensor_values: dict[str, Any]) -> list[dict[str, Any]]:
-    items = []
+def _outputs_metadata(names: list[str], tensor_values: Mapping[str, object]) -> list[JsonObject]:
+    items: list[JsonObject] = []
     for index, name in enumerate(names):
         kvs = [_kv("tensor_name", name)]
         shape = _shape(tensor_values, name)
@@ -283,7 +288,7 @@ def _outputs_metadata(names: list[str], tensor_values: dict[str, Any]) -> list[d
     return items
 
 
-def build_graph_collection(record: Any, label: str) -> tuple[dict[str, Any], list[MethodGraph]]:
+def build_graph_collection(record: ETRecord, label: str) -> tuple[JsonObject, list[MethodGraph]]:
     """The ``GraphCollection`` JSON of every method of ``record``, and the method graphs."""
     graphs = [build_method_graph(record, method) for method in record.methods]
     return {"label": label, "graphs": [g.graph for g in graphs]}, graphs

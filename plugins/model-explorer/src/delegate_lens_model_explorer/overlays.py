@@ -5,7 +5,7 @@ Each overlay is one file ``{graph id: GraphNodeData}`` (graph id = method name) 
 writes them; ``model-explorer graph.json --node_data_paths=a.json,b.json`` shows them.
 
 Which time a node gets comes from the Inspector's one attribution of time
-(:mod:`delegate_lens.inspector._attribution`), in the method's first linked block: a kernel
+(``Inspector.get_attribution()``), in the method's first linked block: a kernel
 is charged to the one node of the op it ran (where two nodes of that op share its debug
 handle, program order tells which), a delegate's event to the nodes its map gives it,
 wrappers (``OPERATOR_CALL``, ``DELEGATE_CALL``) never; a fused event shows its whole time on
@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from delegate_lens_model_explorer.graph import DELEGATE_COLORS, MethodGraph
+from delegate_lens_model_explorer.graph import DELEGATE_COLORS, JsonObject, MethodGraph
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector import Inspector
 
 __all__ = ["NodeTimes", "build_overlays", "node_times", "numeric_gaps"]
 
@@ -37,7 +40,7 @@ NodeTimes = dict[str, tuple[float, float, float]]
 time scale."""
 
 
-def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, str | None]:
+def node_times(inspector: Inspector, graph: MethodGraph) -> tuple[NodeTimes, str | None]:
     """Per-node times of ``graph``'s method, from the Inspector's one attribution of time
     (its first block linked to the method), and what the shares divide by (None: no block).
     """
@@ -57,7 +60,7 @@ def node_times(inspector: Any, graph: MethodGraph) -> tuple[NodeTimes, str | Non
     return {}, None
 
 
-def numeric_gaps(inspector: Any) -> dict[str, float] | None:
+def numeric_gaps(inspector: Inspector) -> dict[str, float] | None:
     """``{node name: largest numeric gap}`` from ``inspector.calculate_numeric_gap()``, or
     None when the Inspector holds no debug data or the reference outputs were not captured.
 
@@ -72,21 +75,20 @@ def numeric_gaps(inspector: Any) -> dict[str, float] | None:
     from delegate_lens.errors import DelegateLensError, DelegateLensWarning
     from delegate_lens.numerics import CACHE_SUFFIX
 
-    method = getattr(inspector, "calculate_numeric_gap", None)
     record = inspector.etrecord
-    if method is None or record is None or not any(t.debug_data for t in inspector.tables):
+    if record is None or not any(t.debug_data for t in inspector.tables):
         return None
-    cache = Path(str(getattr(record, "origin", "<memory>")) + CACHE_SUFFIX)
+    cache = Path(record.origin + CACHE_SUFFIX)
     if not cache.is_file():
         return None
     try:
-        result = method(aot_outputs=cache)
+        result = inspector.calculate_numeric_gap(aot_outputs=cache)
     except DelegateLensError as exc:  # a stale or foreign cache, outputs that disagree, ...
         warnings.warn(
             f"model-explorer: no numeric_gap overlay: {exc}", DelegateLensWarning, stacklevel=2
         )
         return None
-    rows: Iterable[Mapping[str, Any]] = (
+    rows: Iterable[Mapping[str, object]] = (
         result.to_dict("records") if hasattr(result, "to_dict") else result
     )
     gaps: dict[str, float] = {}
@@ -95,27 +97,27 @@ def numeric_gaps(inspector: Any) -> dict[str, float] | None:
         if gap is None:
             continue
         ops = row.get("aot_ops") or ()
-        for name in [ops] if isinstance(ops, str) else ops:
-            name = str(name)
+        for op in [ops] if isinstance(ops, str) else ops if isinstance(ops, Iterable) else ():
+            name = str(op)
             gaps[name] = max(gap, gaps.get(name, gap))
     return gaps
 
 
-def _largest(value: Any) -> float | None:
+def _largest(value: object) -> float | None:
     values = np.asarray(value, dtype=np.float64).ravel() if value is not None else None
     if values is None or values.size == 0 or not np.isfinite(values).any():
         return None
     return float(np.nanmax(values))
 
 
-def _graph_data(name: str, results: dict[str, Any], *, gradient: bool = True) -> dict[str, Any]:
-    data: dict[str, Any] = {"name": name, "results": results}
+def _graph_data(name: str, results: Mapping[str, object], *, gradient: bool = True) -> JsonObject:
+    data: JsonObject = {"name": name, "results": results}
     if gradient:
         data["gradient"] = GRADIENT
     return data
 
 
-def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[str, Any]]:
+def build_overlays(inspector: Inspector, graphs: list[MethodGraph]) -> dict[str, JsonObject]:
     """``{file name: ModelNodeData JSON}`` for every overlay with data.
 
     ``latency_p50.json``, ``latency_avg.json`` and ``share_of_run.json`` need a profiled
@@ -123,12 +125,12 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
     an Inspector with ``calculate_numeric_gap`` and debug data.
     """
     unit = inspector.target_time_scale.value
-    p50: dict[str, Any] = {}
-    avg: dict[str, Any] = {}
-    share: dict[str, Any] = {}
-    delegate: dict[str, Any] = {}
-    identifier: dict[str, Any] = {}
-    gap: dict[str, Any] = {}
+    p50: JsonObject = {}
+    avg: JsonObject = {}
+    share: JsonObject = {}
+    delegate: JsonObject = {}
+    identifier: JsonObject = {}
+    gap: JsonObject = {}
     gaps = numeric_gaps(inspector)
     for graph in graphs:
         times, denominator = node_times(inspector, graph)
@@ -146,7 +148,7 @@ def build_overlays(inspector: Any, graphs: list[MethodGraph]) -> dict[str, dict[
                 )
         if graph.node_calls:
             backends = list(dict.fromkeys(call.backend for call in graph.node_calls.values()))
-            results: dict[str, Any] = {}
+            results: JsonObject = {}
             for node_id, call in graph.node_calls.items():
                 color = DELEGATE_COLORS[backends.index(call.backend) % len(DELEGATE_COLORS)]
                 results[node_id] = {"value": call.namespace, "bgColor": color}

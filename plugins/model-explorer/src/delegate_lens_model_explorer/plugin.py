@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from delegate_lens import hookimpl
 from delegate_lens.errors import UsageError
 from delegate_lens.exporters import Exporter
+
+if TYPE_CHECKING:
+    from delegate_lens.inspector import Inspector
 
 __all__ = ["GRAPH_FILE", "dl_exporters", "write_model_explorer"]
 
 GRAPH_FILE = "graph.json"
 
 
-def write_model_explorer(inspector: Any, folder: Path) -> list[Path]:
+def write_model_explorer(inspector: Inspector, folder: Path) -> list[Path]:
     """Write ``graph.json`` and the node-data files of ``inspector`` into ``folder``.
 
     Returns the paths written, the graph first. Needs an Inspector made with an ETRecord
