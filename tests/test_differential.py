@@ -30,19 +30,29 @@ CALLS = Path(__file__).parent / "zoo" / "calls.py"
 TARGET = 0.97
 
 _NUMERICS = (
-    "numerics (numerics/, another helper's): the frame's intermediate outputs are numpy "
-    "arrays (the reference's are tensors) and it has our columns after the reference's eight "
-    "(docs/migrating.md); on several models rows differ too (runtime_ops of portable "
-    "programs, multi-output and channels-last pairing, dynamic shapes, ±inf gaps)"
+    "numerics (numerics/): channels-last debug values are read in their layout (the "
+    "reference reads them as contiguous: docs/migrating.md, deliberate differences); on the "
+    "attention partitions the reference pairs wrongly, a gap differs in its last bit (numpy's "
+    "summation order, not torch's)"
 )
 _CHANNELS_LAST = (
     "debug values of a channels-last tensor are read in the layout its strides give; the "
     "reference reads them as contiguous (wrong values; docs/migrating.md, numerics table)"
 )
 
+_PAIRING = (
+    "a delegate call with several outputs: each is paired with the partition output it is, by "
+    "position and shape; the reference pairs them with its last nodes' outputs and shows a "
+    "divergence where the program matches eager (issue 32 item 2; docs/migrating.md)"
+)
+
 # Differences kept, by fnmatch pattern of the call's key ("model/backend: call"), with why.
 KNOWN: dict[str, str] = {
-    "*: calculate_numeric_gap(*": _NUMERICS,
+    "gpt/xnnpack: calculate_numeric_gap(*": _NUMERICS,
+    "transformer/xnnpack: calculate_numeric_gap(*": _NUMERICS,
+    "channels_last/*: calculate_numeric_gap(*": _NUMERICS,
+    "multi_output/xnnpack: calculate_numeric_gap(*": _PAIRING,
+    "inf_constants/xnnpack: calculate_numeric_gap(*": _PAIRING,
     "channels_last/*: to_dataframe*": _CHANNELS_LAST,
     "channels_last/*: event_blocks*": _CHANNELS_LAST,
     "Inspector(not an etdump)": (
@@ -179,7 +189,9 @@ def test_where_the_reference_fails_ours_matches_eager(results: dict[str, Any]) -
             checked += 1
         if "calculate_numeric_gap('MSE')" in key:
             gaps = _gap_column(mine)
-            assert gaps and all(g < 1e-6 for g in gaps), (key, gaps)
+            assert gaps and all(g < 1e-6 for g in gaps if g == g), (key, gaps)
+            # nan only where both sides hold the same infinities (the reference's gap)
+            assert all(_same_infinities(row) for row in _nan_rows(mine)), key
             checked += 1
     assert checked
 
@@ -188,6 +200,29 @@ def _gap_column(frame: Any) -> list[float]:
     assert frame[0] == "frame", frame
     column = frame[1].index("gap")
     return [float(value[1]) for row in frame[3] for value in _floats(row[column])]
+
+
+def _nan_rows(frame: Any) -> list[tuple[Any, Any]]:
+    """(aot, runtime) values of the rows whose gap is nan."""
+    gap, aot, runtime = (
+        frame[1].index(c) for c in ("gap", "aot_intermediate_output", "runtime_intermediate_output")
+    )
+    return [
+        (row[aot], row[runtime])
+        for row in frame[3]
+        if any(value[1] == "nan" for value in _floats(row[gap]))
+    ]
+
+
+def _same_infinities(row: tuple[Any, Any]) -> bool:
+    flat = [_flat(cell[3]) if isinstance(cell, tuple) else [] for cell in row]
+    infinite = [[i for i, v in enumerate(f) if v in ("inf", "-inf")] for f in flat]
+    same = all(flat[0][i] == flat[1][i] for i in infinite[0])
+    return bool(infinite[0]) and infinite[0] == infinite[1] and same
+
+
+def _flat(values: Any) -> list[Any]:
+    return [v for item in values for v in _flat(item)] if isinstance(values, list) else [values]
 
 
 def _floats(cell: Any) -> list[Any]:

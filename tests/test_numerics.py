@@ -160,8 +160,10 @@ def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
     paths = run(tmp_path_factory, "mlp")
     with pytest.raises(InspectorError, match="takes 1 input"):
         gaps(paths, inputs=[np.zeros((2, 16), np.float32)] * 2)
-    with pytest.raises(UsageError, match=r"unknown distance 'nope'.*MSE"):
+    with pytest.raises(UsageError, match=r"unknown distance 'nope'.*MSE") as raised:
         gaps(paths, "nope")
+    # a ValueError and a RuntimeError: the reference raises either, by which check runs first
+    assert isinstance(raised.value, ValueError) and isinstance(raised.value, RuntimeError)
     with pytest.raises(InspectorError, match="running the reference graph on the inputs failed"):
         gaps(paths, inputs=[np.zeros((3, 16), np.float32)])  # the export's shape guard
     # reference outputs of another shape: named per operator, gap nan, row kept
@@ -250,9 +252,17 @@ def test_dataframe_has_the_reference_columns(tmp_path_factory: Any) -> None:
         "gap",
         "stacktraces",
     ]
-    assert list(frame.columns[:8]) == reference
-    assert {"delegate_backend", "delegate_identifiers", "first_divergence"} <= set(frame.columns)
+    # by default the reference's frame exactly: its columns, object dtypes, tensor cells
+    assert list(frame.columns) == reference
+    assert all(str(d) == "object" for d in frame.dtypes)
+    cells = [frame[c][0] for c in ("aot_intermediate_output", "runtime_intermediate_output")]
+    assert [type(cell).__name__ for cell in cells] == ["Tensor", "Tensor"]
     assert len(frame) == 5
+    detailed = inspector.calculate_numeric_gap("L1", detailed=True)  # ours: our columns after
+    assert list(detailed.columns[:8]) == reference
+    assert {"delegate_backend", "delegate_identifiers", "first_divergence"} <= set(detailed.columns)
+    assert type(detailed["aot_intermediate_output"][0]).__name__ == "ndarray"
+    assert len(detailed) == 5
 
 
 def test_cli_numerics(tmp_path_factory: Any, tmp_path: Path, capsys: Any) -> None:

@@ -236,7 +236,9 @@ def test_two_methods_with_inputs_by_method_are_one_table(models: Path) -> None:
     inputs = torch.load(models / "two_methods" / "inputs.pt")
     with warnings.catch_warnings():
         warnings.simplefilter("error", InspectorWarning)
-        frame = _inspector(models, "two_methods").calculate_numeric_gap("MSE", inputs=inputs)
+        frame = _inspector(models, "two_methods").calculate_numeric_gap(
+            "MSE", inputs=inputs, detailed=True
+        )
     assert list(frame["method"]) == ["forward", "decode", "decode"]
     assert [ops[0] for ops in frame["aot_ops"]] == ["linear", "aten_tan_default", "aten_mul_tensor"]
     assert max(g for gaps in frame["gap"] for g in gaps) < NOISE

@@ -3,8 +3,8 @@
 Errors about bad input name what was wrong and where (a file, a field, a byte offset,
 a plugin), so that the CLI can print them as one line. Where the reference
 (``executorch.devtools``) raises ``RuntimeError``, ours is one too (``ETRecordFormatError``,
-``BundledProgramError``, ``InspectorError``, ``ConflictingArgumentsError``), so code
-written for the reference catches it.
+``BundledProgramError``, ``InspectorError``, ``ConflictingArgumentsError``,
+``NumericGapUsageError``), so code written for the reference catches it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "MappingError",
     "MissingExtraError",
     "MissingFileError",
+    "NumericGapUsageError",
     "PluginError",
     "PluginWarning",
     "ProgramFormatError",
@@ -46,6 +47,12 @@ class UsageError(DelegateLensError, ValueError):
 class ConflictingArgumentsError(UsageError, RuntimeError):
     """Arguments that cannot go together (a time scale in cycles with one in seconds); a
     ``RuntimeError`` too, as the reference raises."""
+
+
+class NumericGapUsageError(UsageError, RuntimeError):
+    """``calculate_numeric_gap`` cannot run as asked (an unknown distance, no method with
+    intermediate outputs); a ``RuntimeError`` too, as the reference raises where its own
+    checks come first (a ``ValueError`` where they do not)."""
 
 
 class QueryLimitError(UsageError):

@@ -415,6 +415,7 @@ class Inspector(TimeViews):
         threshold: float | None = None,
         method: str | None = None,
         as_dataframe: bool | None = None,
+        detailed: bool = False,
     ) -> Any:
         """Compare every intermediate output of the run with the reference graph's.
 
@@ -438,11 +439,20 @@ class Inspector(TimeViews):
             are warned about and listed in ``unmatched`` unless ``inputs`` gives theirs).
         :param as_dataframe: a pandas DataFrame (default when pandas is installed) or a
             :class:`~delegate_lens.numerics.NumericGapTable`.
-        :returns: one row per matched output, in graph order, with the reference's
-            columns and ``delegate_backend``, ``delegate_identifiers``, ``diverged``,
-            ``first_divergence`` and ``note`` (see ``docs/numerics.md``).
+        :param detailed: (ours) the DataFrame with delegate-lens's columns: by default it
+            is the reference's frame exactly (its eight columns, intermediate outputs as
+            torch tensors, torch imported to build it); ``detailed=True`` adds
+            ``delegate_backend``, ``delegate_identifiers``, ``diverged``,
+            ``first_divergence``, ``note`` and ``method``, keeps outputs as numpy arrays
+            and every row (see ``docs/numerics.md``). The table is always detailed.
+        :returns: one row per matched output, in graph order.
         """
         from delegate_lens.numerics import calculate_numeric_gap
+
+        if as_dataframe is None:
+            import importlib.util
+
+            as_dataframe = importlib.util.find_spec("pandas") is not None
 
         table = calculate_numeric_gap(
             self,
@@ -454,9 +464,6 @@ class Inspector(TimeViews):
             threshold=threshold,
             method=method,
             disable_debug_handle_validation=disable_debug_handle_valdiation,
+            reference_pairing=False,  # right where the reference pairs wrongly (issue 32 item 2)
         )
-        if as_dataframe is None:
-            import importlib.util
-
-            as_dataframe = importlib.util.find_spec("pandas") is not None
-        return table.to_dataframe() if as_dataframe else table
+        return table.to_dataframe(detailed=detailed) if as_dataframe else table

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from delegate_lens.errors import PluginError, UsageError
+from delegate_lens.errors import NumericGapUsageError, PluginError, UsageError
 
 if TYPE_CHECKING:  # importing this module (a plugin does) stays free of numpy
     import numpy as np
@@ -128,7 +128,7 @@ def resolve_comparator(distance: object) -> Comparator:
         found = comparators.get(distance.strip().lower())
         if found is None:
             names = ", ".join(sorted(c.name for c in comparators.values()))
-            raise UsageError(
+            raise NumericGapUsageError(
                 f"unknown distance {distance!r} (available: {names}; or a "
                 "NumericalComparatorBase instance)"
             )

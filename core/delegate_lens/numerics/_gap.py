@@ -58,8 +58,17 @@ def _float(value: object) -> npt.NDArray[np.float64] | None:
     return array
 
 
-def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tuple[list[float], str]:
-    """Gaps of one pair (one per element of a list), and a note on what was off."""
+def _gap(
+    comparator: Comparator,
+    aot: object,
+    runtime: object,
+    ops: str,
+    reference_gaps: list[float] | None = None,
+) -> tuple[list[float], str]:
+    """Gaps of one pair (one per element of a list), and a note on what was off.
+
+    Equal infinities on both sides are no gap here; the reference's gaps (where they are
+    nan, or inf) are appended to ``reference_gaps`` when it is given."""
     pairs: list[tuple[Any, Any]]
     if isinstance(aot, list):
         runtime_list = runtime if isinstance(runtime, list) else [runtime]
@@ -72,12 +81,14 @@ def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tupl
     else:
         pairs = [(aot, runtime[-1] if isinstance(runtime, list) and runtime else runtime)]
     gaps: list[float] = []
+    theirs: list[float] = []  # the reference's gaps (of the pairs compared)
     notes: list[str] = []
     for a_raw, r_raw in pairs:
         a, r = _float(a_raw), _float(r_raw)
         if a is None or r is None:
             notes.append("value not numeric")
             gaps.append(math.nan)
+            theirs.append(math.nan)
             continue
         if a.shape != r.shape:
             if a.size != r.size:
@@ -87,20 +98,39 @@ def _gap(comparator: Comparator, aot: object, runtime: object, ops: str) -> tupl
                 )
                 notes.append(f"shapes disagree: {list(a.shape)} vs {list(r.shape)}")
                 gaps.append(math.nan)
+                theirs.append(_broadcast_gap(comparator, a, r, ops))  # torch broadcasts
                 continue
             notes.append(f"runtime shape {list(r.shape)} reshaped to {list(a.shape)}")
             r = r.reshape(a.shape)
         same = a == r  # equal infinities (masked scores) are no gap, not nan
-        if not np.isfinite(a[same]).all():
-            a, r = np.where(same, 0.0, a), np.where(same, 0.0, r)
-        try:
-            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-                gaps.append(float(comparator.compare(a, r)))
-        except Exception as exc:
-            raise InspectorError(
-                f"comparator {comparator.name!r} failed on {ops}: {type(exc).__name__}: {exc}"
-            ) from None
+        if np.isfinite(a[same]).all():
+            gaps.append(_compare(comparator, a, r, ops))
+            theirs.append(gaps[-1])
+            continue
+        theirs.append(_compare(comparator, a, r, ops) if reference_gaps is not None else 0.0)
+        gaps.append(_compare(comparator, np.where(same, 0.0, a), np.where(same, 0.0, r), ops))
+    if reference_gaps is not None:
+        reference_gaps.extend(theirs)
     return gaps, "; ".join(notes)
+
+
+def _broadcast_gap(comparator: Comparator, a: Any, r: Any, ops: str) -> float:
+    """The reference's gap of two shapes that disagree: broadcast (nan if they cannot)."""
+    try:
+        a, r = np.broadcast_arrays(a, r)
+    except ValueError:
+        return math.nan
+    return _compare(comparator, a, r, ops)
+
+
+def _compare(comparator: Comparator, a: Any, r: Any, ops: str) -> float:
+    try:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return float(comparator.compare(a, r))
+    except Exception as exc:
+        raise InspectorError(
+            f"comparator {comparator.name!r} failed on {ops}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _resolve_aot(
@@ -147,8 +177,13 @@ def calculate_numeric_gap(
     threshold: float | None = None,
     method: str | None = None,
     disable_debug_handle_validation: bool = False,
+    reference_pairing: bool = False,
 ) -> NumericGapTable:
     """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`.
+
+    ``reference_pairing``: the outputs of a partition with several are paired as the
+    reference pairs them (with the outputs of its handle set's last handles, in output
+    order), for the reference's frame; by default each with the output it is.
 
     One method per call, unless ``method`` is None and ``inputs`` (or ``aot_outputs``) is
     a mapping by method name: then every method of the run with intermediate outputs and
@@ -182,6 +217,7 @@ def calculate_numeric_gap(
                 cache if name == default else False,  # one cache file: the default method's
                 name,
                 disable_debug_handle_validation,
+                reference_pairing,
             )
         )
     table = tables[0]
@@ -218,6 +254,7 @@ def _method_gap(
     cache: bool | str | os.PathLike[str],
     chosen_method: str,
     disable_debug_handle_validation: bool,
+    reference_pairing: bool = False,
 ) -> NumericGapTable:
     """The gap table of one method."""
     entries, unmatched = runtime_intermediate_outputs(inspector, chosen_method)
@@ -252,7 +289,9 @@ def _method_gap(
             )
             continue
         aot_ops = [n for h in dict.fromkeys(entry.handles) for n in aot.op_names.get((h,), [])]
-        for last, runtime_value, pairing in _targets(entry, aot, unmatched, label):
+        for last, runtime_value, pairing in _targets(
+            entry, aot, unmatched, label, reference_pairing
+        ):
             if runtime_value is None:
                 warn(
                     f"numeric gap of {', '.join(aot_ops)} ({label}): the runtime value is "
@@ -269,11 +308,12 @@ def _method_gap(
                 )
                 continue
             aot_value = None if last is None else aot.outputs[(last,)]
+            theirs: list[float] = []
             if aot_value is None:  # an ambiguous pairing: no gap, said in the note
                 gaps, note = [math.nan], ""
             else:
                 gaps, note = _gap(
-                    comparator, aot_value, runtime_value, f"{', '.join(aot_ops)} ({label})"
+                    comparator, aot_value, runtime_value, f"{', '.join(aot_ops)} ({label})", theirs
                 )
             rows.append(
                 {
@@ -292,7 +332,12 @@ def _method_gap(
                     "first_divergence": False,
                     "note": "; ".join(x for x in (pairing, note) if x),
                     "method": chosen_method,
-                    "_order": aot.order.get(entry.handles[-1] if last is None else last, 0),
+                    "_reference_runtime_ops": list(entry.reference_names),
+                    "_reference_gap": theirs or gaps,
+                    "_order": aot.order.get(
+                        entry.handles[-1] if last is None or reference_pairing else last, 0
+                    ),
+                    "_reference_aot_ops": _graph_ordered_ops(entry.handles, aot),
                     "_handles": set(h for h in entry.handles if (h,) in aot.outputs),
                     "_pairing": pairing,
                 }
@@ -320,15 +365,26 @@ def _method_gap(
     )
 
 
+def _graph_ordered_ops(handles: Sequence[int], aot: AotOutputs) -> list[str]:
+    """The reference's ``aot_ops``: the names of the handles' nodes in graph order."""
+    ordered = sorted(dict.fromkeys(handles), key=lambda h: aot.order.get(h, 0))
+    return [n for h in ordered for n in aot.op_names.get((h,), [])]
+
+
 def _targets(
-    entry: Entry, aot: AotOutputs, unmatched: list[Unmatched], label: str
+    entry: Entry,
+    aot: AotOutputs,
+    unmatched: list[Unmatched],
+    label: str,
+    reference_pairing: bool = False,
 ) -> list[tuple[int | None, object, str]]:
     """``(reference handle, runtime value, pairing note)`` for each output of ``entry`` to
     compare: a partition's several outputs paired by position and shape
     (:mod:`delegate_lens.numerics._pairing`; handle None when ambiguous), else output ``i``
     from the end with the AOT output of the ``i``-th last handle (as the reference)."""
     count = entry.num_outputs
-    if count > 1 and len(entry.handles) > 1 and len(entry.value) >= count:
+    several = count > 1 and len(entry.handles) > 1 and len(entry.value) >= count
+    if several and not reference_pairing:
         outputs = list(entry.value[-count:])
         return [
             (p.handle, outputs[p.index], p.note)

@@ -15,7 +15,7 @@ from typing import Any
 from delegate_lens.errors import UsageError
 from delegate_lens.numerics._comparators import Comparator
 
-GapFn = Callable[[Comparator, object, object, str], tuple[list[float], str]]
+GapFn = Callable[[Comparator, object, object, str, list[float]], tuple[list[float], str]]
 _Pair = tuple[tuple[int, ...], object]  # (debug handles, value)
 
 
@@ -86,7 +86,9 @@ def apply_preprocessing(
     out = []
     for row, ((_, aot_value), (_, runtime_value)) in pairs:
         ops = ", ".join(row["aot_ops"])
-        gaps, note = gap(comparator, aot_value, runtime_value, ops)
+        theirs: list[float] = []  # the reference's (equal infinities a nan gap)
+        gaps, note = gap(comparator, aot_value, runtime_value, ops, theirs)
+        row["_reference_gap"] = theirs
         row["aot_intermediate_output"] = aot_value
         row["runtime_intermediate_output"] = runtime_value
         row["gap"] = gaps

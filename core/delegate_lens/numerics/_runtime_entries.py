@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from delegate_lens.errors import InspectorError, InspectorWarning, UsageError
+from delegate_lens.errors import InspectorError, InspectorWarning, NumericGapUsageError
 from delegate_lens.etdump import FRAMEWORK_EVENTS
 from delegate_lens.numerics._table import Unmatched
 
@@ -22,7 +22,16 @@ Handles = tuple[int, ...]
 class Entry:
     """One runtime output: a row's handles and debug values (or a merge of several)."""
 
-    __slots__ = ("backend", "handles", "identifiers", "names", "num_outputs", "rank", "value")
+    __slots__ = (
+        "backend",
+        "handles",
+        "identifiers",
+        "names",
+        "num_outputs",
+        "rank",
+        "reference_names",
+        "value",
+    )
 
     def __init__(
         self,
@@ -39,6 +48,7 @@ class Entry:
         self.num_outputs = num_outputs
         self.rank = rank
         self.names = [name]
+        self.reference_names = [name]  # the reference's runtime_ops: see _reference_names
         self.backend = backend
         self.identifiers = [] if identifier is None else [identifier]
 
@@ -60,7 +70,7 @@ def tables_of(inspector: Inspector, method: str | None) -> tuple[list[BlockTable
         method = "forward" if "forward" in methods else methods[0]
     chosen = [t for t in tables if t.method == method]
     if not chosen:
-        raise UsageError(f"no block of method {method!r} has intermediate outputs")
+        raise NumericGapUsageError(f"no block of method {method!r} has intermediate outputs")
     return chosen[:1], method
 
 
@@ -88,6 +98,7 @@ def runtime_intermediate_outputs(
         num_outs = dict(record.instruction_id_to_num_outs_map.get(method, {}))
     unmatched: list[Unmatched] = []
     entries: dict[Handles, Entry] = {}
+    last_name: dict[Handles, str] = {}  # in the order each handle set was first seen
     order = 0
     for table in tables:
         rows = sorted(table.debug_data)
@@ -139,7 +150,19 @@ def runtime_intermediate_outputs(
                 if previous is not None:
                     entry.names = previous.names + entry.names
                 entries[handles] = entry
-    return _merge(list(entries.values())), unmatched
+                last_name[handles] = key.name
+    merged = _merge(list(entries.values()))
+    for entry in merged:
+        entry.reference_names = _reference_names(entry.handles, last_name)
+    return merged, unmatched
+
+
+def _reference_names(handles: Handles, last_name: dict[Handles, str]) -> list[str]:
+    """The reference's ``runtime_ops`` of an entry: the name of the last event run of each
+    handle set inside ``handles``, in the order the sets were first seen (its
+    ``find_op_names``); ours (``Entry.names``) keep every event's name."""
+    own = set(handles)
+    return [name for key, name in last_name.items() if set(key) <= own]
 
 
 def _as_handles(handles: int | Sequence[int]) -> Handles:

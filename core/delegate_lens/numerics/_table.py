@@ -42,6 +42,9 @@ COLUMNS = (
 )
 """Column names, in order (the reference's eight first)."""
 
+REFERENCE_COLUMNS = COLUMNS[:8]
+"""The reference's columns, those of ``calculate_numeric_gap``'s default frame."""
+
 
 @attrs.frozen
 class Unmatched:
@@ -97,14 +100,26 @@ class NumericGapTable:
         html = hooks.html_display(self)
         return html if isinstance(html, str) else None
 
-    def to_dataframe(self) -> Any:
-        """A pandas DataFrame of the rows (needs the ``pandas`` extra)."""
+    def to_dataframe(self, detailed: bool = True) -> Any:
+        """A pandas DataFrame of the rows (needs the ``pandas`` extra).
+
+        ``detailed=True``: every column of :data:`COLUMNS`, intermediate outputs as numpy
+        arrays, ``runtime_ops`` naming every event of the row. ``detailed=False``: the
+        reference's frame exactly (:data:`REFERENCE_COLUMNS`, object columns, outputs as
+        torch tensors, ``runtime_ops`` as the reference names them: the last event of each
+        handle set), with torch imported to build it."""
         try:
             import pandas as pd
         except ImportError:
             raise MissingExtraError(
                 "a DataFrame needs pandas: pip install 'delegate-lens[pandas]'"
             ) from None
+        if not detailed:
+            kept = [row for row in self.rows if _reference_keeps(row)]
+            # the reference's order: by each row's smallest handle (ours: graph order)
+            kept.sort(key=lambda row: min(row["aot_debug_handle"], default=0))
+            rows = [_reference_row(row) for row in kept]
+            return pd.DataFrame(rows, columns=list(REFERENCE_COLUMNS))
         frame = pd.DataFrame(self.rows, columns=list(self.columns))
         # a row outside any delegate has None (pandas would make it NaN beside strings)
         backend = frame["delegate_backend"].astype(object)
@@ -234,6 +249,39 @@ class NumericGapTable:
 
     def write_table(self, stream: IO[str]) -> None:
         stream.write("\n".join(self.format_lines()) + "\n")
+
+
+def _reference_keeps(row: dict[str, Any]) -> bool:
+    """Whether the reference's frame has the row: not without a value on either side, nor
+    of a reference output with several values (its comparator skips both)."""
+    aot, runtime = row["aot_intermediate_output"], row["runtime_intermediate_output"]
+    several = isinstance(aot, (list, tuple)) and len(aot) > 1
+    return aot is not None and runtime is not None and not several
+
+
+def _reference_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One row as the reference's frame has it (outputs as torch tensors)."""
+    out = {column: row[column] for column in REFERENCE_COLUMNS}
+    out["runtime_ops"] = list(row.get("_reference_runtime_ops", row["runtime_ops"]))
+    out["gap"] = list(row.get("_reference_gap", row["gap"]))
+    out["aot_ops"] = list(row.get("_reference_aot_ops", row["aot_ops"]))
+    traces = row["stacktraces"]  # keyed in the order of aot_ops
+    out["stacktraces"] = {n: traces[n] for n in out["aot_ops"] if n in traces} or traces
+    for column in ("aot_intermediate_output", "runtime_intermediate_output"):
+        out[column] = _tensors(row[column])
+    return out
+
+
+def _tensors(value: Any) -> Any:
+    """numpy arrays (also inside lists and tuples) as torch tensors; torch imported here."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tensors(v) for v in value)
+    if type(value).__module__ == "numpy" and hasattr(value, "shape"):
+        import numpy as np
+        import torch
+
+        return torch.from_numpy(np.array(value, copy=True))
+    return value
 
 
 def _source_line(stack_traces: dict[str, str | None]) -> str | None:

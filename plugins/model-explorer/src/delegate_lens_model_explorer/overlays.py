@@ -82,7 +82,7 @@ def numeric_gaps(inspector: Inspector) -> dict[str, float] | None:
     if not cache.is_file():
         return None
     try:
-        result = inspector.calculate_numeric_gap(aot_outputs=cache)
+        result = inspector.calculate_numeric_gap(aot_outputs=cache, as_dataframe=False)
     except DelegateLensError as exc:  # a stale or foreign cache, outputs that disagree, ...
         warnings.warn(
             f"model-explorer: no numeric_gap overlay: {exc}", DelegateLensWarning, stacklevel=2
