@@ -12,6 +12,7 @@ error, for a model the toolchain could not build.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fcntl
 import hashlib
@@ -25,22 +26,22 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ZOO_NAMES: tuple[str, ...] = (
-    "mlp",
-    "cnn",
-    "transformer",
-    "gpt",
-    "int8_cnn",
-    "int8_linear",
-    "channels_last",
-    "multi_output",
-    "two_methods",
-    "dynamic",
-    "inf_constants",
-    "bundled",
-)
-"""Every model of the zoo (``models.NAMES``, kept equal by a test)."""
-ZOO_BACKENDS: tuple[str, ...] = ("xnnpack", "portable")
+
+
+def _models_constant(name: str) -> tuple[str, ...]:
+    """A tuple constant of ``models.py``, read from its source: that module imports torch,
+    which taking a name of the zoo must not."""
+    tree = ast.parse((HERE / "models.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == name:
+            return tuple(ast.literal_eval(node.value))
+    raise LookupError(f"tests/zoo/models.py defines no {name}")
+
+
+ZOO_NAMES = _models_constant("NAMES")
+"""Every model of the zoo (``models.NAMES``)."""
+ZOO_BACKENDS = _models_constant("BACKENDS")
+"""Every backend each model is built for (``models.BACKENDS``)."""
 ZOO_ENV = "DELEGATE_LENS_ZOO_DIR"
 """Set to a folder to keep the zoo there instead of ``~/.cache/delegate-lens/zoo/``."""
 BUILD_TIMEOUT = 1800
