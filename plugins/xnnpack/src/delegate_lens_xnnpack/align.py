@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
-import numpy as np
-import numpy.typing as npt
 
 from delegate_lens_xnnpack.graph import XNode
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 EVENT = re.compile(r"^(?P<type>.+) #(?P<count>[1-9][0-9]*)$")
 """An operator event's name: the operator type, then ``#k``."""
@@ -129,6 +132,8 @@ def _tables(compat: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int32], npt.N
     """Prefix (``f[i, j]``: events[:i] with nodes[:j]) and suffix (``b[i, j]``: events[i:]
     with nodes[j:]) tables of the largest number of pairs, a row at a time with numpy (the
     best count never falls as a prefix grows: a running maximum along the row)."""
+    import numpy as np  # here, not at import: loading the plugin (every command) stays numpy-free
+
     e, n = compat.shape
     f = np.zeros((e + 1, n + 1), dtype=np.int32)
     for i in range(1, e + 1):
@@ -148,6 +153,8 @@ def certain_pairs(
 ) -> tuple[dict[int, int], dict[int, str]]:
     """Event -> node pairs common to every maximum alignment, and event -> why not for the
     others (``compat[i][j]``: node ``j`` makes operators of event ``i``'s type)."""
+    import numpy as np
+
     fits = np.asarray(compat, dtype=bool)
     e = len(fits)
     fits = fits.reshape(e, -1) if e else fits.reshape(0, 0)
@@ -253,6 +260,8 @@ def align(
     :param graph: the ETRecord's graph of the method (for activations fused ahead of
         time), or None.
     """
+    import numpy as np
+
     known = None if handles is None else {int(h) for h in handles}
     events: list[tuple[int | str, str]] = []
     unlinked: dict[int | str, str] = {}

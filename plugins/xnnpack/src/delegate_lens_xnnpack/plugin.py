@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from delegate_lens import hookimpl
 from delegate_lens.backend import RecoveredDelegateMap
 from delegate_lens.errors import ProgramFormatError
+from delegate_lens_xnnpack.align import align
 from delegate_lens_xnnpack.graph import XNode, graph_buffer, read_xnodes
 
 ORIGIN = "XNNPACK delegate blob"
@@ -53,8 +54,6 @@ def dl_recover_delegate_map(
         nodes = _nodes(processed)
     except ProgramFormatError as exc:
         return RecoveredDelegateMap({}, {i: f"cannot read the blob: {exc}" for i in identifiers})
-    from delegate_lens_xnnpack.align import align  # numpy: only when a map is recovered
-
     found = align(identifiers, nodes, handles, graph)
     return RecoveredDelegateMap(found.handles, found.unlinked)
 
