@@ -55,6 +55,17 @@ class Crossing:
                 raise TimeoutError("A never ended its call")
         self.seen.append(sys.stdout)
 
+    @hookimpl
+    def dl_delegate_mapping(self, backend_id: str) -> None:
+        """The same, on a hook every plugin answers (what ``call_each`` calls)."""
+        self.dl_runtime_backend(backend_id)
+
+
+def _each(hook: str, **kwargs: Any) -> list[tuple[str, Any]]:
+    """``call_each`` of ``dl_delegate_mapping`` (call_each takes hooks that are not
+    firstresult) where the test calls ``dl_runtime_backend``."""
+    return call_each("dl_delegate_mapping", edge_program=None, debug_handle_map=None, **kwargs)
+
 
 def _overlap(plugin: Crossing, call: Callable[..., Any]) -> None:
     """Call the hook in two threads, A and B, overlapping as :class:`Crossing` orders."""
@@ -86,7 +97,7 @@ def _overlap(plugin: Crossing, call: Callable[..., Any]) -> None:
     assert errors == []
 
 
-@pytest.mark.parametrize("call", [call_hook, call_each])
+@pytest.mark.parametrize("call", [call_hook, _each], ids=["call_hook", "call_each"])
 def test_overlapping_hook_calls_under_the_command_line_print_to_stderr(
     call: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,7 +115,7 @@ def test_overlapping_hook_calls_under_the_command_line_print_to_stderr(
     assert sorted(captured.err.splitlines()) == ["plugin output for A", "plugin output for B"]
 
 
-@pytest.mark.parametrize("call", [call_hook, call_each])
+@pytest.mark.parametrize("call", [call_hook, _each], ids=["call_hook", "call_each"])
 def test_overlapping_hook_calls_leave_a_library_users_stdout_alone(
     call: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

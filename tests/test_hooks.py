@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pluggy
 import pytest
 
-from delegate_lens import _hookanswers, hookimpl, hooks, hookspecs
+from delegate_lens import _hookanswers, hookcalls, hookimpl, hooks, hookspecs
 from delegate_lens.errors import PluginError, PluginWarning
 from delegate_lens.hookcalls import call_hook
 from delegate_lens.pluginmanager import build_plugin_manager
@@ -271,3 +271,102 @@ def test_array_and_each_callers() -> None:
     assert owner == "delegate_lens.builtins.exporters" and isinstance(exporters, list)
     [(owner, _)] = hooks.numerical_comparators(_pm())
     assert owner == "delegate_lens.builtins.comparators"
+
+
+def test_the_policy_is_a_wrapper_outside_every_plugins_own() -> None:
+    """The error policy is one plugin's wrapper, kept outermost: a plugin's own ``tryfirst``
+    wrapper registered after it still runs inside it (its failure is named); the policy
+    plugin is not listed, and it implements no hook for ``has_implementations``."""
+    from delegate_lens.pluginmanager import HOOK_POLICY_PLUGIN, has_implementations, list_plugins
+
+    class Answers:
+        @hookimpl
+        def dl_partitioner(self) -> str:
+            return "partitioner"
+
+    pm = _pm(Answers())
+    assert hooks.partitioner("B", (), pm=pm) == "partitioner"
+    assert pm.has_plugin(HOOK_POLICY_PLUGIN)
+    assert HOOK_POLICY_PLUGIN not in [info.name for info in list_plugins(pm)]
+    policy_only = [
+        name
+        for name in SPECS
+        if {impl.plugin_name for impl in getattr(pm.hook, name).get_hookimpls()}
+        == {HOOK_POLICY_PLUGIN}
+    ]
+    assert policy_only and not any(has_implementations(name, pm) for name in policy_only)
+
+    class LateWrapper:
+        @hookimpl(wrapper=True, tryfirst=True)
+        def dl_partitioner(self) -> typing.Generator[None, object, object]:
+            yield
+            raise RuntimeError("late wrapper broke")
+
+    pm.register(LateWrapper(), name="late")
+    with pytest.raises(PluginError, match=r"plugin 'late' \(registered\) failed .*late wrapper"):
+        hooks.partitioner("B", (), pm=pm)
+    impls = pm.hook.dl_partitioner.get_hookimpls()
+    assert impls[-1].plugin_name == HOOK_POLICY_PLUGIN  # pluggy calls it first: outermost
+    # called directly, the hook passes through the policy: the plugin's own exception
+    with pytest.raises(RuntimeError, match="late wrapper broke"):
+        pm.hook.dl_partitioner(backend_id="B", compile_specs=())
+
+
+def test_hooks_are_called_through_pluggy_not_by_hand() -> None:
+    """No module calls a hook implementation itself, or pluggy's private call loop."""
+    import re
+
+    private = re.compile(r"_hookexec|\.function\(|_multicall|\._hookimpls|_inner_hookexec")
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if private.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_the_answering_plugin_is_named() -> None:
+    """``call_hook_answered`` gives the plugin whose answer won (the first asked: the last
+    registered); a time-scale answer that is not one number per tick names its plugin."""
+
+    class Recovers:
+        def __init__(self, tag: str) -> None:
+            self.tag = tag
+
+        @hookimpl
+        def dl_recover_delegate_map(self, backend_id: str) -> object:
+            return None if self.tag == "none" else self.tag
+
+    pm = _pm(Recovers("first"), Recovers("second"), Recovers("none"))
+    args = {"backend_id": "B", "processed": memoryview(b""), "identifiers": []}
+    assert hookcalls.call_hook_answered(
+        "dl_recover_delegate_map",
+        pm=pm,
+        **args,
+        handles=None,
+        graph=None,
+        compile_specs=(),
+        named_data={},
+    ) == ("p1", "second")
+    assert hooks.recover_delegate_map("B", memoryview(b""), [], pm=pm) == ("p1", "second")
+
+    class TwoForThree:
+        @hookimpl
+        def dl_delegate_time_scale_array(
+            self, ticks: npt.NDArray[np.uint64]
+        ) -> npt.NDArray[np.float64]:
+            return np.zeros(2)
+
+    ticks = np.array([1, 2, 3], dtype=np.uint64)
+    with pytest.raises(PluginError) as info:
+        hooks.delegate_time_scale_array(
+            "B", "e", ticks, where="row 'e' of block 0", pm=_pm(Nothing(), TwoForThree())
+        )
+    assert str(info.value) == (
+        "plugin 'p1' (registered) returned 2 value(s) in dl_delegate_time_scale_array for the "
+        "3 ticks of row 'e' of block 0 (backend 'B'); one number per tick expected"
+    )
+
+
+class Nothing:
+    """A plugin with no hook."""

@@ -496,17 +496,22 @@ def test_call_each_in_registration_order() -> None:
             self.value = value
 
         @hookimpl
-        def dl_delegate_time_scale(self, ticks: int) -> object:
+        def dl_delegate_mapping(self, backend_id: str) -> object:
+            if self.value == "raise":
+                raise ZeroDivisionError("division by zero")
             return self.value
 
     pm = _pm_with(("a", Answers(1.0)), ("none", Answers(None)), ("b", Answers(2.0)))
-    got = call_each("dl_delegate_time_scale", pm=pm, backend_id="x", event_name="e", ticks=0)
+    kwargs = {"backend_id": "x", "edge_program": None, "debug_handle_map": None}
+    got = call_each("dl_delegate_mapping", pm=pm, **kwargs)
     assert got == [("a", 1.0), ("b", 2.0)]
-    pm.register(_RaisesDecorated(), name="div")
-    with pytest.raises(PluginError, match="plugin 'div'"):
+    pm.register(Answers("raise"), name="div")
+    with pytest.raises(PluginError, match=r"plugin 'div'.*ZeroDivisionError"):
+        call_each("dl_delegate_mapping", pm=pm, **kwargs)
+    with pytest.raises(UsageError, match="backend_id"):
+        call_each("dl_delegate_mapping", pm=pm, edge_program=None, debug_handle_map=None)
+    with pytest.raises(UsageError, match="firstresult"):  # one answer: call_hook_answered
         call_each("dl_delegate_time_scale", pm=pm, backend_id="x", event_name="e", ticks=0)
-    with pytest.raises(UsageError, match="ticks"):
-        call_each("dl_delegate_time_scale", pm=pm, backend_id="x")
 
 
 def test_has_implementations_and_unknown_hook() -> None:

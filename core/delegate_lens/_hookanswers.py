@@ -1,4 +1,5 @@
-"""Whether a plugin's answer has a type its hook spec allows (split from the hook calls).
+"""Whether a plugin's answer has a type its hook spec allows, and which plugin raised
+(split from the hook calls).
 
 :mod:`delegate_lens.hookcalls` checks every *firstresult* answer against the spec's return
 annotation, evaluated (:func:`typing.get_type_hints`): by outer type (``int``, ``str``,
@@ -18,7 +19,8 @@ import inspect
 import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import CodeType, TracebackType
 from typing import Any
 
 import pluggy
@@ -124,3 +126,31 @@ def shown(value: object) -> str:
     """A value as a message shows it: its type and the start of its ``repr``."""
     text = repr(value)
     return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _code_of(function: Callable[..., object]) -> CodeType | None:
+    target: object = inspect.unwrap(function)
+    target = getattr(target, "__func__", target)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        call = type(target).__dict__.get("__call__")
+        code = getattr(call, "__code__", None)
+    return code if isinstance(code, CodeType) else None
+
+
+def culprit(impls: Sequence[pluggy.HookImpl], exc: BaseException) -> str | None:
+    """The plugin whose code among ``impls`` raised ``exc`` where no stand-in noted it (a
+    plugin's own wrapper): found in the traceback; the only plugin when there is one."""
+    codes: dict[CodeType, pluggy.HookImpl] = {}
+    for impl in impls:
+        code = _code_of(impl.function)
+        if code is not None:
+            codes.setdefault(code, impl)
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None:
+        found = codes.get(tb.tb_frame.f_code)
+        if found is not None:
+            return str(found.plugin_name)
+        tb = tb.tb_next
+    plugins = {str(impl.plugin_name) for impl in impls}
+    return plugins.pop() if len(plugins) == 1 else None

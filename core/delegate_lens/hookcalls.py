@@ -1,30 +1,33 @@
 """Calling hooks so that a plugin's failure is named (split from the plugin host).
 
-Every function here calls the hook's :class:`pluggy.HookCaller` (``pm.hook.<name>``) with
-pluggy's own call loop — its order, its *firstresult* semantics, the plugins' own
-wrappers — and adds one hook wrapper of its own (``wrapper=True``, outermost): the error
-policy of the call, which names the plugin that failed.
+Every function here calls the hook as ``pm.hook.<name>(**kwargs)``: pluggy's own call
+loop, its order, its *firstresult* semantics, the plugins' own wrappers. The error policy
+of the call is a hook wrapper (``wrapper=True``) of a plugin of ours, registered in the
+manager at its first call through here and kept the outermost wrapper
+(:data:`~delegate_lens.pluginmanager.HOOK_POLICY_PLUGIN`, not listed as a plugin); a hook
+called directly passes through it unchanged.
 
 * :func:`call_hook` (raise) — an exception of our own type propagates, any other exception
   raised by a plugin becomes a :class:`~delegate_lens.errors.PluginError` naming the
-  plugin and its distribution.
+  plugin and its distribution; :func:`call_hook_answered` also gives the plugin that
+  answered.
 * :func:`call_hook_or_warn` (warn) — where a fallback exists: warn
   (:class:`PluginWarning`) and return ``None``.
 * :func:`call_hook_or_skip` (skip) — for a *firstresult* hook with a built-in fallback
   plugin (the Inspector's metadata parsing and clocks): a plugin that fails is reported
   (:class:`PluginWarning`, naming it and what it was working on) and the hook is called
-  again without it, so the next plugin answers, in the end the built-in fallback.
-* :func:`call_each` — every implementation, in registration order:
-  ``[(plugin name, result)]``; failures as in :func:`call_hook`.
+  again without it (pluggy's subset caller), so the next plugin answers, in the end the
+  built-in fallback.
+* :func:`call_each` — a hook every plugin answers: ``[(plugin name, result)]`` in
+  registration order; failures as in :func:`call_hook`.
 
 A plugin fails by raising, by calling ``sys.exit()``, or (a *firstresult* hook, whose
-answer is used as it is) by answering with another type than its hook spec declares: the
-spec's return annotation, evaluated (:func:`typing.get_type_hints`), checked by outer type
-and, for a list or a dict, item by item (:mod:`delegate_lens._hookanswers`): ``[1, None,
-b"x"]`` where ``list[str]`` is due is a failure too. An answer that is one of the call's
-arguments handed back (the built-in ``metadata_fallback`` gives ``metadatas`` back) passes.
-Each implementation is called through a stand-in noting its plugin's name, so the
-wrapper knows which plugin raised or answered.
+answer is used as it is) by answering with another type than its hook spec declares
+(:mod:`delegate_lens._hookanswers`): ``[1, None, b"x"]`` where ``list[str]`` is due is a
+failure too. An answer that is one of the call's arguments handed back (the built-in
+``metadata_fallback`` gives ``metadatas`` back) passes. Each implementation's function is
+wrapped once, where pluggy keeps it, by one noting its plugin's failure or answer in the
+current call, so the policy knows which plugin raised or answered.
 
 Nothing here touches ``sys.stdout``: the command line sends what plugins print to stderr,
 once, at its start (:mod:`delegate_lens.cli`).
@@ -36,18 +39,18 @@ plugin host (:mod:`delegate_lens.pluginmanager`), never the other way.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import sys
+import threading
 import warnings
-import weakref
-from collections.abc import Callable, Generator, Sequence
-from types import CodeType, FrameType, TracebackType
+from collections.abc import Callable, Generator
+from types import FrameType
 from typing import Any
 
 import attrs
 import pluggy
 
-from delegate_lens._hookanswers import answer_check, shown
+from delegate_lens import hookspecs
+from delegate_lens._hookanswers import answer_check, culprit, shown
 from delegate_lens.errors import (
     ConfigError,
     DelegateLensError,
@@ -55,9 +58,21 @@ from delegate_lens.errors import (
     PluginWarning,
     UsageError,
 )
-from delegate_lens.pluginmanager import describe_plugin, exception_text, get_plugin_manager
+from delegate_lens.hookspecs import hookimpl
+from delegate_lens.pluginmanager import (
+    HOOK_POLICY_PLUGIN,
+    describe_plugin,
+    exception_text,
+    get_plugin_manager,
+)
 
-__all__ = ["call_each", "call_hook", "call_hook_or_skip", "call_hook_or_warn"]
+__all__ = [
+    "call_each",
+    "call_hook",
+    "call_hook_answered",
+    "call_hook_or_skip",
+    "call_hook_or_warn",
+]
 
 Teardown = Generator[None, object, object]
 """A new-style hook wrapper (pluggy's ``wrapper=True``): ``result = yield``."""
@@ -98,32 +113,46 @@ class _Call:
     caller: pluggy.HookCaller
     kwargs: dict[str, object]
     policy: Callable[[_Call], Teardown]
-    impls: list[pluggy.HookImpl]  # as pluggy takes them: called last to first
+    impls: list[pluggy.HookImpl]  # the plugins' (not the policy's), called last to first
     firstresult: bool
     origin: FrameType | None = None  # where a warning points at
     where: str | None = None  # what the plugins work on, for messages
+    removed: tuple[str, ...] = ()  # plugins skipped (the skip policy's retries)
+    entered: bool = False  # the policy wrapper runs (a nested call passes through it)
     failed: tuple[str, BaseException] | None = None
-    answers: list[tuple[str, object]] = attrs.Factory(list)
+    answers: list[tuple[str, object]] = attrs.Factory(list)  # in call order
+    retried: _Call | None = None  # this call again, without a failed plugin
 
     def run(self) -> Any:
-        """pluggy's call loop over :attr:`impls`, each through its stand-in, inside the
-        policy wrapper (the current call while it runs, in this thread)."""
-        stand_ins = _stand_ins(self.pm)
-        methods = [
-            impl if _is_wrapper(impl) else stand_ins.get(impl) or _stand_in(impl, stand_ins)
-            for impl in self.impls
-        ]
-        methods.append(_POLICY)
+        """``pm.hook.<name>(**kwargs)`` (or the subset caller of :meth:`without`): pluggy's
+        call loop, inside the policy wrapper, with this call current in this thread."""
         token = _CURRENT.set(self)
         try:
-            return self.caller._hookexec(self.caller.name, methods, self.kwargs, self.firstresult)
+            return self.caller(**self.kwargs)
         finally:
             _CURRENT.reset(token)
 
     def without(self, plugin: str) -> _Call:
-        """This call again, without ``plugin``'s implementations (and nothing noted yet)."""
-        impls = [impl for impl in self.impls if impl.plugin_name != plugin]
-        return attrs.evolve(self, impls=impls, failed=None, answers=[])
+        """This call again, without ``plugin``'s implementations (and nothing noted yet):
+        through pluggy's subset caller of the hook."""
+        removed = (*self.removed, plugin)
+        objects = [self.pm.get_plugin(name) for name in removed]
+        caller = self.pm.subset_hook_caller(
+            self.caller.name, [obj for obj in objects if obj is not None]
+        )
+        retry = attrs.evolve(
+            self, caller=caller, impls=_impls(caller), removed=removed, failed=None, answers=[]
+        )
+        self.retried = retry
+        return retry
+
+    def answered_by(self) -> tuple[str, object] | None:
+        """The plugin whose answer the call gave, and that answer (``None``: no plugin
+        answered, or a plugin's own wrapper made another)."""
+        last = self
+        while last.retried is not None:
+            last = last.retried
+        return last.answers[0] if last.answers else None
 
     def checked(self, result: object) -> object:
         """``result``, when it is the answer of a *firstresult* hook (a plugin's own wrapper
@@ -159,7 +188,7 @@ class _Call:
         )
         if self.failed is not None and self.failed[1] is exc:
             return self.failed[0], error
-        return _culprit(self.impls, exc), error
+        return culprit(self.impls, exc), error
 
     def _missing(self) -> str | None:
         for impl in reversed(self.impls):  # the first one pluggy reached without it
@@ -171,7 +200,7 @@ class _Call:
     def message(self, plugin: str | None, error: BaseException) -> str:
         """What failed where."""
         if plugin is None:
-            names = ", ".join(repr(impl.plugin_name) for impl in self.caller.get_hookimpls())
+            names = ", ".join(repr(impl.plugin_name) for impl in self.impls[::-1])
             who = f"one of the plugins {names}"
         else:
             who = f"plugin {describe_plugin(plugin, self.pm)}"
@@ -245,91 +274,91 @@ _CURRENT: contextvars.ContextVar[_Call] = contextvars.ContextVar("delegate_lens_
 """The call running in this thread (a hook a plugin calls is current until it returns)."""
 
 
-def _policy_wrapper() -> Teardown:
-    call = _CURRENT.get()
-    return call.policy(call)
+def _policy_impl(hook: str) -> Callable[[], Teardown]:
+    """The policy plugin's wrapper of ``hook``: the current call's policy, when the call is
+    of this hook and not yet inside its policy (a hook called directly, ``pm.hook.<name>``,
+    by a plugin or a user: passed through)."""
+
+    def wrapper() -> Teardown:
+        call = _CURRENT.get(None)
+        if call is None or call.entered or call.caller.name != hook:
+            return (yield)
+        call.entered = True
+        return (yield from call.policy(call))
+
+    wrapper.__name__ = wrapper.__qualname__ = hook
+    marked: Callable[[], Teardown] = hookimpl(wrapper=True, tryfirst=True, optionalhook=True)(
+        wrapper
+    )
+    return marked
 
 
-_POLICY = pluggy.HookImpl(
-    None,
-    __name__,
-    _policy_wrapper,
-    pluggy.HookimplOpts(
-        wrapper=True,
-        hookwrapper=False,
-        optionalhook=False,
-        tryfirst=True,
-        trylast=False,
-        specname=None,
-    ),
-)
-"""The policy wrapper of the current call, as pluggy takes it: outermost (last in the list
-pluggy calls from the end), no hook arguments."""
-
-_STAND_INS: weakref.WeakKeyDictionary[
-    pluggy.PluginManager, dict[pluggy.HookImpl, pluggy.HookImpl]
-] = weakref.WeakKeyDictionary()
-"""The stand-ins of each plugin manager's implementations, made once each and kept as long
-as the manager (a plugin unregistered with them)."""
+class _HookPolicy:
+    """The plugin holding the error policies: one wrapper (``wrapper=True``) per hook of
+    :mod:`delegate_lens.hookspecs`, registered in a plugin manager at its first call through
+    this module and kept its outermost wrapper (:data:`HOOK_POLICY_PLUGIN`; not listed)."""
 
 
-def _stand_ins(pm: pluggy.PluginManager) -> dict[pluggy.HookImpl, pluggy.HookImpl]:
-    found = _STAND_INS.get(pm)
-    return _STAND_INS.setdefault(pm, {}) if found is None else found
+for _hook in dir(hookspecs):
+    if _hook.startswith("dl_"):
+        setattr(_HookPolicy, _hook, staticmethod(_policy_impl(_hook)))
+
+_POLICY = _HookPolicy()
+_REGISTERING = threading.Lock()
 
 
-def _stand_in(
-    impl: pluggy.HookImpl, made: dict[pluggy.HookImpl, pluggy.HookImpl]
-) -> pluggy.HookImpl:
-    """``impl`` (the same arguments, plugin and options) calling its function through one
-    that notes, in the current call, its plugin's failure or answer."""
+def _impls(caller: pluggy.HookCaller) -> list[pluggy.HookImpl]:
+    """The plugins' implementations of ``caller`` (not the policy's), as pluggy keeps them."""
+    return [impl for impl in caller.get_hookimpls() if impl.plugin is not _POLICY]
+
+
+def _prepared(pm: pluggy.PluginManager, caller: pluggy.HookCaller) -> None:
+    """``pm`` with the policy plugin as ``caller``'s outermost wrapper (registered again when
+    a plugin's own ``tryfirst`` wrapper came after it), and every implementation of
+    ``caller`` noting its plugin's failure or answer in the current call."""
+    impls = caller.get_hookimpls()
+    if not impls or impls[-1].plugin is not _POLICY:
+        with _REGISTERING:
+            impls = caller.get_hookimpls()
+            if not impls or impls[-1].plugin is not _POLICY:
+                if pm.is_registered(_POLICY):
+                    pm.unregister(_POLICY)
+                pm.register(_POLICY, name=HOOK_POLICY_PLUGIN)
+                impls = caller.get_hookimpls()
+    for impl in impls:
+        if not _is_wrapper(impl) and not hasattr(impl.function, _NOTING):
+            _note(impl, caller.name)
+
+
+_NOTING = "__delegate_lens_noting__"
+
+
+def _note(impl: pluggy.HookImpl, hook: str) -> None:
+    """``impl`` calling its function through one that notes, in the current call of
+    ``hook``, its plugin's failure or answer (its :attr:`pluggy.HookImpl.function` replaced
+    once, keeping the original as ``__wrapped__``; its argument names are pluggy's)."""
     function, plugin = impl.function, str(impl.plugin_name)
 
-    def noted(*args: object) -> object:
+    def noting(*args: object) -> object:
+        call = _CURRENT.get(None)
+        if call is not None and not (call.entered and call.caller.name == hook):
+            call = None  # another hook, called directly inside the current call
         try:
             result = function(*args)
         except BaseException as exc:
-            _CURRENT.get().failed = (plugin, exc)
+            if call is not None:
+                call.failed = (plugin, exc)
             raise
-        if result is not None:
-            _CURRENT.get().answers.append((plugin, result))
+        if call is not None and result is not None:
+            call.answers.append((plugin, result))
         return result
 
-    stand_in = object.__new__(pluggy.HookImpl)
-    for slot in pluggy.HookImpl.__slots__:
-        object.__setattr__(stand_in, slot, noted if slot == "function" else getattr(impl, slot))
-    return made.setdefault(impl, stand_in)
+    noting.__wrapped__ = function  # type: ignore[attr-defined]
+    setattr(noting, _NOTING, True)
+    setattr(impl, "function", noting)  # noqa: B010 - pluggy declares the attribute Final
 
 
 # --------------------------------------------------------------------------- failures
-
-
-def _code_of(function: Callable[..., object]) -> CodeType | None:
-    target: object = inspect.unwrap(function)
-    target = getattr(target, "__func__", target)
-    code = getattr(target, "__code__", None)
-    if code is None:
-        call = type(target).__dict__.get("__call__")
-        code = getattr(call, "__code__", None)
-    return code if isinstance(code, CodeType) else None
-
-
-def _culprit(impls: Sequence[pluggy.HookImpl], exc: BaseException) -> str | None:
-    """The plugin whose code among ``impls`` raised ``exc`` where no stand-in noted it (a
-    plugin's own wrapper): found in the traceback; the only plugin when there is one."""
-    codes: dict[CodeType, pluggy.HookImpl] = {}
-    for impl in impls:
-        code = _code_of(impl.function)
-        if code is not None:
-            codes.setdefault(code, impl)
-    tb: TracebackType | None = exc.__traceback__
-    while tb is not None:
-        found = codes.get(tb.tb_frame.f_code)
-        if found is not None:
-            return str(found.plugin_name)
-        tb = tb.tb_next
-    plugins = {str(impl.plugin_name) for impl in impls}
-    return plugins.pop() if len(plugins) == 1 else None
 
 
 def _origin() -> FrameType:
@@ -352,19 +381,38 @@ def _call(
     **more: Any,
 ) -> _Call:
     manager, caller = _caller(pm, hook_name)
+    _prepared(manager, caller)
     firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
-    return _Call(manager, caller, kwargs, policy, caller.get_hookimpls(), firstresult, **more)
+    return _Call(manager, caller, kwargs, policy, _impls(caller), firstresult, **more)
 
 
 def call_hook(
     hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: object
 ) -> Any:
-    """Call a hook like ``pm.hook.<hook_name>(**kwargs)``; a plugin's failure is named.
+    """Call a hook as ``pm.hook.<hook_name>(**kwargs)``; a plugin's failure is named.
 
     Errors of our own type propagate unchanged; any other exception raised by a plugin
     becomes a :class:`PluginError` naming it (see the module docstring).
     """
     return _call(hook_name, pm, kwargs, _raise_policy).run()
+
+
+def call_hook_answered(
+    hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: object
+) -> tuple[str, Any] | None:
+    """Call a *firstresult* hook as :func:`call_hook` does: ``(plugin name, its answer)``,
+    or ``None`` when no plugin answered."""
+    call = _call(hook_name, pm, kwargs, _raise_policy)
+    if not call.firstresult:
+        raise UsageError(f"{hook_name} is not a firstresult hook: call_each asks every plugin")
+    result = call.run()
+    answered = call.answered_by()
+    if result is None:
+        return None
+    return (answered[0], result) if answered is not None else (_ANY_PLUGIN, result)
+
+
+_ANY_PLUGIN = "(a plugin's wrapper)"
 
 
 def call_hook_or_warn(
@@ -385,6 +433,7 @@ def call_hook_or_skip(
     *,
     pm: pluggy.PluginManager | None = None,
     where: str | None = None,
+    check: Callable[[object], str | None] | None = None,
     **kwargs: object,
 ) -> Any:
     """Call a *firstresult* hook; a plugin that fails is skipped and the next one answers.
@@ -395,25 +444,41 @@ def call_hook_or_skip(
     thus still answer). ``None`` when every plugin declined, or when the failing plugin
     cannot be told (the warning then names the candidates). A
     :class:`~delegate_lens.config.ConfigError` (bad user configuration) propagates.
+
+    ``check``, given, sees the answer (not ``None``) and returns what is wrong with it, or
+    ``None``: what is wrong is a :class:`PluginError` beginning with the plugin that gave
+    the answer (``"plugin 'name' (distribution version) " + what``).
     """
-    return _call(hook_name, pm, kwargs, _skip_policy, origin=_origin(), where=where).run()
+    call = _call(hook_name, pm, kwargs, _skip_policy, origin=_origin(), where=where)
+    result = call.run()
+    wrong = None if check is None or result is None else check(result)
+    if wrong is not None:
+        answered = call.answered_by()
+        who = (
+            f"plugin {describe_plugin(answered[0], call.pm)}"
+            if answered is not None and answered[1] is result
+            else "a plugin"
+        )
+        raise PluginError(f"{who} {wrong}")
+    return result
 
 
 def call_each(
     hook_name: str, /, *, pm: pluggy.PluginManager | None = None, **kwargs: object
 ) -> list[tuple[str, Any]]:
-    """Call every implementation of a hook, one by one, in registration order.
+    """Call a hook that is not *firstresult* (``pm.hook.<hook_name>(**kwargs)``: every
+    implementation, in pluggy's order, inside the plugins' own wrappers).
 
-    :returns: ``[(plugin_name, result), ...]`` for the results that are not ``None``.
-        Wrapper implementations are skipped. Failures are handled as in :func:`call_hook`.
+    :returns: ``[(plugin_name, result), ...]`` for the results that are not ``None``, in
+        registration order (the reverse of pluggy's calling order). Failures are handled
+        as in :func:`call_hook`.
     """
-    manager, caller = _caller(pm, hook_name)
-    plain = [impl for impl in caller.get_hookimpls() if not _is_wrapper(impl)]
-    for impl in plain:
+    call = _call(hook_name, pm, kwargs, _raise_policy)
+    if call.firstresult:
+        raise UsageError(f"{hook_name} is a firstresult hook: use call_hook_answered")
+    for impl in call.impls:
         missing = [arg for arg in impl.argnames if arg not in kwargs]
-        if missing:
+        if missing and not _is_wrapper(impl):
             raise UsageError(f"{hook_name}: the call must give argument(s) {missing}")
-    # pluggy calls its list last to first: reversed, registration order; all, not the first
-    call = _Call(manager, caller, kwargs, _raise_policy, plain[::-1], firstresult=False)
     call.run()
-    return call.answers
+    return call.answers[::-1]

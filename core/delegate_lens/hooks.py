@@ -200,11 +200,31 @@ def delegate_time_scale_array(
     pm: pluggy.PluginManager | None = None,
 ) -> npt.NDArray[np.float64] | None:
     """``dl_delegate_time_scale_array`` (skip): a row's ticks in the source time scale, or
-    ``None`` when no plugin (not even the built-in fallback) converts them."""
+    ``None`` when no plugin (not even the built-in fallback) converts them. An answer that
+    is not one number per tick is a :class:`~delegate_lens.errors.PluginError` naming the
+    plugin that gave it."""
+
+    def one_per_tick(values: object) -> str | None:
+        import numpy as np
+
+        try:
+            converted = np.asarray(values, dtype=np.float64)
+            if converted.shape == np.shape(ticks):
+                return None
+            got = f"{converted.size} value(s)"
+        except (TypeError, ValueError):
+            got = f"{type(values).__name__} {values!r:.60}"
+        row = where or f"event {event_name!r}"
+        return (
+            f"returned {got} in dl_delegate_time_scale_array for the {len(ticks)} ticks of "
+            f"{row} (backend {backend_id!r}); one number per tick expected"
+        )
+
     result: npt.NDArray[np.float64] | None = hookcalls.call_hook_or_skip(
         "dl_delegate_time_scale_array",
         pm=pm,
         where=where,
+        check=one_per_tick,
         backend_id=backend_id,
         event_name=event_name,
         ticks=ticks,
@@ -258,14 +278,13 @@ def recover_delegate_map(
 ) -> tuple[str, object] | None:
     """``dl_recover_delegate_map`` (warn): ``(plugin name, its answer)`` of the plugin
     that recovered the delegate's map, or ``None`` (no plugin did, or one failed: the
-    warning names it and ``where``). Every plugin is asked (one call per delegate); the
-    first answer in the hook's call order wins."""
+    warning names it and ``where``). The first answer in the hook's call order wins."""
     import warnings
 
     from delegate_lens.errors import PluginError, PluginWarning
 
     try:
-        answers = hookcalls.call_each(
+        return hookcalls.call_hook_answered(
             "dl_recover_delegate_map",
             **_pm(pm),
             backend_id=backend_id,
@@ -279,8 +298,6 @@ def recover_delegate_map(
     except PluginError as exc:
         warnings.warn(f"{where}: {exc}; its rows stay unlinked", PluginWarning, stacklevel=3)
         return None
-    # call_each answers in registration order; a firstresult call asks the last first
-    return answers[-1] if answers else None
 
 
 # --------------------------------------------------------------------------- testing, display

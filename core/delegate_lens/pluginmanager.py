@@ -137,6 +137,11 @@ class PluginInfo:
 
 _serials = itertools.count(1)
 
+HOOK_POLICY_PLUGIN = "delegate-lens-hook-policy"
+"""The name of the plugin :mod:`delegate_lens.hookcalls` registers in a plugin manager at
+its first call (the error policies, as pluggy wrappers): not listed as a plugin here, and
+not an implementation of a hook for :func:`has_implementations`."""
+
 
 class DelegateLensPluginManager(pluggy.PluginManager):
     """pluggy's manager, remembering where each plugin came from."""
@@ -469,7 +474,7 @@ def list_plugins(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]:
     pm = _manager(pm)
     rows = []
     for name, plugin in pm.list_name_plugin():
-        if plugin is None:  # blocked
+        if plugin is None or name == HOOK_POLICY_PLUGIN:  # blocked, or the error policies
             continue
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
         rows.append(PluginInfo(name, _source(pm, name), tuple(hooks)))
@@ -479,4 +484,6 @@ def list_plugins(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]:
 def has_implementations(hook_name: str, pm: pluggy.PluginManager | None = None) -> bool:
     """Whether any registered plugin implements ``hook_name``."""
     caller = getattr(_manager(pm).hook, hook_name, None)
-    return bool(caller is not None and caller.get_hookimpls())
+    return caller is not None and any(
+        impl.plugin_name != HOOK_POLICY_PLUGIN for impl in caller.get_hookimpls()
+    )

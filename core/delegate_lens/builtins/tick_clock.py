@@ -37,7 +37,9 @@ class TickClock:
     def dl_delegate_time_scale_array(
         self, backend_id: str, event_name: str, ticks: npt.NDArray[np.uint64]
     ) -> npt.NDArray[np.float64] | None:
-        if not self._pm.hook.dl_delegate_time_scale.get_hookimpls():
+        from delegate_lens.pluginmanager import has_implementations
+
+        if not has_implementations("dl_delegate_time_scale", self._pm):
             return None
         import numpy as np
 

@@ -51,12 +51,16 @@ class WorkerSettings:
 
             config = cached_config()
         if "delegate_lens.pluginmanager" in sys.modules:
-            from delegate_lens.pluginmanager import built_plugin_manager, plugin_options
+            from delegate_lens.pluginmanager import (
+                built_plugin_manager,
+                list_plugins,
+                plugin_options,
+            )
 
             pm = built_plugin_manager()
             if pm is not None:
                 manager, options = pm.serial, plugin_options()
-                plugins = frozenset(name for name, _ in pm.list_name_plugin())
+                plugins = frozenset(info.name for info in list_plugins(pm))
         return cls(workers, dict(os.environ), config, manager, options, plugins)
 
     def same(self, other: WorkerSettings) -> bool:

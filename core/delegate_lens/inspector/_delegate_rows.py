@@ -29,7 +29,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.errors import InspectorError, PluginError
+from delegate_lens.errors import InspectorError
 from delegate_lens.inspector._linking import InspectorWarning, RowKey
 
 MetadataParser = Callable[[list[bytes]], Any]
@@ -93,18 +93,7 @@ class DelegateRows:
                 f"{backend!r} (dl_delegate_time_scale_array, dl_delegate_time_scale) and "
                 "the built-in time_scale_fallback is blocked or failed"
             )
-        try:
-            converted = np.asarray(values, dtype=np.float64)
-            got = f"{converted.size} value(s)"
-        except (TypeError, ValueError):
-            converted, got = None, f"{type(values).__name__} {values!r:.60}"
-        if converted is None or converted.shape != ticks.shape:
-            who = _answering_plugin(backend, key.name, ticks)
-            raise PluginError(
-                f"{who} returned {got} in dl_delegate_time_scale_array for the "
-                f"{len(ticks)} ticks of {row} (backend {backend!r}); one number per tick "
-                "expected"
-            )
+        converted = np.asarray(values, dtype=np.float64)
         converted = converted / self.factor
         n = len(start)
         return converted[:n], converted[n:]
@@ -133,17 +122,3 @@ class DelegateRows:
         return hooks.parse_delegate_metadata(backend, raws, where=f"row {key.name!r} of {where}")
 
 
-def _answering_plugin(backend: str, name: str, ticks: npt.NDArray[np.uint64]) -> str:
-    """The plugin whose ``dl_delegate_time_scale_array`` answered (asked again, in the hook's
-    order), for an error message."""
-    from delegate_lens.pluginmanager import describe_plugin, get_plugin_manager
-
-    pm = get_plugin_manager()
-    args = {"backend_id": backend, "event_name": name, "ticks": ticks}
-    for impl in reversed(pm.hook.dl_delegate_time_scale_array.get_hookimpls()):
-        try:
-            if impl.function(*[args[a] for a in impl.argnames]) is not None:
-                return f"plugin {describe_plugin(impl.plugin_name, pm)}"
-        except Exception:
-            continue
-    return "a plugin"
