@@ -317,3 +317,26 @@ def test_demo_debug_prints_the_first_divergence(tmp_path: Path, capsys: Any) -> 
     with pytest.raises(SystemExit):
         main([*args, "--debug", "--debug-buffer-size", "0"])
     assert "--debug needs a debug buffer" in capsys.readouterr().err
+
+
+def test_the_reference_frame_reduces_as_the_reference_does() -> None:
+    """Within ``torch_reductions`` (the reference's frame) MSE, L1 and SNR are torch's float64
+    reductions, as the reference's: its gaps to the last bit (numpy sums in another order and
+    torch's log10 is not the C library's; on 128 values a few SNRs in 100 differ otherwise)."""
+    import torch
+
+    from delegate_lens.numerics._comparators import l1, mse, snr, torch_reductions
+
+    for seed, shape in [(s, (8, 16)) for s in range(100)] + [(s, (50_000,)) for s in range(5)]:
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal(shape).astype(np.float32).astype(np.float64)
+        b = (a + 1e-6 * rng.standard_normal(shape)).astype(np.float32).astype(np.float64)
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        signal, noise = torch.mean(ta**2), torch.mean((ta - tb) ** 2)
+        theirs = (
+            noise.item(),
+            (ta - tb).abs().sum().item(),
+            (10 * (signal / noise).log10()).item(),
+        )
+        with torch_reductions():
+            assert (mse(a, b), l1(a, b), snr(a, b)) == theirs

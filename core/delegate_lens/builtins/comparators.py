@@ -1,6 +1,7 @@
 """Built-in plugin: the comparators ``MSE``, ``L1``, ``SNR`` and ``cosine`` on
 ``dl_numerical_comparators`` (defined in :mod:`delegate_lens.numerics`; same formulas as the
-reference Inspector's, in float64 with numpy):
+reference Inspector's, in float64 with numpy; reduced with torch, as the reference's, for the
+reference's frame):
 
 * ``MSE`` — mean of squared differences; diverged above 1e-10;
 * ``L1`` — sum of absolute differences; diverged above 1e-3;

@@ -431,7 +431,8 @@ class Inspector(TimeViews):
             representative inputs, one method's), or ``{method: inputs}``: with
             ``method=None``, every method given is compared, in one table.
         :param aot_outputs: reference outputs already captured (an ``AotOutputs`` or the
-            path of a cache); the gap is then computed without torch.
+            path of a cache); the gap is then computed without torch (but for the
+            reference's frame, below).
         :param cache: keep the captured reference outputs beside the ETRecord (``True``)
             or at a path, and reuse them.
         :param threshold: where a gap counts as diverged (default: the comparator's).
@@ -441,7 +442,8 @@ class Inspector(TimeViews):
             :class:`~delegate_lens.numerics.NumericGapTable`.
         :param detailed: (ours) the DataFrame with delegate-lens's columns: by default it
             is the reference's frame exactly (its eight columns, intermediate outputs as
-            torch tensors, torch imported to build it); ``detailed=True`` adds
+            torch tensors, torch imported to build it, gaps reduced with torch as the
+            reference's: the same to the last bit); ``detailed=True`` adds
             ``delegate_backend``, ``delegate_identifiers``, ``diverged``,
             ``first_divergence``, ``note`` and ``method``, keeps outputs as numpy arrays
             and every row (see ``docs/numerics.md``). The table is always detailed.
@@ -465,5 +467,7 @@ class Inspector(TimeViews):
             method=method,
             disable_debug_handle_validation=disable_debug_handle_valdiation,
             reference_pairing=False,  # right where the reference pairs wrongly (issue 32 item 2)
+            # the reference's frame holds tensors (torch): its gaps reduce as the reference's
+            reference_reductions=bool(as_dataframe) and not detailed,
         )
         return table.to_dataframe(detailed=detailed) if as_dataframe else table

@@ -13,15 +13,18 @@ Plugins contribute them on ``dl_numerical_comparators``::
 The built-ins (``MSE``, ``L1``, ``SNR``, ``cosine``) are such a plugin
 (``delegate_lens.builtins.comparators``). Names are looked up case-insensitively; two
 plugins giving one name are a :class:`~delegate_lens.errors.PluginError` naming both.
-No torch; numpy only when comparing.
+No torch (but within :func:`torch_reductions`, for the reference's frame); numpy only when
+comparing.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
+import contextvars
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -271,28 +274,78 @@ class SNRComparator(_BuiltinComparator):
 
 
 # --------------------------------------------------------------------------- built-ins
-# Same formulas as the reference Inspector's, in float64 with numpy (no torch).
+# Same formulas as the reference Inspector's, in float64. The reductions (mean, sum, log10)
+# are numpy's, or torch's within ``torch_reductions()``: the reference's frame, which holds
+# torch tensors anyway, then has the reference's gaps to the last bit (numpy sums in
+# another order, and torch's log10 is not the C library's).
+
+_TORCH: contextvars.ContextVar[Any] = contextvars.ContextVar("dl_torch_reductions", default=None)
+
+
+@contextlib.contextmanager
+def torch_reductions(enabled: bool = True) -> Iterator[None]:
+    """Within it (when ``enabled``) the built-in comparators reduce with torch, as the
+    reference's do; torch is imported here. Elementwise steps stay numpy's (the same bits)."""
+    if not enabled:
+        yield
+        return
+    import torch
+
+    token = _TORCH.set(torch)
+    try:
+        yield
+    finally:
+        _TORCH.reset(token)
+
+
+def _tensor(torch: Any, x: FloatArray) -> Any:
+    import numpy as np
+
+    if not x.flags.writeable or any(s < 0 for s in x.strides):
+        x = np.array(x)  # torch.from_numpy takes neither read-only nor reversed arrays
+    return torch.from_numpy(x)
+
+
+def _mean(x: FloatArray) -> float:
+    import numpy as np
+
+    torch = _TORCH.get()
+    return float(np.mean(x)) if torch is None else float(torch.mean(_tensor(torch, x)))
+
+
+def _sum(x: FloatArray) -> float:
+    torch = _TORCH.get()
+    return float(x.sum()) if torch is None else float(_tensor(torch, x).sum())
+
+
+def _log10(x: float) -> float:
+    import numpy as np
+
+    torch = _TORCH.get()
+    if torch is None:
+        return float(np.log10(np.float64(x)))
+    return float(torch.log10(torch.tensor(x, dtype=torch.float64)))
 
 
 def mse(a: FloatArray, b: FloatArray) -> float:
     import numpy as np
 
-    return float(np.mean(np.square(a - b))) if a.size else 0.0
+    return _mean(np.square(a - b)) if a.size else 0.0
 
 
 def l1(a: FloatArray, b: FloatArray) -> float:
     import numpy as np
 
-    return float(np.abs(a - b).sum())
+    return _sum(np.abs(a - b))
 
 
 def snr(a: FloatArray, b: FloatArray) -> float:
     import numpy as np
 
-    signal = float(np.mean(np.square(a))) if a.size else 0.0
-    noise = float(np.mean(np.square(a - b))) if a.size else 0.0
+    signal = _mean(np.square(a)) if a.size else 0.0
+    noise = _mean(np.square(a - b)) if a.size else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(10.0 * np.log10(np.float64(signal) / np.float64(noise)))
+        return 10.0 * _log10(float(np.float64(signal) / np.float64(noise)))
 
 
 def cosine(a: FloatArray, b: FloatArray) -> float:

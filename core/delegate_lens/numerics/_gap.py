@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from delegate_lens.errors import InspectorError
 from delegate_lens.numerics._aot_outputs import AotOutputs
-from delegate_lens.numerics._comparators import Comparator, resolve_comparator
+from delegate_lens.numerics._comparators import Comparator, resolve_comparator, torch_reductions
 from delegate_lens.numerics._divergence import mark_first_divergence
 from delegate_lens.numerics._pairing import pair_outputs
 from delegate_lens.numerics._runtime_entries import (
@@ -178,12 +178,17 @@ def calculate_numeric_gap(
     method: str | None = None,
     disable_debug_handle_validation: bool = False,
     reference_pairing: bool = False,
+    reference_reductions: bool = False,
 ) -> NumericGapTable:
     """See :meth:`delegate_lens.Inspector.calculate_numeric_gap`.
 
     ``reference_pairing``: the outputs of a partition with several are paired as the
     reference pairs them (with the outputs of its handle set's last handles, in output
     order), for the reference's frame; by default each with the output it is.
+
+    ``reference_reductions``: the built-in comparators reduce with torch (imported), as the
+    reference's do, for the reference's frame (its tensors need torch anyway): its gaps to
+    the last bit; by default with numpy.
 
     One method per call, unless ``method`` is None and ``inputs`` (or ``aot_outputs``) is
     a mapping by method name: then every method of the run with intermediate outputs and
@@ -205,21 +210,22 @@ def calculate_numeric_gap(
         logged = dict.fromkeys(t.method for t in inspector.tables if t.debug_data and t.method)
         run_methods = [m for m in logged if m == default or _given(inputs, aot_outputs, m)]
     tables = []
-    for name in run_methods:
-        tables.append(
-            _method_gap(
-                inspector,
-                comparator,
-                float(threshold),
-                _pick(inputs, name, default),
-                _pick(aot_outputs, name, default),
-                reference_graph,
-                cache if name == default else False,  # one cache file: the default method's
-                name,
-                disable_debug_handle_validation,
-                reference_pairing,
+    with torch_reductions(reference_reductions):
+        for name in run_methods:
+            tables.append(
+                _method_gap(
+                    inspector,
+                    comparator,
+                    float(threshold),
+                    _pick(inputs, name, default),
+                    _pick(aot_outputs, name, default),
+                    reference_graph,
+                    cache if name == default else False,  # one cache file: the default's
+                    name,
+                    disable_debug_handle_validation,
+                    reference_pairing,
+                )
             )
-        )
     table = tables[0]
     for other in tables[1:]:
         table.rows.extend(other.rows)
