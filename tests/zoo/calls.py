@@ -2,12 +2,19 @@
 
     python tests/zoo/calls.py executorch|delegate_lens ZOO_ROOT OUT.pkl [--import-executorch]
 
+``ZOO_ROOT`` is the zoo or any folder of reference-made models laid out like it (``models``
+below; ``differential.py`` here scores such a folder).
+
 ``executorch`` means ``executorch.devtools`` (the reference), ``delegate_lens`` the same code
 with its imports changed. Each call's result is pickled in a canonical form of plain Python
 values (``canon``): tables as text, DataFrames as columns, dtypes and cells, tensors as
 dtype, shape and values, exceptions as their class and its bases; ``{key: canonical}``.
 ``--import-executorch`` imports ``executorch.devtools`` first (delegate-lens with the
 reference in the process). The test (``tests/test_differential.py``) compares the files.
+Besides the calls' keys, the file holds ``__models__`` (the models measured),
+``__malformed__`` (``{model: why}`` for a folder that could not be measured),
+``__skipped__`` (the calls that do not apply to a model: it lacks the file they read) and
+``__pair__`` (the two models whose files the call on a mismatched pair reads).
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ import io
 import json
 import logging
 import math
+import os
 import pickle
 import sys
 import tempfile
 import warnings
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -178,12 +187,19 @@ def _event_fields(event: Any) -> Any:
     }
 
 
-def model_calls(lib: Lib, folder: Path, name: str) -> dict[str, Callable[[], Any]]:
-    """The calls on one zoo folder, by name; each returns a canonical value."""
+def model_calls(
+    lib: Lib, folder: Path, modules: list[str]
+) -> tuple[dict[str, Callable[[], Any]], list[str]]:
+    """The calls on one model's folder, by name, each returning a canonical value; and the
+    names of those left out as they do not apply (the folder lacks the file they read:
+    ``etrecord.bin``, ``debug.bin``, ``runtime.pt``). ``modules`` are the names given to
+    ``find_total_for_module``."""
+    has_record = (folder / "etrecord.bin").is_file()
+    has_debug = (folder / "debug.bin").is_file()
     files = {
         "etdump_path": str(folder / "etdump.etdp"),
-        "etrecord": str(folder / "etrecord.bin"),
-        "debug_buffer_path": str(folder / "debug.bin"),
+        "etrecord": str(folder / "etrecord.bin") if has_record else None,
+        "debug_buffer_path": str(folder / "debug.bin") if has_debug else None,
     }
     state: dict[str, Any] = {}
 
@@ -199,8 +215,8 @@ def model_calls(lib: Lib, folder: Path, name: str) -> dict[str, Callable[[], Any
 
     def edge_graph() -> Any:
         program = record().edge_dialect_program
-        if isinstance(program, dict):
-            program = program["forward"]
+        if isinstance(program, dict):  # several methods: forward, else the first by name
+            program = program["forward" if "forward" in program else sorted(program)[0]]
         return program.graph_module
 
     def tsv() -> str:
@@ -311,11 +327,59 @@ def model_calls(lib: Lib, folder: Path, name: str) -> dict[str, Callable[[], Any
         calls[f"calculate_numeric_gap({distance!r})"] = lambda d=distance: canon(  # type: ignore[misc]
             inspector().calculate_numeric_gap(d)
         )
-    for module in MODULES[name]:
+    for module in modules:
         calls[f"find_total_for_module({module!r})"] = lambda m=module: canon(  # type: ignore[misc]
             inspector().find_total_for_module(m)
         )
-    return calls
+    needs = {  # a call that reads a file the folder lacks does not apply
+        "ETRecord": has_record,
+        "parse_etrecord": has_record,
+        "get_delegation_info": has_record,
+        "print_delegation_info": has_record,
+        "_inspector_utils.get_aot": has_record,
+        "Inspector(no debug buffer)": has_debug,
+        "run_output == the runtime's outputs": (folder / "runtime.pt").is_file(),
+    }
+    skipped = [k for k in calls if any(k.startswith(p) and not ok for p, ok in needs.items())]
+    return {k: v for k, v in calls.items() if k not in skipped}, skipped
+
+
+def module_names(folder: Path, name: str) -> list[str]:
+    """The modules whose totals are asked for: the folder's ``manifest.json`` ``modules``, else
+    the zoo's own (``MODULES``) for a zoo model's name, else up to three module paths of the
+    ETRecord's exported program (its nodes' ``nn_module_stack``, read from the file, so the
+    same for both libraries) and one that no model has."""
+    manifest = _model_manifest(folder)
+    if isinstance(manifest.get("modules"), list):
+        return [str(m) for m in manifest["modules"]]
+    if name in MODULES:
+        return MODULES[name]
+    paths: set[str] = set()
+    try:
+        with zipfile.ZipFile(folder / "etrecord.bin") as record:
+            graph = json.loads(record.read("exported_program"))["graph_module"]["graph"]
+        for node in graph["nodes"]:
+            stack = (node.get("metadata") or {}).get("nn_module_stack") or ""
+            for frame in stack.split(";"):
+                parts = frame.split(",")
+                if len(parts) >= 3 and parts[1]:
+                    paths.add(parts[1])
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+        pass  # no ETRecord, or not one: the ETRecord's own calls say so
+    found = sorted(paths)
+    picked = [found[i * (len(found) - 1) // 2] for i in range(3)] if len(found) > 3 else found
+    return [*dict.fromkeys(picked), "no_such_module"]
+
+
+def _model_manifest(folder: Path) -> dict[str, Any]:
+    """A model folder's ``manifest.json`` (the zoo writes one; outside folders need not)."""
+    path = folder / "manifest.json"
+    if not path.is_file():
+        return {}
+    manifest = json.loads(path.read_text())
+    if not isinstance(manifest, dict):
+        raise ValueError("manifest.json is not a JSON object")
+    return manifest
 
 
 def _same_outputs(run_outputs: list[Any], saved: Path) -> Any:
@@ -345,11 +409,14 @@ def _stdout(function: Callable[..., Any], *args: Any) -> str:
     return out.getvalue()
 
 
-def general_calls(lib: Lib, zoo: Path) -> dict[str, Callable[[], Any]]:
-    bad = zoo / "manifest.json"
-    mlp = zoo / "mlp" / "xnnpack"
+def general_calls(
+    lib: Lib, zoo: Path, bad: Path, pair: tuple[Path, Path] | None
+) -> dict[str, Callable[[], Any]]:
+    """Calls on no one model: ``bad`` is a file that is neither an ETRecord nor an ETDump,
+    ``pair`` two model folders whose ETDump and ETRecord are read together (None: fewer
+    than two models, the call left out)."""
     u = lib.utils
-    return {
+    calls: dict[str, Callable[[], Any]] = {
         "ETRecord().graph_map": lambda: canon(lib.ETRecord().graph_map),
         "parse_etrecord(not a zip)": lambda: canon(lib.parse_etrecord(str(bad))),
         "parse_etrecord(missing)": lambda: canon(lib.parse_etrecord(str(zoo / "missing.bin"))),
@@ -358,8 +425,8 @@ def general_calls(lib: Lib, zoo: Path) -> dict[str, Callable[[], Any]]:
         "Inspector(etdump, etrecord of another model)": lambda: canon(
             len(
                 lib.Inspector(
-                    etdump_path=str(mlp / "etdump.etdp"),
-                    etrecord=str(zoo / "gpt" / "portable" / "etrecord.bin"),
+                    etdump_path=str(pair[0] / "etdump.etdp"),  # type: ignore[index]
+                    etrecord=str(pair[1] / "etrecord.bin"),  # type: ignore[index]
                 ).event_blocks
             )
         ),
@@ -383,25 +450,101 @@ def general_calls(lib: Lib, zoo: Path) -> dict[str, Callable[[], Any]]:
             ]
         ),
     }
+    if pair is None:
+        del calls["Inspector(etdump, etrecord of another model)"]
+    return calls
+
+
+MODEL_FILE = "etdump.etdp"
+"""The file that makes a folder a model (beside it: ``etrecord.bin``, ``debug.bin`` ...)."""
+_MODEL_HINTS = ("etrecord.bin", "debug.bin", "model.pte", "model.bpte")
+
+
+def models(root: Path) -> tuple[dict[str, tuple[Path, str]], dict[str, str]]:
+    """The models of a folder: ``({label: (folder, name)}, {label: why it is malformed})``.
+
+    The zoo's layout: ``root/manifest.json`` lists ``models`` (``name``, ``backend``,
+    ``error``), each in ``root/<name>/<backend>/``, labelled ``<name>/<backend>``. Any other
+    folder: every folder under ``root`` (links followed) that holds ``etdump.etdp`` is a
+    model, labelled by its path below ``root`` (``root`` itself when it is one), named by its
+    ``manifest.json``'s ``name`` or else its folder's name. A folder that holds a model's
+    other files (``etrecord.bin``, ``debug.bin``, ``model.pte``, ``model.bpte``) but no
+    ``etdump.etdp``, or a listed model that failed to build or is missing, is malformed."""
+    found: dict[str, tuple[Path, str]] = {}
+    malformed: dict[str, str] = {}
+    listed = _zoo_listing(root)
+    if listed is not None:
+        for entry in listed:
+            label = f"{entry.get('name')}/{entry.get('backend')}"
+            folder = root / str(entry.get("name")) / str(entry.get("backend"))
+            if entry.get("error"):
+                malformed[label] = f"did not build: {entry['error']}"
+            elif not (folder / MODEL_FILE).is_file():
+                malformed[label] = f"no {MODEL_FILE} in {folder}"
+            else:
+                found[label] = (folder, str(entry["name"]))
+        return found, malformed
+    for here, dirs, names in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        folder = Path(here)
+        label = folder.relative_to(root).as_posix() if folder != root else root.name
+        if MODEL_FILE in names:
+            dirs[:] = []  # a model's folder holds no other model
+            try:
+                name = str(_model_manifest(folder).get("name") or folder.name)
+            except (OSError, ValueError) as exc:
+                malformed[label] = f"unreadable manifest.json: {type(exc).__name__}: {exc}"
+                continue
+            found[label] = (folder, name)
+        elif any(hint in names for hint in _MODEL_HINTS):
+            malformed[label] = f"no {MODEL_FILE} beside {sorted(set(names) & set(_MODEL_HINTS))}"
+    return found, malformed
+
+
+def _zoo_listing(root: Path) -> list[dict[str, Any]] | None:
+    """The models ``root/manifest.json`` lists, the zoo's way; None for any other folder."""
+    try:
+        listed = json.loads((root / "manifest.json").read_text())["models"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(listed, list) or not all(isinstance(e, dict) for e in listed):
+        return None
+    return listed
 
 
 def run(which: str, zoo: Path) -> dict[str, Any]:
     lib = Lib(which)
     results: dict[str, Any] = {}
-    manifest = json.loads((zoo / "manifest.json").read_text())
-    jobs: list[tuple[str, Callable[[], Any]]] = list(general_calls(lib, zoo).items())
-    for entry in manifest["models"]:
-        if entry.get("error"):
-            continue
-        folder = zoo / entry["name"] / entry["backend"]
-        prefix = f"{entry['name']}/{entry['backend']}"
-        calls = model_calls(lib, folder, entry["name"])
-        jobs += [(f"{prefix}: {key}", call) for key, call in calls.items()]
-    for key, call in jobs:
-        try:
-            results[key] = call()
-        except Exception as exc:
-            results[key] = raised(exc)
+    found, malformed = models(zoo)
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = zoo / "manifest.json"
+        if _zoo_listing(zoo) is None:  # a file that is neither an ETRecord nor an ETDump
+            bad = Path(tmp) / "manifest.json"
+            bad.write_text(json.dumps({"models": []}) + "\n")
+        labels = [k for k, (folder, _) in found.items() if (folder / "etrecord.bin").is_file()]
+        pair = (labels[0], labels[-1]) if len(labels) > 1 else None
+        if {"mlp/xnnpack", "gpt/portable"} <= set(found):  # the zoo's pair
+            pair = ("mlp/xnnpack", "gpt/portable")
+        folders = None if pair is None else (found[pair[0]][0], found[pair[1]][0])
+        jobs = list(general_calls(lib, zoo, bad, folders).items())
+        skipped: list[str] = []
+        for label, (folder, name) in found.items():
+            try:
+                calls, left_out = model_calls(lib, folder, module_names(folder, name))
+            except Exception as exc:  # reported by name; the other models are measured
+                malformed[label] = f"{type(exc).__name__}: {exc}"
+                continue
+            jobs += [(f"{label}: {key}", call) for key, call in calls.items()]
+            skipped += [f"{label}: {key}" for key in left_out]
+        for key, call in jobs:
+            try:
+                results[key] = call()
+            except Exception as exc:
+                results[key] = raised(exc)
+    results["__models__"] = [label for label in found if label not in malformed]
+    results["__malformed__"] = malformed
+    results["__skipped__"] = skipped
+    results["__pair__"] = pair  # the models of "Inspector(etdump, etrecord of another model)"
     return results
 
 
