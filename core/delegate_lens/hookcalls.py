@@ -312,10 +312,11 @@ def _impls(caller: pluggy.HookCaller) -> list[pluggy.HookImpl]:
     return [impl for impl in caller.get_hookimpls() if impl.plugin is not _POLICY]
 
 
-def _prepared(pm: pluggy.PluginManager, caller: pluggy.HookCaller) -> None:
+def _prepared(pm: pluggy.PluginManager, caller: pluggy.HookCaller) -> list[pluggy.HookImpl]:
     """``pm`` with the policy plugin as ``caller``'s outermost wrapper (registered again when
     a plugin's own ``tryfirst`` wrapper came after it), and every implementation of
-    ``caller`` noting its plugin's failure or answer in the current call."""
+    ``caller`` noting its plugin's failure or answer in the current call: the plugins'
+    implementations (the policy's left out)."""
     impls = caller.get_hookimpls()
     if not impls or impls[-1].plugin is not _POLICY:
         with _REGISTERING:
@@ -325,9 +326,11 @@ def _prepared(pm: pluggy.PluginManager, caller: pluggy.HookCaller) -> None:
                     pm.unregister(_POLICY)
                 pm.register(_POLICY, name=HOOK_POLICY_PLUGIN)
                 impls = caller.get_hookimpls()
+    impls.pop()  # the policy's
     for impl in impls:
-        if not _is_wrapper(impl) and not hasattr(impl.function, _NOTING):
+        if not (impl.wrapper or impl.hookwrapper or hasattr(impl.function, _NOTING)):
             _note(impl, caller.name)
+    return impls
 
 
 _NOTING = "__delegate_lens_noting__"
@@ -381,9 +384,9 @@ def _call(
     **more: Any,
 ) -> _Call:
     manager, caller = _caller(pm, hook_name)
-    _prepared(manager, caller)
+    impls = _prepared(manager, caller)
     firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
-    return _Call(manager, caller, kwargs, policy, _impls(caller), firstresult, **more)
+    return _Call(manager, caller, kwargs, policy, impls, firstresult, **more)
 
 
 def call_hook(
