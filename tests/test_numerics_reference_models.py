@@ -1,14 +1,22 @@
 """Numeric gaps and live programs on small models made by the reference toolchain
-(ExecuTorch 1.5.1, ``tests/reference_models.py``, built once per session in a subprocess):
-the operators only ExecuTorch registers load without it (issue 32, item 1), a partition's
-several outputs are paired with the right graph outputs (item 2), and a two-method run is
-compared per method, never dropped in silence (item 3). Where the reference is wrong, its
-answer is recorded and ours is checked against eager torch (the real runtime matches eager).
+(ExecuTorch 1.5.1; extras of the zoo, ``tests/zoo``, built once per run): the operators only
+ExecuTorch registers load without it (issue 32, item 1), a partition's several outputs are
+paired with the right graph outputs (item 2), and a two-method run is compared per method,
+never dropped in silence (item 3). Where the reference is wrong, its answer (recorded by the
+zoo's builder: ``reference_gaps`` in the model's manifest) is checked, and ours against eager
+torch (the real runtime matches eager).
+
+The models: ``two_outputs`` (``y = linear(x); return y, (y + y) * y`` on XNNPACK: one
+partition, two outputs), ``separate_qkv`` (an attention block on XNNPACK: a partition whose
+two outputs are ``[1, 2, 8, 16]`` and ``[1, 2, 16, 8]``, and a ``_clone_dim_order``),
+``encode_decode`` (``forward`` and ``decode``, on XNNPACK), ``channels_last_unpadded`` (a
+conv in channels-last, portable: dim-order ops run in the runtime), ``int8_per_channel``
+(PT2E int8, per-channel weights, on XNNPACK); each ETRecord holds ``forward``'s inputs as
+its one representative program input.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import warnings
@@ -17,6 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import REFERENCE_PYTHON, needs_reference
+from zoo import ZOO_EXTRAS, zoo_manifest, zoo_model
 
 from delegate_lens import Inspector, parse_etrecord
 from delegate_lens.errors import InspectorWarning
@@ -25,33 +34,25 @@ pytestmark = [pytest.mark.torch, needs_reference]
 
 torch = pytest.importorskip("torch")
 
-BUILDER = Path(__file__).parent / "reference_models.py"
 NOISE = 1e-10  # float32 rounding of outputs that match eager to 1e-6: far below any defect
 
 
-@pytest.fixture(scope="session")
-def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reference_models")
-    assert REFERENCE_PYTHON is not None
-    done = subprocess.run(
-        [REFERENCE_PYTHON, str(BUILDER), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+def _folder(name: str) -> Path:
+    """The zoo's folder of extra model ``name`` (on its one backend)."""
+    (backend,) = ZOO_EXTRAS[name]
+    return zoo_model(name, backend)
 
 
-def _info(models: Path, name: str) -> dict[str, Any]:
-    info: dict[str, Any] = json.loads((models / name / "info.json").read_text())
-    assert info["eager_max_abs_diff"] < 1e-5  # the real runtime matches eager torch
+def _info(name: str) -> dict[str, Any]:
+    """The model's manifest, with ``reference_gaps``: the reference's numeric gaps."""
+    (backend,) = ZOO_EXTRAS[name]
+    info = zoo_manifest(name, backend)
+    assert max(info["max_abs_error"].values()) < 1e-5  # the real runtime matches eager torch
     return info
 
 
-def _inspector(models: Path, name: str) -> Inspector:
-    folder = models / name
+def _inspector(name: str) -> Inspector:
+    folder = _folder(name)
     return Inspector(
         etdump_path=folder / "etdump.etdp",
         etrecord=folder / "etrecord.bin",
@@ -69,15 +70,13 @@ def _gaps(table: Any) -> list[float]:
 @pytest.mark.parametrize(
     ("name", "op"),
     [
-        ("attention", "dim_order_ops._clone_dim_order.default"),
-        ("channels_last", "dim_order_ops._to_dim_order_copy.default"),
-        ("int8_linear", "quantized_decomposed.dequantize_per_channel.default"),
+        ("separate_qkv", "dim_order_ops._clone_dim_order.default"),
+        ("channels_last_unpadded", "dim_order_ops._to_dim_order_copy.default"),
+        ("int8_per_channel", "quantized_decomposed.dequantize_per_channel.default"),
     ],
 )
-def test_edge_programs_with_executorch_only_operators_load_and_run(
-    models: Path, name: str, op: str
-) -> None:
-    record = parse_etrecord(models / name / "etrecord.bin")
+def test_edge_programs_with_executorch_only_operators_load_and_run(name: str, op: str) -> None:
+    record = parse_etrecord(_folder(name) / "etrecord.bin")
     program = record.edge_dialect_program
     targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
     assert op in targets
@@ -91,8 +90,8 @@ def test_edge_programs_with_executorch_only_operators_load_and_run(
         assert a.shape == b.shape and float((a - b).abs().max()) < 1e-5
 
 
-def test_channels_last_runs_the_dim_order_copy_with_its_layout(models: Path) -> None:
-    record = parse_etrecord(models / "channels_last" / "etrecord.bin")
+def test_channels_last_runs_the_dim_order_copy_with_its_layout() -> None:
+    record = parse_etrecord(_folder("channels_last_unpadded") / "etrecord.bin")
     program = record.edge_dialect_program
     (inputs,) = record.representative_inputs()
     seen: dict[str, Any] = {}
@@ -111,18 +110,18 @@ def test_channels_last_runs_the_dim_order_copy_with_its_layout(models: Path) -> 
     assert torch.equal(copied, inputs[0])  # a copy: same values, another layout
 
 
-def test_channels_last_values_are_read_in_their_layout(models: Path) -> None:
-    reference = _info(models, "channels_last")["reference_gaps"]["rows"]
+def test_channels_last_values_are_read_in_their_layout() -> None:
+    reference = _info("channels_last_unpadded")["reference_gaps"]["rows"]
     # the reference reads a channels-last tensor's memory as contiguous: false gaps
     assert [r["aot_ops"] for r in reference if r["gap"][0] > 0.1] == [["to"], ["conv2d"], ["relu"]]
-    table = _inspector(models, "channels_last").calculate_numeric_gap("MSE", as_dataframe=False)
+    table = _inspector("channels_last_unpadded").calculate_numeric_gap("MSE", as_dataframe=False)
     assert [r["aot_ops"] for r in table] == [r["aot_ops"] for r in reference]
     assert max(_gaps(table)) < NOISE
 
 
-def test_int8_gaps_equal_the_reference_bit_for_bit(models: Path) -> None:
-    reference = _info(models, "int8_linear")["reference_gaps"]["rows"]
-    table = _inspector(models, "int8_linear").calculate_numeric_gap("MSE", as_dataframe=False)
+def test_int8_gaps_equal_the_reference_bit_for_bit() -> None:
+    reference = _info("int8_per_channel")["reference_gaps"]["rows"]
+    table = _inspector("int8_per_channel").calculate_numeric_gap("MSE", as_dataframe=False)
     assert [list(r["aot_debug_handle"]) for r in table] == [
         r["aot_debug_handle"] for r in reference
     ]
@@ -130,14 +129,18 @@ def test_int8_gaps_equal_the_reference_bit_for_bit(models: Path) -> None:
     assert _gaps(table) == [g for r in reference for g in r["gap"]]
 
 
-def test_dim_order_ops_are_used_on_the_edge_graph_numerics(models: Path) -> None:
-    table = _inspector(models, "attention").calculate_numeric_gap(
+def test_dim_order_ops_are_used_on_the_edge_graph_numerics() -> None:
+    table = _inspector("separate_qkv").calculate_numeric_gap(
         "MSE", reference_graph="edge_dialect_exported_program", as_dataframe=False
     )
     assert table.reference_graph == "edge_dialect_exported_program/forward"
     ops = [op for row in table for op in row["aot_ops"]]
     assert "dim_order_ops__clone_dim_order_default" in ops
     assert len(table) == 5 and max(_gaps(table)) < NOISE
+
+
+def _etrecord(name: str) -> str:
+    return str(_folder(name) / "etrecord.bin")
 
 
 def _run(code: str) -> str:
@@ -149,23 +152,23 @@ def _run(code: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_loading_imports_no_executorch(models: Path) -> None:
+def test_loading_imports_no_executorch() -> None:
     code = f"""
 import sys
 from delegate_lens import parse_etrecord
-record = parse_etrecord({str(models / "attention" / "etrecord.bin")!r})
+record = parse_etrecord({_etrecord("separate_qkv")!r})
 record.edge_dialect_program
 print(sorted(m for m in sys.modules if m.split(".")[0] == "executorch"))
 """
     assert _run(code) == "[]"
 
 
-def test_executorch_imported_later_takes_over_without_failing(models: Path) -> None:
+def test_executorch_imported_later_takes_over_without_failing() -> None:
     code = f"""
 import torch
 from delegate_lens import parse_etrecord
 from delegate_lens.etrecord import _executorch_ops as ours
-record = parse_etrecord({str(models / "attention" / "etrecord.bin")!r})
+record = parse_etrecord({_etrecord("separate_qkv")!r})
 program = record.edge_dialect_program
 (inputs,) = record.representative_inputs()
 before = program.module()(*inputs)
@@ -173,19 +176,19 @@ had = "dim_order_ops" in ours._libraries
 import executorch.exir  # defines dim_order_ops with Library("dim_order_ops", "DEF")
 from executorch.exir.passes import dim_order_ops_registry
 after = program.module()(*inputs)
-again = parse_etrecord({str(models / "channels_last" / "etrecord.bin")!r}).edge_dialect_program
+again = parse_etrecord({_etrecord("channels_last_unpadded")!r}).edge_dialect_program
 op = torch.ops.dim_order_ops._clone_dim_order.default
 print(had, "dim_order_ops" in ours._libraries, torch.equal(before, after), op(inputs[0]).shape)
 """
     assert _run(code) == "True False True torch.Size([1, 8, 32])"
 
 
-def test_executorch_imported_first_keeps_its_definitions(models: Path) -> None:
+def test_executorch_imported_first_keeps_its_definitions() -> None:
     code = f"""
 import executorch.exir
 from delegate_lens import parse_etrecord
 from delegate_lens.etrecord import _executorch_ops as ours
-record = parse_etrecord({str(models / "attention" / "etrecord.bin")!r})
+record = parse_etrecord({_etrecord("separate_qkv")!r})
 record.edge_dialect_program
 print(sorted(ours._libraries))
 """
@@ -195,22 +198,22 @@ print(sorted(ours._libraries))
 # --------------------------------------------------------------------------- item 2
 
 
-def test_two_output_partition_is_paired_with_its_graph_outputs(models: Path) -> None:
-    reference = _info(models, "two_outputs")["reference_gaps"]["rows"]
+def test_two_output_partition_is_paired_with_its_graph_outputs() -> None:
+    reference = _info("two_outputs")["reference_gaps"]["rows"]
     # the reference pairs `y` with `y + y`: a false divergence on a program matching eager
     assert max(g for r in reference for g in r["gap"]) > 0.1
-    table = _inspector(models, "two_outputs").calculate_numeric_gap("MSE", as_dataframe=False)
+    table = _inspector("two_outputs").calculate_numeric_gap("MSE", as_dataframe=False)
     assert len(table) == 2 and max(_gaps(table)) < NOISE
     assert [r["note"] for r in table] == ["output 0 of 2: linear", "output 1 of 2: mul"]
     assert not any(r["diverged"] for r in table) and table.first_divergence is None
 
 
-def test_attention_partitions_have_no_false_divergence(models: Path) -> None:
-    reference = _info(models, "attention")["reference_gaps"]
+def test_attention_partitions_have_no_false_divergence() -> None:
+    reference = _info("separate_qkv")["reference_gaps"]
     assert reference["error"] == "ValueError"  # the reference compares [1,2,8,16] with [1,2,16,8]
     with warnings.catch_warnings():
         warnings.simplefilter("error", InspectorWarning)  # no "shapes disagree"
-        table = _inspector(models, "attention").calculate_numeric_gap("MSE", as_dataframe=False)
+        table = _inspector("separate_qkv").calculate_numeric_gap("MSE", as_dataframe=False)
     shapes = [list(r["aot_intermediate_output"].shape) for r in table]
     assert [1, 2, 8, 16] in shapes and [1, 2, 16, 8] in shapes
     assert len(table) == 5 and max(_gaps(table)) < NOISE
@@ -220,23 +223,21 @@ def test_attention_partitions_have_no_false_divergence(models: Path) -> None:
 # --------------------------------------------------------------------------- item 3
 
 
-def test_two_methods_by_default_compare_forward_and_say_what_was_left_out(
-    models: Path,
-) -> None:
-    assert _info(models, "two_methods")["reference_gaps"]["error"] == "AttributeError"
+def test_two_methods_by_default_compare_forward_and_say_what_was_left_out() -> None:
+    assert _info("encode_decode")["reference_gaps"]["error"] == "AttributeError"
     with pytest.warns(InspectorWarning, match="compared 'forward' only"):
-        table = _inspector(models, "two_methods").calculate_numeric_gap("MSE", as_dataframe=False)
+        table = _inspector("encode_decode").calculate_numeric_gap("MSE", as_dataframe=False)
     assert [r["method"] for r in table] == ["forward"] and max(_gaps(table)) < NOISE
     assert [(u.ops, u.reason.split(":")[0]) for u in table.unmatched] == [
         (["decode"], "method 'decode' not compared")
     ]
 
 
-def test_two_methods_with_inputs_by_method_are_one_table(models: Path) -> None:
-    inputs = torch.load(models / "two_methods" / "inputs.pt")
+def test_two_methods_with_inputs_by_method_are_one_table() -> None:
+    inputs = torch.load(_folder("encode_decode") / "inputs.pt")
     with warnings.catch_warnings():
         warnings.simplefilter("error", InspectorWarning)
-        frame = _inspector(models, "two_methods").calculate_numeric_gap(
+        frame = _inspector("encode_decode").calculate_numeric_gap(
             "MSE", inputs=inputs, detailed=True
         )
     assert list(frame["method"]) == ["forward", "decode", "decode"]
@@ -245,13 +246,13 @@ def test_two_methods_with_inputs_by_method_are_one_table(models: Path) -> None:
     assert frame.attrs["unmatched"] == []
 
 
-def test_another_method_with_the_stored_inputs_is_a_clear_error(models: Path) -> None:
+def test_another_method_with_the_stored_inputs_is_a_clear_error() -> None:
     from delegate_lens.errors import InspectorError
 
-    inspector = _inspector(models, "two_methods")
+    inspector = _inspector("encode_decode")
     with pytest.raises(InspectorError, match="inputs are one method's; pass this method's"):
         inspector.calculate_numeric_gap("MSE", method="decode")
-    decode = torch.load(models / "two_methods" / "inputs.pt")["decode"]
+    decode = torch.load(_folder("encode_decode") / "inputs.pt")["decode"]
     table = inspector.calculate_numeric_gap(
         "MSE", method="decode", inputs=decode, as_dataframe=False
     )

@@ -1,27 +1,24 @@
 """The XNNPACK plugin (``plugins/xnnpack``) on programs the reference toolchain exports and
-runs in this test session: an MLP, a CNN with pooling, a transformer block (several
-partitions around the portable ops XNNPACK leaves), an int8 PT2E-quantized CNN and a model
-split in two partitions by an op XNNPACK does not take.
+runs: the zoo's models on XNNPACK (``tests/zoo``), among them an MLP (``mlp``), a CNN with
+pooling and fused activations (``pool_cnn``), a transformer block (``block``: several
+partitions around the portable ops XNNPACK leaves), an int8 PT2E-quantized CNN
+(``int8_pool_cnn``) and a model split in two partitions by an op XNNPACK does not take
+(``split``).
 
-The models are built once per session by ``tests/xnnpack_models.py`` in a subprocess with
-the reference's Python (``conftest.REFERENCE_PYTHON``) and kept in pytest's cache keyed by
-the builder's source and the executorch version. Every operator event must be linked, to
-handles of its own delegate call, to nodes whose op types fit its XNNPACK operator type;
-together they cover every node of the call (the test kit's ``no-orphan-events`` and
-``delegated-nodes-covered``).
+Every operator event must be linked, to handles of its own delegate call, to nodes whose
+op types fit its XNNPACK operator type; together they cover every node of the call (the
+test kit's ``no-orphan-events`` and ``delegated-nodes-covered``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata as md
 import json
-import subprocess
 import warnings
 from pathlib import Path
 
 import pytest
-from conftest import NO_REFERENCE, REFERENCE_PYTHON, needs_reference
+from conftest import needs_reference
+from zoo import ZOO_NAMES, zoo_model
 
 from delegate_lens.cli import main
 from delegate_lens.etrecord import parse_etrecord
@@ -29,9 +26,9 @@ from delegate_lens.inspector import Inspector
 
 pytest.importorskip("delegate_lens_xnnpack")
 
-HERE = Path(__file__).resolve().parent
-BUILDER = HERE / "xnnpack_models.py"
-MODELS = ("mlp", "cnn", "block", "int8", "split")
+MODELS = ("mlp", "pool_cnn", "block", "int8_pool_cnn", "split")
+"""The zoo's models (``mlp``; the others are extras, ``zoo.ZOO_EXTRAS``) whose every operator
+event is checked here."""
 
 FITS: dict[str, tuple[str, ...]] = {
     "Fully Connected": ("linear", "addmm", "mm"),
@@ -82,36 +79,9 @@ EXACT = {
 """Whole maps of the small models, per delegate call in program order."""
 
 
-def _key() -> str:
-    digest = hashlib.sha256(BUILDER.read_bytes())
-    for name in ("executorch", "torch"):
-        try:
-            digest.update(f"{name}={md.version(name)}".encode())
-        except md.PackageNotFoundError:
-            digest.update(f"{name}=none".encode())
-    return digest.hexdigest()[:16]
-
-
-@pytest.fixture(scope="session")
-def xnnpack_models(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """The folder of the built models (``<name>/{model.pte, etrecord.bin, etdump.etdp}``)."""
-    assert REFERENCE_PYTHON is not None, NO_REFERENCE
-    cache = request.config.cache
-    base = cache.mkdir("xnnpack-models") if cache is not None else tmp_path_factory.mktemp("x")
-    out = base / _key()
-    if not all((out / m / "etdump.etdp").exists() for m in MODELS):
-        proc = subprocess.run(
-            [REFERENCE_PYTHON, str(BUILDER), str(out), *MODELS],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"the XNNPACK models did not build:\n{proc.stderr[-3000:]}")
-    return out
+def _xnnpack(name: str) -> Path:
+    """The folder of zoo model ``name`` on XNNPACK (the zoo is built on first use)."""
+    return zoo_model(name, "xnnpack")
 
 
 def _inspect(folder: Path, program: bool = True) -> Inspector:
@@ -171,8 +141,8 @@ pytestmark = [needs_reference, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_every_operator_event_is_linked_to_its_own_nodes(xnnpack_models: Path, name: str) -> None:
-    folder = xnnpack_models / name
+def test_every_operator_event_is_linked_to_its_own_nodes(name: str) -> None:
+    folder = _xnnpack(name)
     inspector = _inspect(folder)
     record = parse_etrecord(folder / "etrecord.bin")
     calls = record.debug_handle_map["forward"]
@@ -201,19 +171,19 @@ def test_every_operator_event_is_linked_to_its_own_nodes(xnnpack_models: Path, n
         # what runs no operator: the weights' dequantize nodes of the int8 model, folded
         # into XNNPACK's packed weights
         assert all(_weight_dequantize(graph, h) for h in left), (found.instruction_id, left)
-        assert bool(left) == (name == "int8")
+        assert bool(left) == (name == "int8_pool_cnn")
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
-def test_whole_maps_of_the_small_models(xnnpack_models: Path, name: str) -> None:
-    maps = _inspect(xnnpack_models / name).recovered_maps
+def test_whole_maps_of_the_small_models(name: str) -> None:
+    maps = _inspect(_xnnpack(name)).recovered_maps
     assert [{k: list(v) for k, v in m.handles.items()} for m in maps] == EXACT[name]
 
 
-def test_fused_activations_and_layout_changes(xnnpack_models: Path) -> None:
+def test_fused_activations_and_layout_changes() -> None:
     cnn = {
         str(e.delegate_debug_identifier): e.op_types
-        for b in _inspect(xnnpack_models / "cnn").event_blocks
+        for b in _inspect(_xnnpack("pool_cnn")).event_blocks
         for e in b.events
         if e.is_delegated_op
     }
@@ -232,7 +202,7 @@ def test_fused_activations_and_layout_changes(xnnpack_models: Path) -> None:
     assert cnn["Transpose (ND, X32) #2"] == ["aten.avg_pool2d.default"]
     int8 = {
         str(e.delegate_debug_identifier): e.debug_handles
-        for b in _inspect(xnnpack_models / "int8").event_blocks
+        for b in _inspect(_xnnpack("int8_pool_cnn")).event_blocks
         for e in b.events
         if e.is_delegated_op
     }
@@ -242,10 +212,8 @@ def test_fused_activations_and_layout_changes(xnnpack_models: Path) -> None:
     assert len(conv2) == 2 and conv2[1] == convert2[0]
 
 
-def test_by_op_type_and_module_split_xnnpack_time(
-    xnnpack_models: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    folder = xnnpack_models / "block"
+def test_by_op_type_and_module_split_xnnpack_time(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _xnnpack("block")
     files = [str(folder / "etdump.etdp"), "--etrecord", str(folder / "etrecord.bin")]
     program = ["--program", str(folder / "model.pte")]
     assert main(["inspect", *files, "--by", "op-type", "-f", "json"]) == 0
@@ -261,13 +229,8 @@ def test_by_op_type_and_module_split_xnnpack_time(
     assert "attn.qkv" in text and "attn.proj" in text
 
 
-ZOO = ("mlp", "cnn", "transformer", "gpt", "int8_cnn", "int8_linear", "channels_last")
-ZOO += ("multi_output", "two_methods", "dynamic", "inf_constants", "bundled")
-
-
-@pytest.mark.parametrize("name", ZOO)
+@pytest.mark.parametrize("name", ZOO_NAMES)
 def test_the_zoo_on_xnnpack(name: str) -> None:
-    """Every model of the shared zoo (``tests/zoo``) lowered to XNNPACK."""
-    from zoo import zoo_model
-
-    assert _check_linked(zoo_model(name, "xnnpack")) >= 1
+    """Every model of the shared zoo (``tests/zoo``) that every backend is built for, lowered
+    to XNNPACK (the extras above are checked by the test of every operator event)."""
+    assert _check_linked(_xnnpack(name)) >= 1

@@ -1,5 +1,5 @@
-"""The zoo (tests/zoo/): every model built by the reference toolchain on both backends, run by
-its runtime, with the files the differential suite reads."""
+"""The zoo (tests/zoo/): every model built by the reference toolchain on both backends (the
+extras on theirs), run by its runtime, with the files the differential suite reads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from conftest import needs_reference
-from zoo import ZOO_BACKENDS, ZOO_NAMES, zoo_manifest, zoo_model
+from zoo import ZOO_BACKENDS, ZOO_EXTRAS, ZOO_NAMES, zoo_builds, zoo_manifest, zoo_model
 
 pytestmark = [pytest.mark.slow, needs_reference]
 
@@ -19,19 +19,25 @@ def test_names_are_the_builders() -> None:
     assert len(ZOO_NAMES) >= 12 and len(set(ZOO_NAMES)) == len(ZOO_NAMES)
     assert ZOO_BACKENDS == ("xnnpack", "portable")
     assert "mlp" in ZOO_NAMES and "two_methods" in ZOO_NAMES
+    assert not set(ZOO_EXTRAS) & set(ZOO_NAMES)
+    assert all(backends and set(backends) <= set(ZOO_BACKENDS) for backends in ZOO_EXTRAS.values())
 
 
 def test_the_zoo_builds_within_budget(zoo: dict[str, Any]) -> None:
-    print(f"\nzoo: {len(zoo['models'])} builds, {zoo['build_seconds']} s this run")
-    failed = [f"{m['name']}/{m['backend']}: {m['error']}" for m in zoo["models"] if m.get("error")]
+    every = zoo["models"] + zoo["extras"]
+    print(f"\nzoo: {len(every)} builds, {zoo['build_seconds']} s this run")
+    failed = [f"{m['name']}/{m['backend']}: {m['error']}" for m in every if m.get("error")]
     assert not failed
+    # the differential suite measures the models the top manifest lists as ``models``
     assert {(m["name"], m["backend"]) for m in zoo["models"]} == {
         (n, b) for n in ZOO_NAMES for b in ZOO_BACKENDS
     }
+    assert {(m["name"], m["backend"]) for m in zoo["extras"]} == {
+        (n, b) for n, backends in ZOO_EXTRAS.items() for b in backends
+    }
 
 
-@pytest.mark.parametrize("backend", ZOO_BACKENDS)
-@pytest.mark.parametrize("name", ZOO_NAMES)
+@pytest.mark.parametrize(("name", "backend"), zoo_builds())
 def test_each_model_has_its_files_and_matches_eager(name: str, backend: str) -> None:
     folder = zoo_model(name, backend)
     assert {p.name for p in folder.iterdir()} >= FILES
@@ -47,3 +53,5 @@ def test_each_model_has_its_files_and_matches_eager(name: str, backend: str) -> 
 def test_zoo_model_refuses_unknown_names() -> None:
     with pytest.raises(KeyError, match="no zoo model"):
         zoo_model("resnet", "xnnpack")
+    with pytest.raises(KeyError, match="no zoo model"):
+        zoo_model("block", "portable")  # an extra built on XNNPACK only

@@ -3,6 +3,7 @@ per test run into a cache folder (see ``README.md`` here).
 
     from zoo import ZOO_NAMES, ZOO_BACKENDS, zoo_model
     folder = zoo_model("gpt", "xnnpack")  # model.pte, etrecord.bin, etdump.etdp, debug.bin, ...
+    folder = zoo_model("block", "xnnpack")  # an extra (ZOO_EXTRAS), on the backends it lists
 
 ``zoo_model`` builds the whole zoo on first use (in a subprocess with the reference's Python,
 ``conftest.REFERENCE_PYTHON``; two worker processes) unless the cache already holds it; it
@@ -28,20 +29,26 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def _models_constant(name: str) -> tuple[str, ...]:
-    """A tuple constant of ``models.py``, read from its source: that module imports torch,
-    which taking a name of the zoo must not."""
+def _models_constant(name: str) -> Any:
+    """A constant of ``models.py``, read from its source: that module imports torch, which
+    taking a name of the zoo must not."""
     tree = ast.parse((HERE / "models.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == name:
-            return tuple(ast.literal_eval(node.value))
+            return ast.literal_eval(node.value)
     raise LookupError(f"tests/zoo/models.py defines no {name}")
 
 
-ZOO_NAMES = _models_constant("NAMES")
-"""Every model of the zoo (``models.NAMES``)."""
-ZOO_BACKENDS = _models_constant("BACKENDS")
-"""Every backend each model is built for (``models.BACKENDS``)."""
+ZOO_NAMES: tuple[str, ...] = tuple(_models_constant("NAMES"))
+"""The models built on every backend, which the differential suite measures
+(``models.NAMES``)."""
+ZOO_BACKENDS: tuple[str, ...] = tuple(_models_constant("BACKENDS"))
+"""Every backend each model of ``ZOO_NAMES`` is built for (``models.BACKENDS``)."""
+ZOO_EXTRAS: dict[str, tuple[str, ...]] = {
+    name: tuple(backends) for name, backends in _models_constant("EXTRAS").items()
+}
+"""The extra models, each with the backends it is built for (``models.EXTRAS``): built for
+one test module's facts, not measured by the differential suite."""
 ZOO_ENV = "DELEGATE_LENS_ZOO_DIR"
 """Set to a folder to keep the zoo there instead of ``~/.cache/delegate-lens/zoo/``."""
 BUILD_TIMEOUT = 1800
@@ -52,6 +59,13 @@ def _version(name: str) -> str:
         return md.version(name)
     except md.PackageNotFoundError:
         return "none"
+
+
+def zoo_builds() -> list[tuple[str, str]]:
+    """Every ``(name, backend)`` the zoo builds: ``ZOO_NAMES`` on ``ZOO_BACKENDS``, then
+    ``ZOO_EXTRAS``."""
+    every = [(n, b) for n in ZOO_NAMES for b in ZOO_BACKENDS]
+    return every + [(n, b) for n, backends in ZOO_EXTRAS.items() for b in backends]
 
 
 def zoo_key() -> str:
@@ -87,8 +101,9 @@ _BUILT: dict[str, Any] = {}
 
 
 def build_zoo() -> dict[str, Any]:
-    """Build the zoo into :func:`zoo_root` unless it is there; its top manifest (with
-    ``build_seconds``: this build's time, 0 when it came from the cache)."""
+    """Build the zoo into :func:`zoo_root` unless it is there; its top manifest (``models``
+    and ``extras``, with ``build_seconds``: this build's time, 0 when it came from the
+    cache)."""
     if "manifest" in _BUILT:
         return _BUILT["manifest"]  # type: ignore[no-any-return]
     import pytest
@@ -132,7 +147,7 @@ def zoo_model(name: str, backend: str) -> Path:
     """The folder of zoo model ``name`` on ``backend`` (``"xnnpack"`` or ``"portable"``):
     ``model.pte`` (and ``model.bpte`` for ``bundled``), ``etrecord.bin``, ``etdump.etdp``,
     ``debug.bin``, ``inputs.pt``, ``eager.pt``, ``runtime.pt``, ``manifest.json``."""
-    if name not in ZOO_NAMES or backend not in ZOO_BACKENDS:
+    if (name, backend) not in zoo_builds():
         raise KeyError(f"no zoo model {name!r} on {backend!r}")
     manifest = zoo_manifest(name, backend)
     if "error" in manifest:

@@ -2,15 +2,19 @@
 
     python tests/zoo/build.py OUT [--jobs 2] [--only NAME ...]
 
-For each model of ``models.NAMES`` and each backend (``xnnpack``: lowered with the XNNPACK
-partitioner; ``portable``: not lowered), ``OUT/<name>/<backend>/`` gets ``model.pte``,
+For each model of ``models.NAMES`` and each backend of ``models.BACKENDS`` (``xnnpack``:
+lowered with the XNNPACK partitioner; ``portable``: not lowered), and each model of
+``models.EXTRAS`` on the backends it lists, ``OUT/<name>/<backend>/`` gets ``model.pte``,
 ``etrecord.bin`` (with representative inputs), ``etdump.etdp`` and ``debug.bin`` from
 ExecuTorch's runtime (Python bindings, ETDump on, a debug buffer of intermediate outputs),
 ``inputs.pt`` (``{method: [tensors]}``), ``eager.pt`` (eager torch's outputs per method),
 ``runtime.pt`` (the runtime's) and ``manifest.json``; the bundled model also
-``model.bpte``. A model that the toolchain cannot build or run leaves ``manifest.json``
-with its ``error`` (and no other files are promised). ``OUT/manifest.json`` lists them all.
-``--jobs`` workers (processes) share the models.
+``model.bpte``; a model with ``reference_gaps`` has what the reference's
+``Inspector.calculate_numeric_gap("MSE")`` gave in its ``manifest.json`` (rows, or the
+error's class and message). A model that the toolchain cannot build or run leaves
+``manifest.json`` with its ``error`` (and no other files are promised). ``OUT/manifest.json``
+lists them all: ``models`` (those of ``NAMES``, which the differential suite measures) and
+``extras``. ``--jobs`` workers (processes) share the models.
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ def _export(module: Any, inputs: tuple[Any, ...], spec: dict[str, Any]) -> Any:
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
         captured = torch.export.export(module, inputs).module()
-        quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config())
+        config = get_symmetric_quantization_config(is_per_channel=spec["quantize"] == "per_channel")
+        quantizer = XNNPACKQuantizer().set_global(config)
         prepared = prepare_pt2e(captured, quantizer)
         prepared(*inputs)
         module = convert_pt2e(prepared)
@@ -128,6 +133,48 @@ def _bundle(folder: Path, program: Any, run_inputs: dict[str, tuple[Any, ...]], 
     return bundled
 
 
+def _value(x: Any) -> Any:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return {"shape": list(x.shape)}
+    if isinstance(x, (list, tuple)):
+        return [_value(v) for v in x]
+    return repr(x)
+
+
+def _reference_gaps(folder: Path) -> dict[str, Any]:
+    """What the reference's ``Inspector.calculate_numeric_gap("MSE")`` gives on the model in
+    ``folder``: ``{"rows": [...]}`` (handles, ops, gaps, the values' shapes) or ``{"error":
+    class name, "message": ...}``."""
+    import math
+
+    from executorch.devtools import Inspector
+
+    try:
+        inspector = Inspector(
+            etdump_path=str(folder / "etdump.etdp"),
+            etrecord=str(folder / "etrecord.bin"),
+            debug_buffer_path=str(folder / "debug.bin"),
+        )
+        frame = inspector.calculate_numeric_gap("MSE")
+    except Exception as exc:
+        return {"error": type(exc).__name__, "message": str(exc)[:500]}
+    rows = []
+    for _, row in frame.iterrows():
+        rows.append(
+            {
+                "aot_debug_handle": list(row["aot_debug_handle"]),
+                "aot_ops": list(row["aot_ops"]),
+                "runtime_ops": list(row["runtime_ops"]),
+                "gap": [None if math.isnan(g) else g for g in row["gap"]],
+                "aot": _value(row["aot_intermediate_output"]),
+                "runtime": _value(row["runtime_intermediate_output"]),
+            }
+        )
+    return {"rows": rows}
+
+
 def build_one(name: str, backend: str, out: Path) -> dict[str, Any]:
     """Build, run and save one model on one backend; its manifest."""
     import torch
@@ -154,7 +201,9 @@ def build_one(name: str, backend: str, out: Path) -> dict[str, Any]:
         program = manager.to_executorch()
         (folder / "model.pte").write_bytes(program.buffer)
         record = program.get_etrecord()
-        if single:
+        if spec.get("representative_inputs") == "program_inputs":
+            record.update_representative_inputs([list(run_inputs["forward"])])
+        elif single:
             record.update_representative_inputs(list(run_inputs["forward"]))
         if spec.get("bundled"):
             bundled = _bundle(folder, program, run_inputs, eager)
@@ -164,6 +213,8 @@ def build_one(name: str, backend: str, out: Path) -> dict[str, Any]:
         torch.save(eager, folder / "eager.pt")
         outputs = _run(folder, spec, run_inputs)
         torch.save(outputs, folder / "runtime.pt")
+        if spec.get("reference_gaps"):
+            manifest["reference_gaps"] = _reference_gaps(folder)
         manifest.update(
             methods=list(run_inputs),
             inputs={m: [list(x.shape) for x in v] for m, v in run_inputs.items()},
@@ -211,12 +262,14 @@ def main(argv: list[str] | None = None) -> int:
         _worker([tuple(j.split("/", 1)) for j in args.worker], out)  # type: ignore[misc]
         return 0
     sys.path.insert(0, str(HERE))
-    from models import BACKENDS, NAMES
+    from models import BACKENDS, EXTRAS, NAMES
 
-    names = args.only or list(NAMES)
-    jobs = [f"{n}/{b}" for n in names for b in BACKENDS]
+    backends = {**{n: BACKENDS for n in NAMES}, **EXTRAS}
+    names = args.only or list(backends)
+    jobs = [f"{n}/{b}" for n in names for b in backends[n]]
     # heaviest first, dealt round-robin so the workers finish together
-    heavy = ("gpt", "transformer", "int8_cnn", "int8_linear", "cnn")
+    heavy = ("gpt", "int8_linear", "int8_pool_cnn", "int8_cnn", "int8_per_channel", "block")
+    heavy += ("transformer", "two_methods", "cnn")
     jobs.sort(key=lambda j: heavy.index(j.split("/")[0]) if j.split("/")[0] in heavy else 99)
     started = time.monotonic()
     workers = [
@@ -227,19 +280,22 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(max(1, args.jobs))
     ]
     codes = [w.wait() for w in workers]
-    entries = []
+    listed = []
     for job in jobs:
         path = out / job / "manifest.json"
-        entries.append(
-            json.loads(path.read_text()) if path.exists() else {"job": job, "error": "not built"}
-        )
+        name, backend = job.split("/", 1)
+        entry = {"name": name, "backend": backend, "error": "not built", "seconds": None}
+        if path.exists():
+            entry = json.loads(path.read_text())
+        listed.append({k: entry.get(k) for k in ("name", "backend", "error", "seconds")})
     import importlib.metadata as md
 
     top = {
         "executorch": md.version("executorch"),
         "torch": md.version("torch"),
         "seconds": round(time.monotonic() - started, 1),
-        "models": [{k: e.get(k) for k in ("name", "backend", "error", "seconds")} for e in entries],
+        "models": [e for e in listed if e["name"] not in EXTRAS],
+        "extras": [e for e in listed if e["name"] in EXTRAS],
     }
     (out / "manifest.json").write_text(json.dumps(top, indent=1) + "\n")
     return 0 if all(c == 0 for c in codes) else 1

@@ -102,19 +102,19 @@ class SmallConv(nn.Module):
 
 
 class Linear2(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, sizes: tuple[int, int, int] = (16, 32, 8)) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.fc2 = nn.Linear(32, 8)
+        self.fc1 = nn.Linear(sizes[0], sizes[1])
+        self.fc2 = nn.Linear(sizes[1], sizes[2])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc2(torch.relu(self.fc1(x)))
 
 
 class ChannelsLast(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, padding: int = 1) -> None:
         super().__init__()
-        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv = nn.Conv2d(3, 4, 3, padding=padding)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.conv(x.to(memory_format=torch.channels_last))
@@ -163,6 +163,98 @@ class InfConst(nn.Module):
         return torch.minimum(z, torch.tensor(4.0)) + torch.abs(y)
 
 
+class PoolCNN(nn.Module):
+    """Max and average pooling, and a ReLU and a Hardtanh XNNPACK fuses into the convolutions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool1 = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.act2 = nn.Hardtanh(0.0, 6.0)
+        self.pool2 = nn.AvgPool2d(2)
+        self.head = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool1(torch.relu(self.conv1(x)))
+        x = self.pool2(self.act2(self.conv2(x)))
+        return self.head(torch.flatten(x, 1))
+
+
+class PlainBlock(nn.Module):
+    """A transformer block without layer norms: attention and a GELU MLP (d=32, 4 heads)."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.attn = Attention(dim, heads, causal=False)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(x)
+        return x + self.out(torch.nn.functional.gelu(self.fc(x)))
+
+
+class Split(nn.Module):
+    """Two XNNPACK partitions: an operator XNNPACK does not take (cumsum) sits between them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        y = torch.cumsum(y, dim=1)
+        return torch.sigmoid(self.b(y))
+
+
+class TwoOutputs(nn.Module):
+    """One partition, two outputs: ``y`` and ``(y + y) * y``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.linear(x)
+        return y, (y + y) * y
+
+
+class SeparateQKV(nn.Module):
+    """Attention with separate q, k, v, o projections (d=32, 2 heads of 16, 8 tokens): its
+    partition's outputs include ``[1, 2, 8, 16]`` and ``[1, 2, 16, 8]``, and a
+    ``_clone_dim_order``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k = nn.Linear(32, 32), nn.Linear(32, 32)
+        self.v, self.o = nn.Linear(32, 32), nn.Linear(32, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = self.q(x).view(1, 8, 2, 16).transpose(1, 2)
+        k = self.k(x).view(1, 8, 2, 16).transpose(1, 2)
+        v = self.v(x).view(1, 8, 2, 16).transpose(1, 2)
+        s = torch.softmax(q @ k.transpose(-1, -2) * 0.25, dim=-1)
+        return self.o((s @ v).transpose(1, 2).reshape(1, 8, 32))
+
+
+class Encoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.proj(x))
+
+
+class Decoder(nn.Module):
+    """Portable ops only: XNNPACK takes no ``tan``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tan(x) * 2.0 + x
+
+
 def _g(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
@@ -177,8 +269,54 @@ def _plain(factory: Callable[[], nn.Module], *inputs: torch.Tensor) -> Spec:
     return {"methods": {"forward": (module, tuple(inputs))}}
 
 
+def _module_first(factory: Callable[[], nn.Module], *shapes: tuple[int, ...]) -> Spec:
+    """The module, then its inputs, both from torch's global seed 0 (the values these
+    models had in the test builders they came from)."""
+    torch.manual_seed(0)
+    module = factory().eval()
+    return {"methods": {"forward": (module, tuple(torch.randn(*s) for s in shapes))}}
+
+
+def _extra(name: str) -> Spec:
+    """The models built for one test module's facts (``EXTRAS``)."""
+    if name == "pool_cnn":
+        return _module_first(PoolCNN, (1, 3, 16, 16))
+    if name == "int8_pool_cnn":
+        return {**_module_first(PoolCNN, (1, 3, 16, 16)), "quantize": True}
+    if name == "block":
+        return _module_first(PlainBlock, (1, 8, 32))
+    if name == "split":
+        return _module_first(Split, (2, 8))
+    listed = {"representative_inputs": "program_inputs", "reference_gaps": True}
+    if name == "two_outputs":
+        return {**_module_first(TwoOutputs, (2, 4)), **listed}
+    if name == "separate_qkv":
+        return {**_module_first(SeparateQKV, (1, 8, 32)), **listed}
+    if name == "encode_decode":
+        torch.manual_seed(0)
+        encoder = Encoder().eval()
+        encode = (encoder, (torch.randn(2, 8),))
+        decode = (Decoder().eval(), (torch.randn(2, 4),))
+        return {"methods": {"forward": encode, "decode": decode}, **listed}
+    if name == "channels_last_unpadded":
+        return {**_module_first(lambda: ChannelsLast(padding=0), (1, 3, 8, 8)), **listed}
+    if name == "int8_per_channel":
+        torch.manual_seed(0)
+        inputs = (torch.randn(2, 16),)
+        module = Linear2((16, 8, 4)).eval()
+        return {"methods": {"forward": (module, inputs)}, "quantize": "per_channel", **listed}
+    raise KeyError(name)
+
+
 def spec(name: str) -> Spec:
-    """The methods (``{method: (module, inputs)}``) and export options of zoo model ``name``."""
+    """The methods (``{method: (module, inputs)}``) and export options of zoo model ``name``:
+    ``quantize`` (PT2E int8 with the XNNPACK quantizer, symmetric: ``True``, or
+    ``"per_channel"`` for per-channel weights), ``dynamic`` (``{arg: {dim: (lo, hi)}}``),
+    ``bundled`` (run from a bundled program), ``representative_inputs`` (``"program_inputs"``:
+    the ETRecord holds ``[forward's inputs]``, one program input, whatever the methods; by
+    default a one-method model's holds its inputs' list, a several-method one's none) and
+    ``reference_gaps`` (the manifest records what the reference's
+    ``Inspector.calculate_numeric_gap("MSE")`` gives)."""
     if name == "mlp":
         return _plain(MLP, _randn(2, 16))
     if name == "cnn":
@@ -209,7 +347,7 @@ def spec(name: str) -> Spec:
         return _plain(InfConst, _randn(2, 6))
     if name == "bundled":
         return {**_plain(MLP, _randn(2, 16, seed=3)), "bundled": True}
-    raise KeyError(name)
+    return _extra(name)
 
 
 NAMES = (
@@ -226,4 +364,20 @@ NAMES = (
     "inf_constants",
     "bundled",
 )
+"""The models built on every backend of ``BACKENDS``, which the differential suite measures."""
 BACKENDS = ("xnnpack", "portable")
+EXTRAS = {
+    "pool_cnn": ("xnnpack",),
+    "int8_pool_cnn": ("xnnpack",),
+    "block": ("xnnpack",),
+    "split": ("xnnpack",),
+    "two_outputs": ("xnnpack",),
+    "separate_qkv": ("xnnpack",),
+    "encode_decode": ("xnnpack",),
+    "int8_per_channel": ("xnnpack",),
+    "channels_last_unpadded": ("portable",),
+}
+"""Models a test module needs for facts of its own (``tests/test_xnnpack_programs.py``,
+``tests/test_numerics_reference_models.py``), each with the backends it is built for; listed
+apart (``extras`` in the zoo's top manifest), so the differential suite does not measure
+them."""
