@@ -53,10 +53,34 @@ KNOWN: dict[str, str] = {
     "multi_output/xnnpack: calculate_numeric_gap(*": _PAIRING,
     "inf_constants/xnnpack: calculate_numeric_gap(*": _PAIRING,
     "channels_last/*: to_dataframe*": _CHANNELS_LAST,
-    "channels_last/*: event_blocks*": _CHANNELS_LAST,
+    "channels_last/*: event_blocks fields": _CHANNELS_LAST,
+    "channels_last/*: event_blocks[[]].to_dataframe": _CHANNELS_LAST,
     "Inspector(not an etdump)": (
         "the reference runs flatc on it and raises subprocess.CalledProcessError; ours is an "
         "ETDumpFormatError (a ValueError) naming the file (docs/migrating.md)"
+    ),
+    "Inspector(no etrecord).calculate_numeric_gap('MSE')": (
+        "the reference fails reading a field of its missing ETRecord (AttributeError); ours "
+        "is a NumericGapUsageError (a ValueError and a RuntimeError) saying to give one "
+        "(docs/migrating.md; tests/test_numerics.py)"
+    ),
+    "Inspector(no debug buffer).calculate_numeric_gap('MSE')": (
+        "the reference compares tensors of zeros in place of the runtime values it could not "
+        "read (a table of false gaps); ours is a NumericGapUsageError naming the missing "
+        "debug_buffer_path (docs/migrating.md; tests/test_numerics.py)"
+    ),
+    "get_exported_program('exported_program', 'edge_dialect_exported_program')": (
+        "ours gives those programs by these names; the reference looks them up in graph_map "
+        "only and gives None (docs/migrating.md, get_exported_program)"
+    ),
+    "Inspector.op_graph_dict": (
+        "not provided: its OperatorGraphs are executorch.devtools.debug_format's, which "
+        "delegate-lens does not provide (docs/migrating.md; graph_view() is ours)"
+    ),
+    "etdump.serialize.deserialize_from_etdump_flatcc: allocators, Value.val": (
+        "the schema objects' representation: a run that logged no allocator has [] (the "
+        "reference's None), Value.val is a ValueType, an IntEnum named as the reference's "
+        "str (docs/migrating.md; tests/test_etdump_model.py)"
     ),
 }
 

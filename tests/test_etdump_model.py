@@ -56,6 +56,17 @@ def test_defaults_are_the_formats() -> None:
     assert Value().val is ValueType.Null
 
 
+def test_representation_differs_from_the_references_on_purpose() -> None:
+    """docs/migrating.md (etdump): a run that logged no allocator reads back with ``[]``
+    (the reference's ``None``), and ``Value.val`` is a ``ValueType``, an IntEnum whose
+    member names are the reference's strings (the wire's int8, not ``"Tensor"``)."""
+    run = RunData("Execute", events=[Event(debug_event=DebugEvent(debug_entry=Value(val=5)))])
+    back = loads(dumps(ETDump(run_data=[run]))).run_data[0]
+    assert back.allocators == []
+    val = back.events[0].debug_event.debug_entry.val
+    assert val is ValueType.Tensor and val.name == "Tensor" and val != "Tensor"
+
+
 def test_validators_reject_values_that_do_not_fit() -> None:
     with pytest.raises(ValueError, match="instruction_id"):
         ProfileEvent(instruction_id=2**31)

@@ -191,6 +191,22 @@ def test_bad_inputs_are_named(tmp_path_factory: Any, tmp_path: Path) -> None:
         gaps(plain)
 
 
+def test_no_etrecord_or_no_debug_buffer_is_a_clear_error(tmp_path_factory: Any) -> None:
+    """Deliberate differences (docs/migrating.md): without the ETRecord the reference fails
+    with an AttributeError, and without the debug buffer it compares tensors of zeros (a
+    table of false gaps); ours say what is missing, never an empty table."""
+    from delegate_lens.errors import NumericGapUsageError
+
+    paths = run(tmp_path_factory, "mlp")
+    no_record = Inspector(etdump_path=paths["etdump"], debug_buffer_path=paths["debug_buffer"])
+    with pytest.raises(NumericGapUsageError, match=r"needs the program's ETRecord.*etrecord="):
+        no_record.calculate_numeric_gap("MSE")
+    no_buffer = Inspector(etdump_path=paths["etdump"], etrecord=paths["etrecord"])
+    for as_dataframe in (True, False):
+        with pytest.raises(NumericGapUsageError, match=r"given none: pass debug_buffer_path="):
+            no_buffer.calculate_numeric_gap("MSE", as_dataframe=as_dataframe)
+
+
 def test_comparator_plugins_and_callables(tmp_path_factory: Any) -> None:
     from delegate_lens import hookimpl
     from delegate_lens.numerics import Comparator

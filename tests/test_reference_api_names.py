@@ -42,7 +42,15 @@ REFERENCE_NAMES: dict[str, list[str]] = {
         "parse_vgf_neural_statistics_delegate_metadata",
         "parse_vgf_neural_statistics_metadata",
     ],
-    "inspector._inspector_utils": ["get_aot_debug_handle_to_op_name_mapping"],
+    "inspector._inspector_utils": [
+        "TimeScale",
+        "calculate_time_scale_factor",
+        "compare_results",
+        "convert_to_float_tensor",
+        "find_op_names",
+        "get_aot_debug_handle_to_op_name_mapping",
+        "is_inference_output_equal",
+    ],
     "inspector.numerical_comparator": [
         "DebugHandle",
         "IntermediateOutputMapping",
@@ -230,16 +238,17 @@ def test_event_and_block_attributes(vectors_dir: Path) -> None:
 
 def test_reference_graph_name(vectors_dir: Path) -> None:
     from delegate_lens import Inspector
-    from delegate_lens.errors import UsageError
+    from delegate_lens.errors import UnknownNameError, UsageError
 
     folder = vectors_dir / "conv_xnnpack"
-    Inspector(
-        etdump_path=folder / "etdump.etdp",
-        etrecord=folder / "etrecord.bin",
-        reference_graph_name="edge_dialect_graph_module",
-    )
-    with pytest.raises(UsageError, match="edge_dialect_graph_module"):
-        Inspector(etdump_path=folder / "etdump.etdp", reference_graph_name="other/forward")
+    files = {"etdump_path": folder / "etdump.etdp", "etrecord": folder / "etrecord.bin"}
+    Inspector(**files, reference_graph_name="edge_dialect_graph_module")
+    with pytest.raises(UnknownNameError, match="edge_dialect_graph_module") as raised:
+        Inspector(**files, reference_graph_name="other/forward")
+    # a KeyError too, as the reference's lookup of the name fails
+    assert isinstance(raised.value, UsageError) and isinstance(raised.value, KeyError)
+    # without an ETRecord the name is not used, as in the reference
+    Inspector(etdump_path=folder / "etdump.etdp", reference_graph_name="other/forward")
 
 
 # --------------------------------------------------------------------------- bundled program

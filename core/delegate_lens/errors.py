@@ -4,12 +4,14 @@ Errors about bad input name what was wrong and where (a file, a field, a byte of
 a plugin), so that the CLI can print them as one line. Where the reference
 (``executorch.devtools``) raises ``RuntimeError``, ours is one too (``ETRecordFormatError``,
 ``BundledProgramError``, ``InspectorError``, ``ConflictingArgumentsError``,
-``NumericGapUsageError``), so code written for the reference catches it.
+``NumericGapUsageError``), so code written for the reference catches it; likewise a
+``KeyError`` (``UnknownNameError``) and a ``TypeError`` (``ArgumentTypeError``).
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
     "BundledProgramError",
     "CollectError",
     "ConfigError",
@@ -32,6 +34,7 @@ __all__ = [
     "ProgramFormatError",
     "QueryLimitError",
     "RuntimeBackendError",
+    "UnknownNameError",
     "UsageError",
 ]
 
@@ -53,6 +56,20 @@ class NumericGapUsageError(UsageError, RuntimeError):
     """``calculate_numeric_gap`` cannot run as asked (an unknown distance, no method with
     intermediate outputs); a ``RuntimeError`` too, as the reference raises where its own
     checks come first (a ``ValueError`` where they do not)."""
+
+
+class UnknownNameError(UsageError, KeyError):
+    """A name that names nothing known (a time scale, a reference graph); a ``KeyError``
+    too, as the reference raises where it looks the name up. Printed as its message (not
+    quoted as a ``KeyError``'s key is)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """An argument of a type the call does not take (an ETRecord that is neither a record
+    nor a path); a ``TypeError`` too, as the reference raises."""
 
 
 class QueryLimitError(UsageError):

@@ -7,8 +7,11 @@ below; ``differential.py`` here scores such a folder).
 
 ``executorch`` means ``executorch.devtools`` (the reference), ``delegate_lens`` the same code
 with its imports changed. Each call's result is pickled in a canonical form of plain Python
-values (``canon``): tables as text, DataFrames as columns, dtypes and cells, tensors as
-dtype, shape and values, exceptions as their class and its bases; ``{key: canonical}``.
+values (``canon``, ``calls_canon.py``): tables as text, DataFrames as columns, dtypes and
+cells, tensors as dtype, shape and values, exceptions as their class and its bases;
+``{key: canonical}``. The calls here are the core set; ``calls_surface.py`` adds the rest
+of the surface on each model (and the numeric gap's other arguments on a few),
+``calls_general.py`` the calls on no one model (both imported from this folder).
 ``--import-executorch`` imports ``executorch.devtools`` first (delegate-lens with the
 reference in the process). The test (``tests/test_differential.py``) compares the files.
 Besides the calls' keys, the file holds ``__models__`` (the models measured),
@@ -24,7 +27,6 @@ import importlib
 import io
 import json
 import logging
-import math
 import os
 import pickle
 import sys
@@ -34,6 +36,10 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from calls_canon import canon, graph_canon, printed, raised, stdout_of
+from calls_general import surface_general_calls
+from calls_surface import gap_calls, surface_model_calls
 
 MODULES = {
     "mlp": ["fc1", "fc2", "nope"],
@@ -51,107 +57,12 @@ MODULES = {
 }
 
 
-def _float(value: float) -> Any:
-    return ("float", repr(float(value)))
-
-
-def canon(value: Any) -> Any:
-    """``value`` as plain, comparable Python values (no torch, numpy or pandas objects)."""
-    if value is None or isinstance(value, (bool, str, bytes)):
-        return value
-    if isinstance(value, int):
-        return ("int", int(value))
-    if isinstance(value, float):
-        return _float(value)
-    module = type(value).__module__.split(".")[0]
-    if module == "numpy":
-        import numpy as np
-
-        if isinstance(value, np.ndarray):
-            return ("ndarray", str(value.dtype), list(value.shape), _values(value.tolist()))
-        if isinstance(value, np.floating):
-            return _float(float(value))
-        if isinstance(value, (np.integer, np.bool_)):
-            return canon(value.item())
-    if module == "torch":
-        import torch
-
-        if isinstance(value, torch.Tensor):
-            return ("tensor", str(value.dtype), list(value.shape), _values(value.tolist()))
-        if isinstance(value, torch.dtype):
-            return ("dtype", str(value))
-    if module == "pandas":
-        import pandas as pd
-
-        if isinstance(value, pd.DataFrame):
-            return (
-                "frame",
-                [str(c) for c in value.columns],
-                [str(d) for d in value.dtypes],
-                [[canon(cell) for cell in row] for row in value.itertuples(index=False)],
-            )
-        if isinstance(value, pd.Series):
-            return ("series", str(value.dtype), [canon(v) for v in value.tolist()])
-    if isinstance(value, tuple):
-        return ("tuple", [canon(v) for v in value])
-    if isinstance(value, list):
-        return ("list", [canon(v) for v in value])
-    if isinstance(value, dict):
-        return ("dict", [(canon(k), canon(v)) for k, v in value.items()])
-    if hasattr(value, "value") and type(value).__mro__[-2].__name__ == "Enum":
-        return ("enum", type(value).__name__, canon(value.value))
-    return ("object", type(value).__name__)
-
-
-def _values(values: Any) -> Any:
-    if isinstance(values, list):
-        return [_values(v) for v in values]
-    if isinstance(values, float):
-        return repr(values) if not math.isnan(values) else "nan"
-    return values
-
-
-def raised(exc: BaseException) -> Any:
-    return ("raises", type(exc).__name__, [c.__name__ for c in type(exc).__mro__])
-
-
-def target_name(target: Any) -> str:
-    """An operator's qualified name (``aten.linear.default``), whether the graph holds
-    ExecuTorch's edge operator (the reference) or torch's own (delegate-lens, which never
-    imports executorch: a deliberate difference, docs/migrating.md)."""
-    for op in (target, getattr(target, "_op", None)):  # an edge operator wraps torch's
-        schema = getattr(op, "_schema", None)
-        overload = getattr(op, "_overloadname", None)
-        if schema is not None and isinstance(overload, str):
-            return f"{schema.name.replace('::', '.')}.{overload}"
-    return str(getattr(target, "__name__", target))
-
-
-def graph_canon(program: Any) -> Any:
-    """An ExportedProgram (or GraphModule) as its nodes: op, target, name, args' names."""
-    if program is None:
-        return None
-    if isinstance(program, dict):  # methods: the reference's order comes from a set, so sorted
-        return ("methods", [(k, graph_canon(program[k])) for k in sorted(program)])
-    module = program.graph_module if hasattr(program, "graph_module") else program
-    nodes = [
-        (n.op, target_name(n.target), n.name, [str(a) for a in n.args if hasattr(a, "name")])
-        for n in module.graph.nodes
-    ]
-    return ("graph", type(program).__name__, nodes)
-
-
-def _printed(function: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
-    out = io.StringIO()
-    function(*args, file=out, **kwargs)
-    return out.getvalue()
-
-
 class Lib:
     """The names a user imports, from the reference or from delegate-lens."""
 
     def __init__(self, which: str) -> None:
         root = "executorch.devtools" if which == "executorch" else "delegate_lens"
+        self.root = root
         top = importlib.import_module(root)
         self.Inspector = top.Inspector
         self.parse_etrecord = top.parse_etrecord
@@ -164,6 +75,10 @@ class Lib:
         debug = importlib.import_module(f"{root}.backend_debug")
         self.get_delegation_info = debug.get_delegation_info
         self.print_delegation_info = debug.print_delegation_info
+
+    def module(self, path: str) -> Any:
+        """The library's module at ``path`` below its root (``"etdump.serialize"``)."""
+        return importlib.import_module(f"{self.root}.{path}")
 
 
 def _event_fields(event: Any) -> Any:
@@ -188,12 +103,13 @@ def _event_fields(event: Any) -> Any:
 
 
 def model_calls(
-    lib: Lib, folder: Path, modules: list[str]
+    lib: Lib, folder: Path, modules: list[str], gaps: bool = False
 ) -> tuple[dict[str, Callable[[], Any]], list[str]]:
     """The calls on one model's folder, by name, each returning a canonical value; and the
     names of those left out as they do not apply (the folder lacks the file they read:
-    ``etrecord.bin``, ``debug.bin``, ``runtime.pt``). ``modules`` are the names given to
-    ``find_total_for_module``."""
+    ``etrecord.bin``, ``debug.bin``, ``runtime.pt``, ``model.pte``). ``modules`` are the
+    names given to ``find_total_for_module`` (with ``""``, every module, and
+    ``"L__self__"``, the root's key); ``gaps``: also ``calls_surface.gap_calls``."""
     has_record = (folder / "etrecord.bin").is_file()
     has_debug = (folder / "debug.bin").is_file()
     files = {
@@ -232,14 +148,14 @@ def model_calls(
                 etdump_path=files["etdump_path"], etrecord=files["etrecord"]
             ).to_dataframe()
         ),
-        "Inspector(no etrecord).print_data_tabular": lambda: _printed(
+        "Inspector(no etrecord).print_data_tabular": lambda: printed(
             lib.Inspector(etdump_path=files["etdump_path"]).print_data_tabular
         ),
-        "print_data_tabular": lambda: _printed(inspector().print_data_tabular),
-        "print_data_tabular(include_units=False)": lambda: _printed(
+        "print_data_tabular": lambda: printed(inspector().print_data_tabular),
+        "print_data_tabular(include_units=False)": lambda: printed(
             inspector().print_data_tabular, include_units=False
         ),
-        "print_data_tabular(include_delegate_debug_data=True)": lambda: _printed(
+        "print_data_tabular(include_delegate_debug_data=True)": lambda: printed(
             inspector().print_data_tabular, include_delegate_debug_data=True
         ),
         "save_data_to_tsv": tsv,
@@ -301,7 +217,7 @@ def model_calls(
                 record().exported_program.graph_module
             ).get_operator_delegation_dataframe()
         ),
-        "print_delegation_info(edge)": lambda: _stdout(lib.print_delegation_info, edge_graph()),
+        "print_delegation_info(edge)": lambda: stdout_of(lib.print_delegation_info, edge_graph()),
         "_inspector_utils.get_aot_debug_handle_to_op_name_mapping(edge)": lambda: canon(
             lib.utils.get_aot_debug_handle_to_op_name_mapping(edge_graph())
         ),
@@ -327,7 +243,7 @@ def model_calls(
         calls[f"calculate_numeric_gap({distance!r})"] = lambda d=distance: canon(  # type: ignore[misc]
             inspector().calculate_numeric_gap(d)
         )
-    for module in modules:
+    for module in dict.fromkeys([*modules, "", "L__self__"]):  # also every module, the root
         calls[f"find_total_for_module({module!r})"] = lambda m=module: canon(  # type: ignore[misc]
             inspector().find_total_for_module(m)
         )
@@ -338,8 +254,15 @@ def model_calls(
         "print_delegation_info": has_record,
         "_inspector_utils.get_aot": has_record,
         "Inspector(no debug buffer)": has_debug,
+        # a gap without them is calls_general's (deliberate differences, counted once)
+        "calculate_numeric_gap": has_record and has_debug,
         "run_output == the runtime's outputs": (folder / "runtime.pt").is_file(),
     }
+    more, more_needs = surface_model_calls(lib, folder, files, inspector, record, edge_graph)
+    calls.update(more)
+    if gaps:
+        calls.update(gap_calls(lib, inspector))
+    needs.update(more_needs)
     skipped = [k for k in calls if any(k.startswith(p) and not ok for p, ok in needs.items())]
     return {k: v for k, v in calls.items() if k not in skipped}, skipped
 
@@ -402,19 +325,13 @@ def _same_outputs(run_outputs: list[Any], saved: Path) -> Any:
     return canon(found)
 
 
-def _stdout(function: Callable[..., Any], *args: Any) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        function(*args)
-    return out.getvalue()
-
-
 def general_calls(
-    lib: Lib, zoo: Path, bad: Path, pair: tuple[Path, Path] | None
+    lib: Lib, zoo: Path, bad: Path, pair: tuple[Path, Path] | None, model: Path | None = None
 ) -> dict[str, Callable[[], Any]]:
     """Calls on no one model: ``bad`` is a file that is neither an ETRecord nor an ETDump,
     ``pair`` two model folders whose ETDump and ETRecord are read together (None: fewer
-    than two models, the call left out)."""
+    than two models, the call left out), ``model`` a model folder with an ETRecord and a
+    debug buffer (``calls_surface.surface_general_calls``; None: its calls left out)."""
     u = lib.utils
     calls: dict[str, Callable[[], Any]] = {
         "ETRecord().graph_map": lambda: canon(lib.ETRecord().graph_map),
@@ -452,7 +369,7 @@ def general_calls(
     }
     if pair is None:
         del calls["Inspector(etdump, etrecord of another model)"]
-    return calls
+    return {**calls, **surface_general_calls(lib, model)}
 
 
 MODEL_FILE = "etdump.etdp"
@@ -526,11 +443,20 @@ def run(which: str, zoo: Path) -> dict[str, Any]:
         if {"mlp/xnnpack", "gpt/portable"} <= set(found):  # the zoo's pair
             pair = ("mlp/xnnpack", "gpt/portable")
         folders = None if pair is None else (found[pair[0]][0], found[pair[1]][0])
-        jobs = list(general_calls(lib, zoo, bad, folders).items())
+        full = [f for f, _ in found.values() if (f / "etrecord.bin").is_file()]
+        full = [f for f in full if (f / "debug.bin").is_file()]
+        if "mlp/xnnpack" in found:  # the zoo's
+            full.insert(0, found["mlp/xnnpack"][0])
+        jobs = list(general_calls(lib, zoo, bad, folders, full[0] if full else None).items())
+        gap_labels = {k for k, (f, _) in found.items() if f in (full[:1] + full[-1:])}
+        zoo_gaps = {"mlp/xnnpack", "cnn/portable", "int8_cnn/xnnpack"}  # where both answer
+        if zoo_gaps <= set(found):
+            gap_labels = zoo_gaps
         skipped: list[str] = []
         for label, (folder, name) in found.items():
             try:
-                calls, left_out = model_calls(lib, folder, module_names(folder, name))
+                gaps = label in gap_labels  # the numeric gap's other arguments: a few models
+                calls, left_out = model_calls(lib, folder, module_names(folder, name), gaps)
             except Exception as exc:  # reported by name; the other models are measured
                 malformed[label] = f"{type(exc).__name__}: {exc}"
                 continue

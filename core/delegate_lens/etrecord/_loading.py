@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import overload
 
-from delegate_lens.errors import UsageError
+from delegate_lens.errors import ArgumentTypeError
 from delegate_lens.etrecord._record import ETRecord
 
 _KEPT = 4
@@ -43,7 +43,8 @@ def load_etrecord(etrecord: object) -> ETRecord | None:
     ``None``, a path is parsed (:func:`~delegate_lens.etrecord.parse_etrecord`) and every
     graph read now, so that a damaged entry is an error here, never missing op types later
     (the same unchanged file again gives the same object), an ETRecord is kept; anything
-    else is a :class:`~delegate_lens.errors.UsageError` naming its type."""
+    else is an :class:`~delegate_lens.errors.ArgumentTypeError` naming its type (a
+    ``UsageError`` and a ``TypeError``, as the reference raises)."""
     if etrecord is None:
         return None
     if isinstance(etrecord, (str, os.PathLike)):
@@ -78,6 +79,6 @@ def load_etrecord(etrecord: object) -> ETRecord | None:
         return record
     if isinstance(etrecord, ETRecord):
         return etrecord
-    raise UsageError(
+    raise ArgumentTypeError(
         f"etrecord must be an ETRecord or the path of one, not {type(etrecord).__name__}"
     )

@@ -35,25 +35,42 @@ def reference_rows(
     headers = ["event_block_name", "event_name", *(s + unit for s in _STATS)]
     headers += ["op_types", "is_delegated_op", "delegate_backend_name", "start_time"]
     rows: list[list[Any]] = []
-    extra: list[dict[str, Any]] = []
+    extra: list[dict[str, Any]] = []  # every row's metadata, the hidden rows' too
+    shown: list[bool] = []
     for r, starts in zip(table.rows, table.start_times, strict=True):
-        if _HIDDEN in r.event_name:
+        if include_delegate_debug_data:
+            extra.append(_metadata_cells(r.metadata))
+        shown.append(_HIDDEN not in r.event_name)
+        if not shown[-1]:
             continue
         stats: list[Any] = list(r.stats.as_tuple()) if r.stats else [None] * 6
         start = list(starts) if r.stats and starts is not None else None
         row = [r.block, r.event_name, *stats, _op_types_text(list(r.op_types))]
         row += [r.is_delegated_op, r.delegate_backend_name, start]
         rows.append(row)
-        if include_delegate_debug_data:
-            extra.append(_metadata_cells(r.metadata))
     if include_delegate_debug_data and any(extra):
         keys: list[str] = []
         for cells in extra:
             keys += [k for k in cells if k not in keys]
         headers += keys
-        for row, cells in zip(rows, extra):
-            row += [cells.get(k) for k in keys]
+        columns = [_frame_column([cells.get(k, _MISSING) for cells in extra]) for k in keys]
+        kept = [i for i, visible in enumerate(shown) if visible]
+        for row, i in zip(rows, kept, strict=True):
+            row += [column[i] for column in columns]
     return headers, rows
+
+
+_MISSING = object()
+
+
+def _frame_column(values: list[Any]) -> list[Any]:
+    """A metadata column as the reference's DataFrame holds it (it is built over every
+    row, hidden ones too, before the ``OPERATOR_CALL`` rows are dropped): a missing cell,
+    or a None, is NaN, and a column of numbers with a NaN (or a float) is of floats."""
+    present = [v for v in values if v is not _MISSING and v is not None]
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present)
+    floats = numbers and (len(present) < len(values) or any(isinstance(v, float) for v in present))
+    return [math.nan if v is _MISSING or v is None else float(v) if floats else v for v in values]
 
 
 def _metadata_cells(metadata: object) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from delegate_lens.inspector._etrecord_access import (
 from delegate_lens.inspector._events import Event, EventBlock, LazyEvents, PerfData
 from delegate_lens.inspector._linking import InspectorWarning, Linker
 from delegate_lens.inspector._recovery import ProgramSource, Recovery, read_program
+from delegate_lens.inspector._reference_extras import ReferenceExtras
 from delegate_lens.inspector._tablebuild import build_table
 from delegate_lens.inspector._tables import BlockTable
 from delegate_lens.inspector._timescale import TimeScale, scale_factor
@@ -60,7 +61,7 @@ def _warn(message: str) -> None:
     warnings.warn(message, InspectorWarning, stacklevel=3)
 
 
-class Inspector(TimeViews):
+class Inspector(TimeViews, ReferenceExtras):
     """Joins an ETDump (runtime events) with an ETRecord (ahead-of-time graph and maps).
 
     :param etdump_path: path of the ETDump file (exactly one of this, ``etdump_data`` and
@@ -82,7 +83,7 @@ class Inspector(TimeViews):
         always reported.
     :param reference_graph_name: the graph events are linked to; the reference's default
         ``"edge_dialect_graph_module"`` (the edge program: every handle of the run is in
-        it) is the one supported; other names are an error naming it.
+        it) is the one supported; with an ETRecord, other names are an error naming it.
     :param etdump: an :class:`~delegate_lens.etdump.ETDump` already decoded or built (e.g.
         one file of :func:`~delegate_lens.etdump.decode_many`); keyword only, our addition.
     :param program: the program that ran (the path or bytes of its ``.pte``, or a
@@ -126,7 +127,8 @@ class Inspector(TimeViews):
         self.reference_graph_name = reference_graph_name
         self.etdump_path = None if etdump_path is None else Path(etdump_path)
         self._etrecord = load_etrecord(etrecord)
-        check_reference_graph_name(reference_graph_name)
+        if self._etrecord is not None:  # the name is used with an ETRecord only
+            check_reference_graph_name(reference_graph_name)
 
         if etdump is not None:
             from delegate_lens.etdump import ETDump
@@ -229,6 +231,12 @@ class Inspector(TimeViews):
                 where = f"block {table.index}"
                 parsed = self._delegate_rows.parse_metadata(backend, table.keys[row], raws, where)
                 result = (raws, parsed)
+        if not result[0] and self._delegate_rows.metadata_parser is not None:
+            # the user's parser answers for every delegate row, as the reference asks it
+            # for one without metadata too (with [])
+            key = table.keys[row]
+            where = f"block {table.index}"
+            result = ([], self._delegate_rows.parse_metadata(None, key, [], where))
         self._metadata_cache[cache_key] = result
         return result
 
@@ -275,6 +283,8 @@ class Inspector(TimeViews):
             instruction_id=None if key.instruction_id < 0 else key.instruction_id,
             method=link.method,
             num_outputs=num_outputs,
+            _delegate_metadata_parser=self._delegate_rows.metadata_parser,
+            _delegate_time_scale_converter=self._delegate_rows.converter,
         )
 
     def say_debug_problems(self) -> None:

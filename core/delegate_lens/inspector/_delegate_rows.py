@@ -50,12 +50,29 @@ def _warn(message: str) -> None:
 
 
 @attrs.frozen
+class FactorConverter:
+    """The default ``delegate_time_scale_converter`` (what ``Event._delegate_time_scale_converter``
+    holds when none was given, as the reference's): ticks divided by the source/target
+    factor, whatever the event's name."""
+
+    factor: float
+
+    def __call__(self, name: Any, time: Any) -> float:
+        return float(time / self.factor)
+
+
+@attrs.frozen
 class DelegateRows:
     """The user's callables and the source/target factor of one Inspector."""
 
     factor: float
     metadata_parser: MetadataParser | None = None
     time_converter: TimeScaleConverter | None = None
+
+    @property
+    def converter(self) -> TimeScaleConverter:
+        """The user's ``delegate_time_scale_converter``, or the default one."""
+        return self.time_converter or FactorConverter(self.factor)
 
     def times(
         self,
@@ -120,5 +137,3 @@ class DelegateRows:
         from delegate_lens import hooks
 
         return hooks.parse_delegate_metadata(backend, raws, where=f"row {key.name!r} of {where}")
-
-

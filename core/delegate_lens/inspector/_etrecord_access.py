@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from delegate_lens.errors import UsageError
+from delegate_lens.errors import UnknownNameError
 
 if TYPE_CHECKING:
     from delegate_lens.etrecord import ETRecord
@@ -19,10 +19,12 @@ EDGE_DIALECT_GRAPH_KEY = "edge_dialect_graph_module"
 
 
 def check_reference_graph_name(name: str) -> None:
-    """UsageError unless ``name`` names the edge program (what events are linked to)."""
+    """:class:`~delegate_lens.errors.UnknownNameError` (a ``KeyError`` too, as the
+    reference's failed lookup) unless ``name`` names the edge program (what events are
+    linked to)."""
     if name in (EDGE_DIALECT_GRAPH_KEY, "edge_dialect_exported_program"):
         return
-    raise UsageError(
+    raise UnknownNameError(
         f"reference_graph_name={name!r}: the Inspector links events to the edge program "
         f"({EDGE_DIALECT_GRAPH_KEY!r}), where every debug handle of the run is; for numeric "
         "gaps against another graph use calculate_numeric_gap(reference_graph=...)"

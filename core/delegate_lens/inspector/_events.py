@@ -91,6 +91,17 @@ class Event:
     """Outputs of the instruction (the ETRecord's ``instruction_id_to_num_outs_map``), as
     the reference's ``Event.num_outputs``."""
 
+    _delegate_metadata_parser: Callable[[list[bytes]], Any] | None = attrs.field(
+        default=None, repr=False, alias="_delegate_metadata_parser"
+    )
+    """The Inspector's ``delegate_metadata_parser`` (None when none was given), under the
+    reference's private name."""
+    _delegate_time_scale_converter: Callable[[Any, Any], Any] | None = attrs.field(
+        default=None, repr=False, alias="_delegate_time_scale_converter"
+    )
+    """The Inspector's ``delegate_time_scale_converter``, or its default (ticks divided by
+    the source/target factor), under the reference's private name."""
+
     _debug_tensors: list[DebugValue] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
@@ -208,14 +219,17 @@ class EventBlock:
     target_time_scale: TimeScale = TimeScale.MS
     run_indices: list[int] = attrs.field(factory=list)
     method: str | None = None
-    _run_values: list[DebugValue] = attrs.field(factory=list, alias="run_output")
+    _run_values: list[DebugValue] | None = attrs.field(default=None, alias="run_output")
     _reference_loader: Callable[[], Any] | None = attrs.field(default=None, repr=False)
     _run_tensors: list[DebugValue] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
-    def run_output(self) -> list[DebugValue]:
+    def run_output(self) -> list[DebugValue] | None:
         """The final outputs logged in the block's first run (debug events flagged as
-        output), torch tensors as the reference's (torch imported on first read)."""
+        output), torch tensors as the reference's (torch imported on first read); None for
+        a block made without them, as the reference's default."""
+        if self._run_values is None:
+            return None
         if self._run_tensors is None:
             self._run_tensors = as_tensors(self._run_values)
         return self._run_tensors

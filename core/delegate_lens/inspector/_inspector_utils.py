@@ -1,7 +1,8 @@
 """The reference's module path ``executorch.devtools.inspector._inspector_utils``, for the
 names code written for the reference imports from it: :func:`get_aot_debug_handle_to_op_name_mapping`,
 :func:`find_op_names`, :func:`calculate_time_scale_factor`, :func:`is_inference_output_equal`,
-``TimeScale`` and ``compare_results``.
+:func:`convert_to_float_tensor` (comparators written for the reference import it), ``TimeScale``
+and ``compare_results``.
 
 A public module by reason (the reference's path; see ``docs/architecture.md``), though its
 name starts with ``_`` as the reference's does. No torch at import: a torch graph is read
@@ -24,6 +25,7 @@ __all__ = [
     "TimeScale",
     "calculate_time_scale_factor",
     "compare_results",
+    "convert_to_float_tensor",
     "find_op_names",
     "get_aot_debug_handle_to_op_name_mapping",
     "is_inference_output_equal",
@@ -64,6 +66,30 @@ def is_inference_output_equal(output1: Any, output2: Any) -> bool:
 
         return all(bool(torch.equal(a, b)) for a, b in zip(output1, output2))
     return bool(output1 == output2)
+
+
+def convert_to_float_tensor(input_data: Any) -> Any:
+    """``input_data`` (a scalar, a torch tensor or a numpy array) as a detached float64
+    torch tensor on the CPU (torch imported here), NaN read as 0 (then infinities as the
+    largest finite values: ``torch.nan_to_num``'s rule), as comparators written for the
+    reference expect it. A sequence is refused (a :class:`~delegate_lens.errors.UsageError`:
+    the reference takes none either), as is a value torch cannot convert."""
+    import torch
+
+    if isinstance(input_data, (str, bytes, list, tuple)):
+        raise UsageError(
+            f"convert_to_float_tensor takes a scalar or a tensor, not a {type(input_data).__name__}"
+        )
+    try:
+        tensor = torch.as_tensor(input_data, dtype=torch.float64)
+    except Exception as exc:
+        raise UsageError(
+            f"cannot convert a {type(input_data).__name__} to a tensor: {exc}"
+        ) from None
+    tensor = tensor.detach().cpu().double()
+    if bool(torch.isnan(tensor).any()):
+        tensor = torch.nan_to_num(tensor)
+    return tensor
 
 
 def _is_tensor(value: object) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from delegate_lens.errors import ConflictingArgumentsError, InspectorError, UsageError
+from delegate_lens.errors import ConflictingArgumentsError, InspectorError, UnknownNameError
 
 if TYPE_CHECKING:  # numpy is imported by the conversions, not by the time scales
     import numpy as np
@@ -31,7 +31,9 @@ class TimeScale(enum.Enum):
 
     @classmethod
     def coerce(cls, value: TimeScale | str) -> TimeScale:
-        """Accept a :class:`TimeScale` or its text (``"ns"``, ``"MS"``, ...)."""
+        """Accept a :class:`TimeScale` or its text (``"ns"``, ``"MS"``, ...); anything else is
+        an :class:`~delegate_lens.errors.UnknownNameError` (a ``KeyError`` too, as the
+        reference fails looking it up)."""
         if isinstance(value, TimeScale):
             return value
         if isinstance(value, str):
@@ -40,7 +42,7 @@ class TimeScale(enum.Enum):
                 if member.value == text:
                     return member
         names = ", ".join(m.value for m in cls)
-        raise UsageError(f"unknown time scale {value!r} (expected one of: {names})")
+        raise UnknownNameError(f"unknown time scale {value!r} (expected one of: {names})")
 
 
 _UNITS_PER_SECOND = {

@@ -22,7 +22,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from delegate_lens.errors import DelegateLensWarning, ETRecordFormatError, InspectorError
+from delegate_lens.errors import (
+    DelegateLensWarning,
+    ETRecordFormatError,
+    InspectorError,
+    NumericGapUsageError,
+)
 from delegate_lens.etrecord import REPRESENTATIVE_INPUTS, GraphInfo, GraphNode
 from delegate_lens.etrecord._internal import to_torch
 from delegate_lens.numerics._aot_outputs import CACHE_SUFFIX, AotOutputs
@@ -192,8 +197,8 @@ def capture_intermediate_outputs(
         handles = aten_debug_handles(record, method, validate=not disable_debug_handle_validation)
         if handles is not None:
             graph = "exported_program"
-        elif reference_graph == "exported_program":
-            raise InspectorError(
+        elif reference_graph == "exported_program":  # a ValueError too, as the reference's
+            raise NumericGapUsageError(
                 f"{record.origin}: cannot use 'exported_program': the ETRecord has none, or "
                 "its nodes cannot be traced to every debug handle of the edge program"
             )
@@ -205,8 +210,8 @@ def capture_intermediate_outputs(
         # a graph_map name, "<name>" meaning "<name>/forward" (as the reference looks it up)
         extra = getattr(record, "graph_map_names", [])
         name = reference_graph if "/" in reference_graph else f"{reference_graph}/forward"
-        if name not in extra:
-            raise InspectorError(
+        if name not in extra:  # a ValueError too, as the reference's
+            raise NumericGapUsageError(
                 f"reference graph {name!r} not found; available: 'exported_program', "
                 f"'edge_dialect_exported_program', or one of graph_map's: {extra}"
             )

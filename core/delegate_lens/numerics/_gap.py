@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from delegate_lens.errors import InspectorError
+from delegate_lens.errors import InspectorError, NumericGapUsageError
 from delegate_lens.numerics._aot_outputs import AotOutputs
 from delegate_lens.numerics._comparators import Comparator, resolve_comparator, torch_reductions
 from delegate_lens.numerics._divergence import mark_first_divergence
@@ -198,6 +198,13 @@ def calculate_numeric_gap(
     """
     from delegate_lens.numerics._comparators import NumericalComparatorBase
 
+    if aot_outputs is None and inspector.etrecord is None:
+        # said first: without it no row has a method or an operator to compare
+        raise NumericGapUsageError(
+            "calculate_numeric_gap needs the program's ETRecord, with representative inputs: "
+            "Inspector(..., etrecord=...) (CLI: --etrecord), or reference outputs already "
+            "captured (aot_outputs=...)"
+        )
     if isinstance(distance, NumericalComparatorBase) and distance.inspector is None:
         distance.inspector = inspector  # as the reference hands it the Inspector
     comparator = resolve_comparator(distance)

@@ -71,6 +71,15 @@ def tables_of(inspector: Inspector, method: str | None) -> tuple[list[BlockTable
     chosen = [t for t in tables if t.method == method]
     if not chosen:
         raise NumericGapUsageError(f"no block of method {method!r} has intermediate outputs")
+    buffer = getattr(inspector, "_debug_buffer", None)
+    if buffer is not None and buffer.data is None and "no debug buffer" in buffer.problems:
+        # every tensor is unavailable: an empty table (or the reference's zeros) would hide it
+        raise NumericGapUsageError(
+            "the ETDump's intermediate outputs are tensors in a debug buffer, and the "
+            "Inspector was given none: pass debug_buffer_path=... (CLI: --debug-buffer); "
+            "without it there is no runtime value to compare (the reference compares "
+            "tensors of zeros)"
+        )
     return chosen[:1], method
 
 
