@@ -154,6 +154,7 @@ def test_score(
     print(line)
     assert counted > 500
     assert not [key for key in differing if _known(key) is None], "unlisted differences"
+    assert identical / counted >= TARGET, line  # issue 32: at least 97% identical
 
 
 def test_no_new_differences(results: dict[str, Any]) -> None:
