@@ -10,7 +10,7 @@ and prints the score line of each,
 difference (``known`` with its reason, or ``unmatched``), the calls left out as they do not apply
 and every malformed model, by name. The folder's layout is ``calls.models``'s (the zoo's:
 ``tests/zoo/README.md``; ``docs/migrating.md`` says how to make one). Exit status 0 when
-both scores reach the target (97%) with no new difference and no malformed model, else 1.
+both scores reach the target (97%) and no model is malformed, else 1.
 
 ``PYTHON`` has the reference installed (default: ``DELEGATE_LENS_REFERENCE_PYTHON``, else
 this Python); ``delegate_lens`` must be importable in it too. ``--keep DIR`` keeps the
