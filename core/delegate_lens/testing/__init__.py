@@ -17,7 +17,9 @@
   :func:`check_outputs`, :func:`check_events`, :func:`check_metadata`,
   :func:`check_etrecord`, :func:`check_links`; or every registered rule at once on a
   :class:`RuleInput`, :func:`check_rules`) — the rules one at a time, for a harness of
-  your own (the ExecuTorch bridge runs them on real ExecuTorch's artefacts);
+  your own (the ExecuTorch bridge runs them on real ExecuTorch's artefacts), with
+  :class:`FindingLog` (the findings kept per rule) and :func:`explore_models` (generated
+  models, reproducible from a seed);
 * :mod:`delegate_lens.testing.pytest_plugin` — ``pytest --delegate-lens-backend=NAME``.
 
 Importing this package is cheap: torch and hypothesis load on first use of what needs them
@@ -57,6 +59,10 @@ _LAZY = {
     "check_etrecord": "delegate_lens.testing._checks",
     "check_links": "delegate_lens.testing._checks",
     "check_rules": "delegate_lens.testing._conformance",
+    # what a conformance run shares: the findings kept per rule, the generated models
+    "FindingLog": "delegate_lens.testing._explore",
+    "explore_models": "delegate_lens.testing._explore",
+    "MAX_FINDINGS_PER_RULE": "delegate_lens.testing._explore",
 }
 
 __all__ = sorted([*_LAZY, "strategies", "mutants"])  # each name declared once: in _LAZY

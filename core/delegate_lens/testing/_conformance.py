@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from delegate_lens.errors import MappingError, PluginError, UsageError
 from delegate_lens.hookspecs import hookimpl
 from delegate_lens.testing._coverage import _as_tuple
+from delegate_lens.testing._explore import FindingLog, explore_models
 from delegate_lens.testing._profile import BackendProfile, backend_profile
 from delegate_lens.testing._report import ConformanceReport, Finding
 from delegate_lens.testing._rules import (
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 
 DEFAULT_MAX_EXAMPLES = 20
-_MAX_PER_RULE = 3  # findings kept per rule (the first ones; the count is what matters)
 
 
 class Recorder:
@@ -261,10 +261,6 @@ def check_backend(
             fail_fast=fail_fast,
         )
         return report
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis import strategies as st
-
     from delegate_lens.testing import strategies
 
     if max_examples < 0:
@@ -291,16 +287,7 @@ def check_backend(
     if hooks.partitioner(backend_id, ()) is None:
         raise UsageError(f"no plugin gives a partitioner for backend {backend_id!r}")
     rules = registered_rules()
-    findings: list[Finding] = []
-    counted: dict[str, int] = {}
-    checked = 0
-
-    def keep(new: list[Finding]) -> None:
-        for f in new:
-            counted[f.rule] = counted.get(f.rule, 0) + 1
-            if counted[f.rule] <= _MAX_PER_RULE:
-                findings.append(f)
-
+    log = FindingLog()
     kwargs: dict[str, Any] = {
         "profile": profile,
         "runs": runs,
@@ -314,41 +301,30 @@ def check_backend(
         else:
             module, inputs = given_model, _example_inputs(given_model)
         for specs in profile.compile_specs:
-            keep(check_model(backend_id, module, inputs, compile_specs=specs, **kwargs))
-            checked += 1
+            log.keep(check_model(backend_id, module, inputs, compile_specs=specs, **kwargs))
 
-    if max_examples:
-        example = [0]
-
-        @hypothesis_seed(seed)
-        @settings(
-            max_examples=max_examples,
-            database=None,
-            deadline=None,
-            phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(strategy, st.sampled_from(profile.compile_specs))
-        def explore(model: torch.nn.Module, specs: tuple[CompileSpec, ...]) -> None:
-            nonlocal checked
-            if fail_fast and findings:
-                return  # found: let hypothesis run out cheaply (raising would replay it)
-            example[0] += 1
-            checked += 1
-            new = check_model(
+    def check(model: torch.nn.Module, specs: tuple[CompileSpec, ...] | None, example: int) -> None:
+        log.keep(
+            check_model(
                 backend_id,
                 model,
                 _example_inputs(model),
-                compile_specs=specs,
+                compile_specs=specs or (),
                 seed=seed,
-                example=example[0],
+                example=example,
                 **kwargs,
             )
-            keep(new)
+        )
 
-        if not (fail_fast and findings):
-            explore()
+    explore_models(
+        strategy,
+        check,
+        max_examples=max_examples,
+        seed=seed,
+        choices=profile.compile_specs,
+        stop=lambda: fail_fast and bool(log.findings),
+    )
     skipped = tuple(name for name, rule in rules.items() if not rule.applies_to(profile))
     return ConformanceReport(
-        backend_id, tuple(rules), checked, findings, time.perf_counter() - t0, skipped
+        backend_id, tuple(rules), log.checked, log.findings, time.perf_counter() - t0, skipped
     )

@@ -21,34 +21,31 @@ from __future__ import annotations
 import importlib
 import tempfile
 import time
-import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Protocol
 
-import attrs
-
 from delegate_lens.errors import DelegateLensError, UsageError
 from delegate_lens.testing import (
-    RULES,
     ConformanceReport,
     Finding,
+    FindingLog,
     Recorder,
-    Rule,
     RuleInput,
     Traced,
     check_rules,
+    explore_models,
     registered_rules,
 )
 from delegate_lens_executorch.recovery import recovered_maps, with_recovered
+from delegate_lens_executorch.rules import BRIDGE_RULES, RuleRuns
 from delegate_lens_executorch.runtime import import_executorch, native_quiet, run_program
 
 if TYPE_CHECKING:
     import torch
     from torch.export import ExportedProgram
 
-    from delegate_lens.etdump import ETDump
     from delegate_lens.testing import BackendProfile
 
 __all__ = [
@@ -60,16 +57,6 @@ __all__ = [
     "resolve_partitioner",
 ]
 
-BRIDGE_RULES: dict[str, str] = {
-    **RULES,
-    "numeric-gaps": f"{RULES['numeric-gaps']}; on real ExecuTorch also an output the runtime "
-    "logs itself (a delegate call's outputs) that differs from the ETRecord's graph run on "
-    "the same inputs (MSE beyond the comparator's threshold)",
-}
-"""The test kit's built-in rules as the bridge checks them (with ``numeric-gaps`` at the
-delegate's boundary too); a plugin's rules (``dl_testing_rules``) are checked as well."""
-
-_MAX_PER_RULE = 3
 _DEBUG_BUFFER = 1 << 20
 
 Handles = int | Sequence[int]
@@ -172,140 +159,6 @@ def _lowered(edge: EdgeManager, backend_id: str) -> Recorder:
                 result = SimpleNamespace(debug_handle_map=module.meta.get("debug_handle_map"))
                 recorder.preprocessed.append((module.original_module, result))
     return recorder
-
-
-_NEEDS_MAP = frozenset({"handles-in-partition", "every-identifier-logged", "sequential-events"})
-"""Rules with nothing to check in a delegate call without a Debug Handle Map."""
-_NEEDS_OP_OUTPUTS = frozenset({"outputs-belong-to-ops"})
-"""Rules with nothing to check when the runtime logs no per-op intermediate output."""
-_NO_MAP = (
-    "no delegate call had a Debug Handle Map (its preprocess gave none, no "
-    "dl_recover_delegate_map plugin recovered one): no identifier to check"
-)
-_NO_OP_OUTPUT = (
-    "the runtime logged no intermediate output under a delegate debug identifier: no "
-    "per-op output to compare"
-)
-
-
-class _Sink(Protocol):
-    """What a rule's check adds its findings to (a ``ModelCheck``)."""
-
-    def add(self, rule: str, message: str, subject: object = "") -> None: ...
-
-
-Check = Callable[[_Sink, RuleInput], None]
-"""A rule's check: ``check(case, subject)``."""
-
-
-class _Discard:
-    """A sink keeping nothing (the orphans are wanted, not their findings again)."""
-
-    def add(self, rule: str, message: str, subject: object = "") -> None:
-        return None
-
-
-class RuleRuns:
-    """The registered rules as the bridge checks them on each model, and which of them had
-    something to check over every model: one that never did is reported skipped, with why
-    (:meth:`skipped`), never passed."""
-
-    def __init__(self, rules: Mapping[str, Rule], profile: BackendProfile) -> None:
-        self.rules = dict(rules)
-        self.ran: set[str] = set()
-        self.why: dict[str, str] = {}
-        for name, rule in self.rules.items():
-            if name == "lowers":
-                self.ran.add(name)  # check_real_model reports it itself
-            elif rule.check is None:
-                self.why[name] = "reported by the test kit's own harness, not on real ExecuTorch"
-            elif not rule.applies_to(profile):
-                self.why[name] = "not applicable to the backend's testing profile"
-            elif rule.stage == "maps":
-                self.why[name] = "no model lowered on real ExecuTorch"
-            else:
-                self.why[name] = "no model lowered and ran on real ExecuTorch"
-
-    def for_model(self, program: bytes | None) -> dict[str, Rule]:
-        """The rules for one model; ``program``: given when its maps were recovered from it
-        (the Inspector then links events through them)."""
-        checked: dict[str, Rule] = {}
-        for name, rule in self.rules.items():
-            check: Check | None = rule.check
-            if check is None:
-                checked[name] = rule
-                continue
-            if name == "events-link-to-operators" and program is not None:
-                check = _links_through(program)
-            elif name == "numeric-gaps":
-                check = _with_boundary_gaps(check)
-            checked[name] = attrs.evolve(rule, check=self._counted(name, check))
-        return checked
-
-    def _counted(self, name: str, check: Check) -> Check:
-        def counted(case: _Sink, subject: RuleInput) -> None:
-            check(case, subject)
-            missing = _missing(name, subject)
-            if missing is None:
-                self.ran.add(name)
-                self.why.pop(name, None)
-            elif name not in self.ran:
-                self.why[name] = missing
-
-        return counted
-
-    def skipped(self) -> dict[str, str]:
-        """The rules that never had anything to check, with why."""
-        return {name: self.why.get(name, "") for name in self.rules if name not in self.ran}
-
-
-def _missing(name: str, subject: RuleInput) -> str | None:
-    """Why rule ``name`` had nothing to check on ``subject``, or ``None`` when it had."""
-    if name in _NEEDS_MAP:
-        if subject.traced is None:
-            maps = [bool(mapping) for _program, mapping in subject.partitions]
-        else:
-            maps = [bool(e.get("delegate_map")) for e in subject.traced.delegate_map.values()]
-        return None if any(maps) else _NO_MAP
-    if name in _NEEDS_OP_OUTPUTS:
-        return None if _logs_op_outputs(subject.run().etdump) else _NO_OP_OUTPUT
-    return None
-
-
-def _logs_op_outputs(etdump: ETDump) -> bool:
-    """Whether a backend logged an intermediate output under a delegate identifier."""
-    for run in etdump.run_data:
-        if run.name != "Execute":
-            continue
-        for event in run.events or ():
-            de = event.debug_event
-            if de is not None and (de.delegate_debug_id_int != -1 or de.delegate_debug_id_str):
-                return True
-    return False
-
-
-def _links_through(program: bytes) -> Check:
-    """``events-link-to-operators`` given the ``program``: the Inspector links the events
-    of a call through the map a ``dl_recover_delegate_map`` plugin recovers from it."""
-    from delegate_lens.testing import check_events, check_links
-
-    def check(case: _Sink, subject: RuleInput) -> None:
-        traced = subject.run()
-        orphans = check_events(_Discard(), traced.etdump, traced.delegate_map, subject.backend_id)
-        check_links(case, traced.etdump_bytes, traced.etrecord_path, orphans, program)
-
-    return check
-
-
-def _with_boundary_gaps(registered: Check) -> Check:
-    """``numeric-gaps``: the registered check (the outputs a backend logs per op), then the
-    outputs the runtime logs itself (:func:`_check_boundary_gaps`)."""
-
-    def check(case: _Sink, subject: RuleInput) -> None:
-        registered(case, subject)
-        _check_boundary_gaps(case, subject)
-
-    return check
 
 
 def check_real_model(
@@ -421,40 +274,6 @@ def _as_tuple(value: object) -> tuple[object, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def _check_boundary_gaps(case: _Sink, subject: RuleInput) -> None:
-    """``numeric-gaps`` at the delegate's boundary: every output the runtime logged itself
-    (a delegate call's outputs, a portable operator's) against the ETRecord's graph run on
-    the same inputs, by the Inspector's numeric gap. The outputs a backend logged under a
-    delegate identifier are left to the registered check (no finding twice)."""
-    from delegate_lens.inspector import Inspector
-
-    traced = subject.run()
-    debug_buffer = traced.etrecord_path.with_name("debug.bin")
-    debug_buffer.write_bytes(traced.debug_buffer)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            inspector = Inspector(
-                etdump_data=traced.etdump_bytes,
-                etrecord=str(traced.etrecord_path),
-                debug_buffer_path=str(debug_buffer),
-            )
-            table = inspector.calculate_numeric_gap(inputs=list(subject.inputs), as_dataframe=False)
-    except DelegateLensError as exc:
-        case.add("numeric-gaps", f"cannot be computed: {exc}".splitlines()[0], "Inspector")
-        return
-    if not table.rows:
-        case.add("numeric-gaps", "no intermediate output matched the graph", "debug buffer")
-    for row in table.rows:
-        if row["diverged"] and not row["delegate_identifiers"]:
-            case.add(
-                "numeric-gaps",
-                f"{table.distance} {row['gap']} beyond {table.threshold} at "
-                f"{', '.join(map(str, row['aot_ops']))}",
-                f"handles {row['aot_debug_handle']}",
-            )
-
-
 def check_partitioner(
     partitioner: object,
     *,
@@ -470,10 +289,6 @@ def check_partitioner(
     """The conformance suite on a real partitioner (object, class or ``"module:Name"``):
     ``models`` and ``max_examples`` generated ones, as
     :func:`delegate_lens.testing.check_backend` (same arguments, same report)."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis import strategies as st
-
     from delegate_lens.testing import backend_profile, strategies
 
     if max_examples < 0:
@@ -484,73 +299,41 @@ def check_partitioner(
     profile = backend_profile(backend_id)
     strategy = strategies.models(tuple(ops) if ops is not None else profile.ops)
     rules = RuleRuns(registered_rules(), profile)
-    findings: list[Finding] = []
-    counted: dict[str, int] = {}
-    checked = 0
+    log = FindingLog()
     recovered_by: set[str] = set()
 
-    def keep(new: list[Finding]) -> None:
-        nonlocal checked
-        checked += 1
-        for f in new:
-            counted[f.rule] = counted.get(f.rule, 0) + 1
-            if counted[f.rule] <= _MAX_PER_RULE:
-                findings.append(f)
-
-    for given_model in models or ():
-        module, inputs = _model_and_inputs(given_model)
-        keep(
+    def check(model: torch.nn.Module, inputs: Sequence[object], example: int | None) -> None:
+        log.keep(
             check_real_model(
                 partitioner,
-                module,
+                model,
                 inputs,
                 profile=profile,
                 runs=runs,
                 rtol=rtol,
                 atol=atol,
+                seed=None if example is None else seed,  # a given model: no seed to tell
+                example=example,
                 recovered_by=recovered_by,
                 rules=rules,
             )
         )
-    if max_examples and not (fail_fast and findings):
-        example = [0]
 
-        @hypothesis_seed(seed)
-        @settings(
-            max_examples=max_examples,
-            database=None,
-            deadline=None,
-            phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(strategy, st.just(None))
-        def explore(model: torch.nn.Module, _unused: None) -> None:
-            if fail_fast and findings:
-                return
-            example[0] += 1
-            keep(
-                check_real_model(
-                    partitioner,
-                    model,
-                    _model_and_inputs(model)[1],
-                    profile=profile,
-                    runs=runs,
-                    rtol=rtol,
-                    atol=atol,
-                    seed=seed,
-                    example=example[0],
-                    recovered_by=recovered_by,
-                    rules=rules,
-                )
-            )
-
-        explore()
+    for given_model in models or ():
+        check(*_model_and_inputs(given_model), None)
+    explore_models(
+        strategy,
+        lambda model, _, example: check(model, _model_and_inputs(model)[1], example),
+        max_examples=max_examples,
+        seed=seed,
+        stop=lambda: fail_fast and bool(log.findings),
+    )
     skipped = rules.skipped()
     return ConformanceReport(
         backend_id,
         tuple(rules.rules),
-        checked,
-        findings,
+        log.checked,
+        log.findings,
         time.perf_counter() - t0,
         tuple(skipped),
         recovered_by=tuple(sorted(recovered_by)),
