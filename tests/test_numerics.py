@@ -13,7 +13,7 @@ import pytest
 from numerics_helpers import demo_run
 
 from delegate_lens import Inspector
-from delegate_lens.errors import InspectorError, PluginError, UsageError
+from delegate_lens.errors import InspectorError, NumericGapUsageError, PluginError, UsageError
 from delegate_lens.inspector._linking import InspectorWarning
 from delegate_lens.numerics import CACHE_SUFFIX, AotOutputs, NumericGapTable
 
@@ -356,3 +356,19 @@ def test_the_reference_frame_reduces_as_the_reference_does() -> None:
         )
         with torch_reductions():
             assert (mse(a, b), l1(a, b), snr(a, b)) == theirs
+
+
+def test_an_unknown_reference_graph_is_named_before_missing_inputs(vectors_dir: Path) -> None:
+    """The reference checks ``reference_graph`` first: a name that is not a graph is that
+    error (a ValueError, as the reference's), even where the ETRecord also lacks the
+    representative inputs (the reference vectors store none)."""
+    vector = vectors_dir / "mlp_xnnpack"
+    inspector = Inspector(
+        etdump_path=vector / "etdump.etdp",
+        etrecord=vector / "etrecord.bin",
+        debug_buffer_path=vector / "debug.bin",
+    )
+    with pytest.raises(NumericGapUsageError, match="reference graph 'nope/forward' not found"):
+        inspector.calculate_numeric_gap("MSE", reference_graph="nope")
+    with pytest.raises(InspectorError, match="no representative inputs"):
+        inspector.calculate_numeric_gap("MSE")

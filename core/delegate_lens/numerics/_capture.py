@@ -145,6 +145,29 @@ def _key(record: ETRecord, graph: str, inputs: Sequence[object]) -> str:
     return digest.hexdigest()
 
 
+_OWN_GRAPHS = (
+    None,
+    "exported_program",
+    "edge_dialect_exported_program",
+    "edge_dialect_graph_module",
+)
+"""The reference graphs every ETRecord names; any other is a name in its graph_map."""
+
+
+def _graph_map_name(record: ETRecord, reference_graph: str) -> str:
+    """The graph_map entry ``reference_graph`` names (``"<name>"`` meaning
+    ``"<name>/forward"``, as the reference looks it up); a :class:`NumericGapUsageError`
+    (a ValueError too, as the reference's) when there is none."""
+    extra = getattr(record, "graph_map_names", [])
+    name = reference_graph if "/" in reference_graph else f"{reference_graph}/forward"
+    if name not in extra:
+        raise NumericGapUsageError(
+            f"reference graph {name!r} not found; available: 'exported_program', "
+            f"'edge_dialect_exported_program', or one of graph_map's: {extra}"
+        )
+    return name
+
+
 def capture_intermediate_outputs(
     etrecord: object,
     inputs: Sequence[object] | None = None,
@@ -174,6 +197,8 @@ def capture_intermediate_outputs(
     record = load_etrecord(etrecord)
     if record is None:
         raise InspectorError("capturing reference outputs needs an ETRecord")
+    # a graph_map name is checked first, as the reference does (before the inputs)
+    named = None if reference_graph in _OWN_GRAPHS else _graph_map_name(record, reference_graph)
     given = inputs is not None
     if inputs is None:
         try:
@@ -202,20 +227,8 @@ def capture_intermediate_outputs(
                 f"{record.origin}: cannot use 'exported_program': the ETRecord has none, or "
                 "its nodes cannot be traced to every debug handle of the edge program"
             )
-    elif reference_graph not in (
-        None,
-        "edge_dialect_exported_program",
-        "edge_dialect_graph_module",
-    ):
-        # a graph_map name, "<name>" meaning "<name>/forward" (as the reference looks it up)
-        extra = getattr(record, "graph_map_names", [])
-        name = reference_graph if "/" in reference_graph else f"{reference_graph}/forward"
-        if name not in extra:  # a ValueError too, as the reference's
-            raise NumericGapUsageError(
-                f"reference graph {name!r} not found; available: 'exported_program', "
-                f"'edge_dialect_exported_program', or one of graph_map's: {extra}"
-            )
-        graph = name
+    elif named is not None:
+        graph = named
 
     cache_path: Path | None = None
     if cache:
