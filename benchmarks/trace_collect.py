@@ -123,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = args.folder
     if folder is None:
-        from bench_collect import small_dumps
+        from collect_inputs import small_dumps
 
         folder = small_dumps(10_000)
     print(describe_machine())
