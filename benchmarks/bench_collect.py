@@ -381,7 +381,9 @@ def bench_query(events: int, repeat: int) -> None:
         return events_table(fc, source=f"copy{i}.etdp", file_hash=f"{i:032x}", labels=labels)
 
     sample = copy(0)  # parts as this code writes them: another schema or options, another cache
-    key = hashlib.sha256(repr((sample.schema, _write_options(sample))).encode()).hexdigest()[:8]
+    options = repr((sample.schema, _write_options(sample.schema)))
+    key = hashlib.sha256(options.encode()).hexdigest()[:8]
+    CACHE.mkdir(parents=True, exist_ok=True)
     folder = CACHE / f"query{events}-{key}"
     if not folder.is_dir():
         partial = folder.with_name(folder.name + ".partial")  # renamed when complete
