@@ -328,7 +328,7 @@ def _prepared(pm: pluggy.PluginManager, caller: pluggy.HookCaller) -> list[plugg
                 impls = caller.get_hookimpls()
     impls.pop()  # the policy's
     for impl in impls:
-        if not (impl.wrapper or impl.hookwrapper or hasattr(impl.function, _NOTING)):
+        if not (_is_wrapper(impl) or hasattr(impl.function, _NOTING)):
             _note(impl, caller.name)
     return impls
 

@@ -75,6 +75,7 @@ __all__ = [
     "get_plugin_manager",
     "has_implementations",
     "list_plugins",
+    "plugin_names",
     "plugin_options",
     "reset_plugin_manager",
 ]
@@ -469,12 +470,22 @@ def describe_plugin(name: str, pm: pluggy.PluginManager | None = None) -> str:
     return _label(name, _source(_manager(pm), name))
 
 
+def _plugins(pm: pluggy.PluginManager) -> list[tuple[str, object]]:
+    """``pm``'s plugins by name (``None``: blocked), the hook-policy plugin left out."""
+    return [(name, p) for name, p in pm.list_name_plugin() if name != HOOK_POLICY_PLUGIN]
+
+
+def plugin_names(pm: pluggy.PluginManager | None = None) -> frozenset[str]:
+    """The names of every plugin registered or blocked (not the hook-policy plugin's)."""
+    return frozenset(name for name, _ in _plugins(_manager(pm)))
+
+
 def list_plugins(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]:
     """Every registered plugin with where it came from and the hooks it implements."""
     pm = _manager(pm)
     rows = []
-    for name, plugin in pm.list_name_plugin():
-        if plugin is None or name == HOOK_POLICY_PLUGIN:  # blocked, or the error policies
+    for name, plugin in _plugins(pm):
+        if plugin is None:  # blocked
             continue
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or [])
         rows.append(PluginInfo(name, _source(pm, name), tuple(hooks)))

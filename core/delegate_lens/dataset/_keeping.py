@@ -52,16 +52,15 @@ class WorkerSettings:
             config = cached_config()
         if "delegate_lens.pluginmanager" in sys.modules:
             from delegate_lens.pluginmanager import (
-                HOOK_POLICY_PLUGIN,
                 built_plugin_manager,
+                plugin_names,
                 plugin_options,
             )
 
             pm = built_plugin_manager()
             if pm is not None:
                 manager, options = pm.serial, plugin_options()
-                names = (name for name, _ in pm.list_name_plugin())  # blocked ones too
-                plugins = frozenset(name for name in names if name != HOOK_POLICY_PLUGIN)
+                plugins = plugin_names(pm)
         return cls(workers, dict(os.environ), config, manager, options, plugins)
 
     def same(self, other: WorkerSettings) -> bool:
